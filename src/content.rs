@@ -1,0 +1,174 @@
+//! From a successful response to what the index stores: MIME parameters, text, title, headings
+//! and links. Pure: no I/O. `text/gemini` goes through the [`crate::gemtext`] parser, other
+//! `text/*` is indexed as plain text, and anything else is described by its URL alone.
+
+use ::url::Url;
+
+use crate::gemtext::{self, PageLink};
+
+/// A parsed MIME type (the meta of a 20 response).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Mime {
+    /// `type/subtype`, lower-case.
+    pub essence: String,
+    pub charset: Option<String>,
+    /// The first language tag of `lang=`.
+    pub lang: Option<String>,
+}
+
+/// Parses a response's MIME type. An empty meta means `text/gemini; charset=utf-8`.
+pub fn parse_mime(meta: &str) -> Mime {
+    let mut parts = meta.split(';');
+    let essence = parts.next().unwrap_or("").trim().to_ascii_lowercase();
+    let essence = if essence.is_empty() {
+        "text/gemini".to_string()
+    } else {
+        essence
+    };
+    let mut mime = Mime {
+        essence,
+        charset: None,
+        lang: None,
+    };
+    for param in parts {
+        let Some((name, value)) = param.split_once('=') else {
+            continue;
+        };
+        let value = value.trim().trim_matches('"');
+        match name.trim().to_ascii_lowercase().as_str() {
+            "charset" if !value.is_empty() => mime.charset = Some(value.to_ascii_lowercase()),
+            "lang" => {
+                let first = value.split(',').next().unwrap_or("").trim();
+                if !first.is_empty() {
+                    mime.lang = Some(first.to_string());
+                }
+            }
+            _ => {}
+        }
+    }
+    mime
+}
+
+/// What the indexer and the frontier need from one response.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Extracted {
+    pub title: String,
+    pub body: String,
+    pub headings: Vec<String>,
+    pub links: Vec<PageLink>,
+    pub mime: String,
+    pub lang: Option<String>,
+}
+
+/// Extracts a page. `body` is empty for types whose body was not downloaded.
+pub fn extract(url: &Url, meta: &str, body: &[u8]) -> Extracted {
+    let mime = parse_mime(meta);
+    let text = gemtext::decode(body);
+    let (title, body, headings, links) = if mime.essence == "text/gemini" {
+        let page = gemtext::extract(url, &text);
+        (page.title, page.body, page.headings, page.links)
+    } else if mime.essence.starts_with("text/") {
+        let title = text
+            .lines()
+            .map(str::trim)
+            .find(|l| !l.is_empty())
+            .filter(|l| l.chars().count() <= 120)
+            .map(str::to_string)
+            .unwrap_or_else(|| gemtext::title_of(&[], url));
+        (title, text.into_owned(), Vec::new(), Vec::new())
+    } else {
+        // A file geode does not download: it is found by the words of its path.
+        (
+            gemtext::title_of(&[], url),
+            path_words(url),
+            Vec::new(),
+            Vec::new(),
+        )
+    };
+    Extracted {
+        title,
+        body,
+        headings,
+        links,
+        mime: mime.essence,
+        lang: mime.lang,
+    }
+}
+
+/// The words of a URL's path, for files indexed without their content: `/pics/red-fox.png`
+/// gives `pics red fox png`.
+fn path_words(url: &Url) -> String {
+    let path = ::url::form_urlencoded::parse(url.path().as_bytes())
+        .map(|(k, v)| {
+            if v.is_empty() {
+                k.into_owned()
+            } else {
+                format!("{k}={v}")
+            }
+        })
+        .collect::<String>();
+    path.split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mime_parameters() {
+        let cases = [
+            ("", "text/gemini", None, None),
+            ("text/gemini", "text/gemini", None, None),
+            (
+                "TEXT/Gemini; charset=UTF-8; lang=en",
+                "text/gemini",
+                Some("utf-8"),
+                Some("en"),
+            ),
+            (
+                "text/gemini;lang=\"fr,en\"",
+                "text/gemini",
+                None,
+                Some("fr"),
+            ),
+            (
+                "text/plain; charset=iso-8859-1",
+                "text/plain",
+                Some("iso-8859-1"),
+                None,
+            ),
+            ("image/png", "image/png", None, None),
+            ("text/gemini; lang=; junk", "text/gemini", None, None),
+        ];
+        for (meta, essence, charset, lang) in cases {
+            let m = parse_mime(meta);
+            assert_eq!(m.essence, essence, "{meta}");
+            assert_eq!(m.charset.as_deref(), charset, "{meta}");
+            assert_eq!(m.lang.as_deref(), lang, "{meta}");
+        }
+    }
+
+    #[test]
+    fn files_are_described_by_their_path() {
+        let url = Url::parse("gemini://h.test/pics/red-fox%20photo.png").unwrap();
+        let e = extract(&url, "image/png", b"");
+        assert_eq!(e.body, "pics red fox photo png");
+        assert_eq!(e.mime, "image/png");
+        assert!(e.links.is_empty());
+    }
+
+    #[test]
+    fn plain_text_keeps_its_text_and_takes_its_first_line_as_title() {
+        let url = Url::parse("gemini://h.test/notes.txt").unwrap();
+        let e = extract(
+            &url,
+            "text/plain",
+            b"\n  Field notes  \nThe heron returned.\n",
+        );
+        assert_eq!(e.title, "Field notes");
+        assert!(e.body.contains("The heron returned."));
+    }
+}

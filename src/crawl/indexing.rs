@@ -1,0 +1,123 @@
+//! The indexing thread: the one place that holds the Tantivy writer during a crawl.
+//!
+//! It adds the documents the crawl loop sends and commits on size or time. Each commit follows
+//! the same three steps, so that a crash between any two of them leaves the frontier and the
+//! index in agreement after `Frontier::recover`:
+//! 1. tag the batch's URLs with the next sequence number in the frontier,
+//! 2. commit Tantivy with that sequence number as the commit payload,
+//! 3. mark the tagged URLs `indexed` in the frontier.
+
+use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use crate::frontier::Frontier;
+use crate::index::{Indexer, PageDoc};
+
+use super::CrawlError;
+
+/// A message to the indexing thread.
+pub enum IndexMsg {
+    /// Add (or replace) a page; `url_id` is its frontier id, already recorded `pending`.
+    Upsert { url_id: i64, doc: Box<PageDoc> },
+    /// Commit now and report when done.
+    Flush(tokio::sync::oneshot::Sender<()>),
+}
+
+/// When to commit.
+#[derive(Debug, Clone, Copy)]
+pub struct CommitPolicy {
+    pub max_docs: usize,
+    pub max_age: Duration,
+}
+
+/// Totals reported by the thread when it ends.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct IndexingSummary {
+    pub documents: u64,
+    pub commits: u64,
+}
+
+/// Starts the thread. Dropping every sender makes it commit what is left and stop.
+pub fn spawn(
+    indexer: Indexer,
+    frontier: Frontier,
+    policy: CommitPolicy,
+    capacity: usize,
+) -> (
+    SyncSender<IndexMsg>,
+    JoinHandle<Result<IndexingSummary, CrawlError>>,
+) {
+    let (tx, rx) = std::sync::mpsc::sync_channel(capacity);
+    let handle = std::thread::Builder::new()
+        .name("geode-indexer".into())
+        .spawn(move || run(indexer, frontier, policy, rx))
+        .expect("spawning a thread only fails when the OS is out of resources");
+    (tx, handle)
+}
+
+struct Pending {
+    ids: Vec<i64>,
+    since: Option<Instant>,
+}
+
+fn run(
+    mut indexer: Indexer,
+    mut frontier: Frontier,
+    policy: CommitPolicy,
+    rx: Receiver<IndexMsg>,
+) -> Result<IndexingSummary, CrawlError> {
+    let mut summary = IndexingSummary::default();
+    let mut pending = Pending {
+        ids: Vec::new(),
+        since: None,
+    };
+    loop {
+        let wait = match pending.since {
+            Some(since) => policy.max_age.saturating_sub(since.elapsed()),
+            None => Duration::from_secs(3600),
+        };
+        match rx.recv_timeout(wait) {
+            Ok(IndexMsg::Upsert { url_id, doc }) => {
+                indexer.upsert(&doc)?;
+                pending.ids.push(url_id);
+                pending.since.get_or_insert_with(Instant::now);
+                summary.documents += 1;
+                if pending.ids.len() >= policy.max_docs {
+                    commit(&mut indexer, &mut frontier, &mut pending, &mut summary)?;
+                }
+            }
+            Ok(IndexMsg::Flush(done)) => {
+                commit(&mut indexer, &mut frontier, &mut pending, &mut summary)?;
+                let _ = done.send(());
+            }
+            Err(RecvTimeoutError::Timeout) => {
+                commit(&mut indexer, &mut frontier, &mut pending, &mut summary)?;
+            }
+            Err(RecvTimeoutError::Disconnected) => {
+                commit(&mut indexer, &mut frontier, &mut pending, &mut summary)?;
+                return Ok(summary);
+            }
+        }
+    }
+}
+
+fn commit(
+    indexer: &mut Indexer,
+    frontier: &mut Frontier,
+    pending: &mut Pending,
+    summary: &mut IndexingSummary,
+) -> Result<(), CrawlError> {
+    if pending.ids.is_empty() {
+        return Ok(());
+    }
+    let seq = indexer.committed_seq() + 1;
+    frontier.assign_batch(&pending.ids, seq)?;
+    indexer.commit(seq)?;
+    frontier.mark_committed(seq)?;
+    tracing::debug!(seq, documents = pending.ids.len(), "index commit");
+    summary.commits += 1;
+    pending.ids.clear();
+    pending.since = None;
+    Ok(())
+}

@@ -1,0 +1,702 @@
+//! The crawl loop: claims URLs from the frontier, schedules them per IP address under the
+//! politeness rules ([`scheduler`]), fetches them concurrently, records what happened in the
+//! frontier and hands pages to the indexing thread ([`indexing`]).
+//!
+//! The loop is a single task that owns the scheduler and the frontier connection; fetches and DNS
+//! lookups run as their own tasks and report back. The crawl ends when nothing is in flight,
+//! nothing is queued and the frontier has nothing new (checked after the last results were
+//! recorded, so it never ends early), at `max_pages`, or when `shutdown` resolves.
+
+pub mod indexing;
+pub mod scheduler;
+
+use std::collections::HashSet;
+use std::future::Future;
+use std::net::{IpAddr, SocketAddr};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use ::url::Url;
+use tokio::task::JoinSet;
+
+use crate::content::{self, Extracted};
+use crate::fetch::{dns, FetchError, FetchLimits, Fetcher, Outcome, Response};
+use crate::frontier::{Batch, FetchResult, Frontier, FrontierError, LinkOut, QueuedUrl, UrlState};
+use crate::index::{IndexError, Indexer, PageDoc};
+use crate::robots::Robots;
+use crate::urlnorm;
+use indexing::{CommitPolicy, IndexMsg};
+use scheduler::{Job, Scheduler};
+
+/// Well-known capsules a crawl starts from when it has no seeds and knows no URL.
+pub const DEFAULT_SEEDS: &[&str] = &[
+    "gemini://geminiprotocol.net/",
+    "gemini://gemini.circumlunar.space/",
+    "gemini://bbs.geminispace.org/",
+    "gemini://station.martinrue.com/",
+    "gemini://warmedal.se/~antenna/",
+    "gemini://tlgs.one/",
+    "gemini://kennedy.gemi.dev/",
+    "gemini://midnight.pub/",
+    "gemini://rawtext.club/",
+    "gemini://tilde.team/",
+    "gemini://sdf.org/",
+    "gemini://cosmic.voyage/",
+];
+
+/// Redirects followed from one URL before giving up.
+pub const MAX_REDIRECT_HOPS: u32 = 5;
+
+/// How long a capsule is left alone when its robots.txt or its address cannot be had.
+const UNAVAILABLE_BACKOFF: Duration = Duration::from_secs(3600);
+
+/// How long a cached robots.txt stays valid.
+const ROBOTS_TTL: Duration = Duration::from_secs(24 * 3600);
+
+/// Everything a crawl needs, decided once from the command line.
+#[derive(Debug, Clone)]
+pub struct CrawlConfig {
+    pub data_dir: PathBuf,
+    /// Normalised seed URLs; when empty and the frontier is empty, [`DEFAULT_SEEDS`] are used.
+    pub seeds: Vec<Url>,
+    /// Stop after fetching this many pages in this run.
+    pub max_pages: Option<u64>,
+    /// Smallest gap between the starts of two requests to one IP address.
+    pub min_delay: Duration,
+    /// Requests in flight at once, across all IP addresses.
+    pub concurrency: usize,
+    pub resolve: dns::Overrides,
+    /// Links followed from a seed before URLs are no longer fetched.
+    pub max_depth: u32,
+    pub limits: FetchLimits,
+    pub commit: CommitPolicy,
+    /// How often a progress line is logged.
+    pub progress_every: Duration,
+}
+
+impl CrawlConfig {
+    /// Defaults for everything but the data directory.
+    pub fn new(data_dir: impl Into<PathBuf>) -> Self {
+        CrawlConfig {
+            data_dir: data_dir.into(),
+            seeds: Vec::new(),
+            max_pages: None,
+            min_delay: Duration::from_millis(1000),
+            concurrency: 64,
+            resolve: dns::Overrides::default(),
+            max_depth: 30,
+            limits: FetchLimits::default(),
+            commit: CommitPolicy {
+                max_docs: 1000,
+                max_age: Duration::from_secs(10),
+            },
+            progress_every: Duration::from_secs(5),
+        }
+    }
+}
+
+/// The crawl database inside a data directory.
+pub fn database_path(data_dir: &Path) -> PathBuf {
+    data_dir.join("crawl.sqlite")
+}
+
+/// The Tantivy index inside a data directory.
+pub fn index_path(data_dir: &Path) -> PathBuf {
+    data_dir.join("tantivy")
+}
+
+/// Errors that stop a whole crawl. Errors of single URLs never do.
+#[derive(Debug, thiserror::Error)]
+pub enum CrawlError {
+    #[error(transparent)]
+    Frontier(#[from] FrontierError),
+    #[error(transparent)]
+    Index(#[from] IndexError),
+    #[error("data directory {0}: {1}")]
+    DataDir(PathBuf, std::io::Error),
+    #[error("the indexing thread stopped: {0}")]
+    IndexerStopped(String),
+}
+
+/// Why a crawl ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum StopReason {
+    /// Nothing was left to fetch.
+    Exhausted,
+    MaxPages,
+    Interrupted,
+}
+
+/// What a crawl did.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct CrawlSummary {
+    pub pages_fetched: u64,
+    pub documents_indexed: u64,
+    pub robots_fetched: u64,
+    pub robots_excluded: u64,
+    pub errors: u64,
+    pub urls_discovered: u64,
+    pub elapsed_secs: f64,
+    pub stop: StopReason,
+}
+
+/// What a fetch task reports.
+struct Done {
+    ip: IpAddr,
+    job: DoneJob,
+    fetched_at: i64,
+    result: Result<Fetched, FetchError>,
+}
+
+enum DoneJob {
+    Robots { host_id: i64 },
+    Page(QueuedUrl),
+}
+
+/// A response, with the page already extracted when it was content.
+struct Fetched {
+    response: Response,
+    page: Option<ExtractedPage>,
+}
+
+struct ExtractedPage {
+    extracted: Extracted,
+    size: u64,
+    hash: String,
+}
+
+fn unix_now() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or(0)
+}
+
+/// Runs a crawl until it ends or `shutdown` resolves.
+pub async fn run(
+    config: CrawlConfig,
+    shutdown: impl Future<Output = ()>,
+) -> Result<CrawlSummary, CrawlError> {
+    let started = Instant::now();
+    std::fs::create_dir_all(&config.data_dir)
+        .map_err(|e| CrawlError::DataDir(config.data_dir.clone(), e))?;
+    // The writer lock comes first: it is what keeps two crawls off one data directory.
+    let indexer = Indexer::open_or_create(&index_path(&config.data_dir))?;
+    let db = database_path(&config.data_dir);
+    let mut frontier = Frontier::open(&db)?;
+    let (confirmed, requeued) = frontier.recover(indexer.committed_seq())?;
+    if confirmed + requeued > 0 {
+        tracing::info!(confirmed, requeued, "resumed an interrupted crawl");
+    }
+    add_seeds(&mut frontier, &config)?;
+    frontier.set_meta("last_crawl_started", &unix_now().to_string())?;
+
+    let (index_tx, index_thread) =
+        indexing::spawn(indexer, Frontier::open(&db)?, config.commit, 1024);
+    let mut crawl = Crawl {
+        fetcher: Fetcher::new(config.limits.clone()),
+        scheduler: Scheduler::new(config.min_delay),
+        index_tx: Some(index_tx),
+        summary: CrawlSummary {
+            pages_fetched: 0,
+            documents_indexed: 0,
+            robots_fetched: 0,
+            robots_excluded: 0,
+            errors: 0,
+            urls_discovered: 0,
+            elapsed_secs: 0.0,
+            stop: StopReason::Exhausted,
+        },
+        config,
+    };
+    let outcome = crawl.run_loop(&mut frontier, shutdown).await;
+    // Whatever happened, let the indexing thread commit what it has, then settle the frontier.
+    crawl.index_tx = None;
+    let indexed = tokio::task::spawn_blocking(move || index_thread.join())
+        .await
+        .map_err(|e| CrawlError::IndexerStopped(e.to_string()))?
+        .map_err(|_| CrawlError::IndexerStopped("it panicked".into()))?;
+    outcome?;
+    let indexed = indexed?;
+    frontier.release_queued()?;
+    frontier.set_meta("last_crawl_finished", &unix_now().to_string())?;
+    crawl.summary.documents_indexed = indexed.documents;
+    crawl.summary.elapsed_secs = started.elapsed().as_secs_f64();
+    Ok(crawl.summary)
+}
+
+fn add_seeds(frontier: &mut Frontier, config: &CrawlConfig) -> Result<(), CrawlError> {
+    let defaults: Vec<Url>;
+    let seeds = if config.seeds.is_empty() && frontier.url_count()? == 0 {
+        defaults = DEFAULT_SEEDS
+            .iter()
+            .filter_map(|s| urlnorm::normalize(s).ok())
+            .collect();
+        &defaults
+    } else {
+        &config.seeds
+    };
+    for seed in seeds {
+        frontier.add_seed(seed.as_str(), &urlnorm::capsule_key(seed))?;
+    }
+    Ok(())
+}
+
+struct Crawl {
+    config: CrawlConfig,
+    fetcher: Fetcher,
+    scheduler: Scheduler,
+    index_tx: Option<std::sync::mpsc::SyncSender<IndexMsg>>,
+    summary: CrawlSummary,
+}
+
+impl Crawl {
+    async fn run_loop(
+        &mut self,
+        frontier: &mut Frontier,
+        shutdown: impl Future<Output = ()>,
+    ) -> Result<(), CrawlError> {
+        let mut shutdown = std::pin::pin!(shutdown);
+        let mut fetches: JoinSet<Done> = JoinSet::new();
+        let mut lookups: JoinSet<(i64, Result<SocketAddr, FetchError>)> = JoinSet::new();
+        let mut resolving: HashSet<i64> = HashSet::new();
+        let mut frontier_has_more = true;
+        let mut dispatching = true;
+        let mut interrupted = false;
+        let mut pages_started: u64 = 0;
+        let mut next_progress = Instant::now() + self.config.progress_every;
+        let low_water = self.config.concurrency.max(16) * 4;
+
+        loop {
+            if dispatching && frontier_has_more && self.scheduler.queued() < low_water {
+                let claimed = frontier.claim(low_water * 2, low_water, unix_now())?;
+                frontier_has_more = !claimed.is_empty();
+                self.take_claimed(frontier, claimed)?;
+                for (host_id, host) in self.scheduler.unresolved() {
+                    if resolving.insert(host_id) {
+                        lookups.spawn(lookup(
+                            host_id,
+                            host.to_string(),
+                            self.config.resolve.clone(),
+                        ));
+                    }
+                }
+            }
+
+            let mut batch = frontier.batch()?;
+            let mut docs = Vec::new();
+            while dispatching && self.scheduler.in_flight() < self.config.concurrency {
+                let Some(job) = self.scheduler.next_job(Instant::now()) else {
+                    break;
+                };
+                match job {
+                    Job::Disallowed(url) => {
+                        let result = FetchResult {
+                            error: Some("robots".into()),
+                            meta: "disallowed by robots.txt".into(),
+                            ..FetchResult::default()
+                        };
+                        batch.finish_url(url.id, UrlState::Excluded, &result)?;
+                        self.summary.robots_excluded += 1;
+                    }
+                    Job::Robots {
+                        host_id,
+                        host,
+                        addr,
+                    } => {
+                        let url = format!("gemini://{host}/robots.txt");
+                        fetches.spawn(fetch(
+                            self.fetcher.clone(),
+                            url,
+                            addr,
+                            DoneJob::Robots { host_id },
+                        ));
+                    }
+                    Job::Page { url, addr } => {
+                        pages_started += 1;
+                        let target = url.url.clone();
+                        fetches.spawn(fetch(
+                            self.fetcher.clone(),
+                            target,
+                            addr,
+                            DoneJob::Page(url),
+                        ));
+                        if self
+                            .config
+                            .max_pages
+                            .is_some_and(|max| pages_started >= max)
+                        {
+                            dispatching = false;
+                            self.summary.stop = StopReason::MaxPages;
+                        }
+                    }
+                }
+            }
+            batch.commit()?;
+
+            let idle = fetches.is_empty() && lookups.is_empty();
+            if idle && (!dispatching || (self.scheduler.queued() == 0 && !frontier_has_more)) {
+                break;
+            }
+
+            let now = Instant::now();
+            if now >= next_progress {
+                self.log_progress();
+                next_progress = now + self.config.progress_every;
+            }
+            let wake = self
+                .scheduler
+                .next_wakeup()
+                .unwrap_or(now + Duration::from_secs(3600))
+                .min(next_progress)
+                .max(now);
+            tokio::select! {
+                Some(joined) = fetches.join_next(), if !fetches.is_empty() => {
+                    let mut batch = frontier.batch()?;
+                    let mut new_urls = 0;
+                    let mut next = Some(joined);
+                    // Record every result that is ready in one transaction.
+                    while let Some(joined) = next.take() {
+                        if let Ok(done) = joined {
+                            new_urls += self.record(&mut batch, done, &mut docs)?;
+                        }
+                        next = fetches.try_join_next();
+                    }
+                    batch.commit()?;
+                    if new_urls > 0 {
+                        frontier_has_more = true;
+                    }
+                    for msg in docs.drain(..) {
+                        self.send_to_index(msg)?;
+                    }
+                }
+                Some(joined) = lookups.join_next(), if !lookups.is_empty() => {
+                    if let Ok((host_id, result)) = joined {
+                        resolving.remove(&host_id);
+                        self.take_address(frontier, host_id, result)?;
+                    }
+                }
+                _ = tokio::time::sleep_until(wake.into()) => {}
+                _ = &mut shutdown, if !interrupted => {
+                    tracing::info!("interrupted: stopping the crawl");
+                    interrupted = true;
+                    dispatching = false;
+                    self.summary.stop = StopReason::Interrupted;
+                    // Unfinished requests are dropped; their URLs stay queued and return to the
+                    // frontier as new when the crawl ends.
+                    fetches.abort_all();
+                    lookups.abort_all();
+                }
+            }
+        }
+        self.log_progress();
+        Ok(())
+    }
+
+    /// Puts claimed URLs into the scheduler, with any cached robots.txt for new capsules.
+    fn take_claimed(
+        &mut self,
+        frontier: &Frontier,
+        claimed: Vec<QueuedUrl>,
+    ) -> Result<(), CrawlError> {
+        let now = Instant::now();
+        for url in claimed {
+            let host_id = url.host_id;
+            let new_capsule = !self.scheduler.knows(host_id);
+            self.scheduler.push(url, now);
+            if new_capsule {
+                if let Some(cached) = frontier.robots(host_id)? {
+                    let fresh = unix_now() - cached.fetched_at < ROBOTS_TTL.as_secs() as i64;
+                    if fresh && cached.status / 10 != 4 {
+                        let robots = cached
+                            .text
+                            .as_deref()
+                            .map(Robots::parse)
+                            .unwrap_or_default();
+                        self.scheduler.set_robots(host_id, robots, now);
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn take_address(
+        &mut self,
+        frontier: &mut Frontier,
+        host_id: i64,
+        result: Result<SocketAddr, FetchError>,
+    ) -> Result<(), CrawlError> {
+        match result {
+            Ok(addr) => self.scheduler.set_address(host_id, addr, Instant::now()),
+            Err(e) => {
+                tracing::debug!(host_id, error = %e, "no address");
+                let mut batch = frontier.batch()?;
+                self.set_aside(&mut batch, host_id)?;
+                batch.commit()?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Leaves a capsule alone for a while: its URLs go back to the frontier untouched.
+    fn set_aside(&mut self, batch: &mut Batch<'_>, host_id: i64) -> Result<(), CrawlError> {
+        batch.set_backoff(host_id, unix_now() + UNAVAILABLE_BACKOFF.as_secs() as i64)?;
+        for url in self.scheduler.drop_capsule(host_id) {
+            batch.requeue(url.id)?;
+        }
+        Ok(())
+    }
+
+    /// Records one finished fetch. Returns how many new URLs it added to the frontier.
+    fn record(
+        &mut self,
+        batch: &mut Batch<'_>,
+        done: Done,
+        docs: &mut Vec<IndexMsg>,
+    ) -> Result<usize, CrawlError> {
+        self.scheduler.finished(done.ip);
+        match done.job {
+            DoneJob::Robots { host_id } => {
+                self.record_robots(batch, host_id, done.fetched_at, done.result)?;
+                Ok(0)
+            }
+            DoneJob::Page(url) => self.record_page(batch, url, done.fetched_at, done.result, docs),
+        }
+    }
+
+    fn record_robots(
+        &mut self,
+        batch: &mut Batch<'_>,
+        host_id: i64,
+        now: i64,
+        result: Result<Fetched, FetchError>,
+    ) -> Result<(), CrawlError> {
+        self.summary.robots_fetched += 1;
+        let response = match result {
+            Ok(fetched) => fetched.response,
+            Err(e) => {
+                tracing::debug!(host_id, error = %e, "robots.txt unreachable: capsule set aside");
+                return self.set_aside(batch, host_id);
+            }
+        };
+        if let Some(fp) = &response.cert_fingerprint {
+            batch.pin_certificate(host_id, fp, now)?;
+        }
+        // 20 text: the rules. 4x: ask again later and fetch nothing meanwhile. Anything else
+        // (missing, permanent failure, redirect, not text) means no restrictions.
+        let (robots, text) = match &response.outcome {
+            Outcome::TemporaryFailure { .. } => return self.set_aside(batch, host_id),
+            Outcome::Success { meta, body } if crate::fetch::wants_body(meta) => {
+                let text = crate::gemtext::decode(body).into_owned();
+                (Robots::parse(&text), Some(text))
+            }
+            _ => (Robots::allow_all(), None),
+        };
+        batch.set_robots(host_id, response.status, text.as_deref(), now)?;
+        self.scheduler.set_robots(host_id, robots, Instant::now());
+        Ok(())
+    }
+
+    fn record_page(
+        &mut self,
+        batch: &mut Batch<'_>,
+        url: QueuedUrl,
+        now: i64,
+        result: Result<Fetched, FetchError>,
+        docs: &mut Vec<IndexMsg>,
+    ) -> Result<usize, CrawlError> {
+        self.summary.pages_fetched += 1;
+        let fetched = match result {
+            Ok(fetched) => fetched,
+            Err(e) => {
+                self.summary.errors += 1;
+                let result = FetchResult {
+                    error: Some(e.kind().into()),
+                    meta: e.to_string(),
+                    fetched_at: now,
+                    ..FetchResult::default()
+                };
+                batch.finish_url(url.id, UrlState::Failed, &result)?;
+                return Ok(0);
+            }
+        };
+        let response = fetched.response;
+        if let Some(fp) = &response.cert_fingerprint {
+            batch.pin_certificate(url.host_id, fp, now)?;
+        }
+        let mut result = FetchResult {
+            status: Some(response.status),
+            fetched_at: now,
+            ..FetchResult::default()
+        };
+        let mut state = UrlState::Fetched;
+        let mut added = 0;
+        match response.outcome {
+            Outcome::Success { meta, .. } => {
+                let page = fetched.page.expect("success responses are extracted");
+                let links: Vec<LinkOut> = page
+                    .extracted
+                    .links
+                    .iter()
+                    .map(|l| LinkOut {
+                        url: l.url.to_string(),
+                        host: urlnorm::capsule_key(&l.url),
+                        label: l.label.clone(),
+                        fetchable: urlnorm::is_fetchable(&l.url),
+                    })
+                    .collect();
+                added += batch.add_links(url.id, url.depth, self.config.max_depth, &links)?;
+                result.mime = Some(page.extracted.mime.clone());
+                result.size = Some(page.size);
+                result.content_hash = Some(page.hash);
+                result.meta = meta;
+                state = UrlState::Pending;
+                docs.push(IndexMsg::Upsert {
+                    url_id: url.id,
+                    doc: Box::new(page_doc(&url, &page.extracted, page.size, now)),
+                });
+            }
+            Outcome::Redirect { target, .. } => {
+                result.meta = target.clone();
+                let resolved = Url::parse(&url.url)
+                    .map_err(|e| urlnorm::UrlError::Parse(e.to_string()))
+                    .and_then(|base| urlnorm::resolve(&base, &target));
+                match resolved {
+                    Ok(to) if url.hops < MAX_REDIRECT_HOPS => {
+                        let link = LinkOut {
+                            host: urlnorm::capsule_key(&to),
+                            fetchable: urlnorm::is_fetchable(&to),
+                            url: to.into(),
+                            label: String::new(),
+                        };
+                        added += usize::from(batch.add_redirect(
+                            url.id,
+                            url.depth,
+                            url.hops + 1,
+                            &link,
+                        )?);
+                    }
+                    Ok(_) => {
+                        state = UrlState::Failed;
+                        result.error = Some("too-many-redirects".into());
+                    }
+                    Err(_) => {
+                        state = UrlState::Failed;
+                        result.error = Some("bad-redirect".into());
+                    }
+                }
+            }
+            Outcome::Input {
+                prompt: message, ..
+            }
+            | Outcome::TemporaryFailure { message, .. }
+            | Outcome::PermanentFailure { message, .. }
+            | Outcome::CertificateRequired { message, .. } => result.meta = message,
+        }
+        if state == UrlState::Failed {
+            self.summary.errors += 1;
+        }
+        batch.finish_url(url.id, state, &result)?;
+        self.summary.urls_discovered += added as u64;
+        Ok(added)
+    }
+
+    fn send_to_index(&mut self, msg: IndexMsg) -> Result<(), CrawlError> {
+        let sent = self
+            .index_tx
+            .as_ref()
+            .map(|tx| tx.send(msg).is_ok())
+            .unwrap_or(false);
+        if sent {
+            Ok(())
+        } else {
+            // The thread ended early; its own error is reported when it is joined.
+            Err(CrawlError::IndexerStopped(
+                "it ended during the crawl".into(),
+            ))
+        }
+    }
+
+    fn log_progress(&self) {
+        tracing::info!(
+            fetched = self.summary.pages_fetched,
+            queued = self.scheduler.queued(),
+            in_flight = self.scheduler.in_flight(),
+            errors = self.summary.errors,
+            robots_excluded = self.summary.robots_excluded,
+            "crawl progress"
+        );
+    }
+}
+
+fn page_doc(url: &QueuedUrl, page: &Extracted, size: u64, now: i64) -> PageDoc {
+    PageDoc {
+        url: url.url.clone(),
+        host: url.host.clone(),
+        title: page.title.clone(),
+        body: page.body.clone(),
+        headings: page.headings.join("\n"),
+        link_labels: page
+            .links
+            .iter()
+            .map(|l| l.label.as_str())
+            .filter(|l| !l.is_empty())
+            .collect::<Vec<_>>()
+            .join("\n"),
+        mime: page.mime.clone(),
+        lang: page.lang.clone(),
+        size,
+        fetched_at: now,
+    }
+}
+
+/// Resolves a capsule key (`host` or `host:port`) to the address it is fetched from.
+async fn lookup(
+    host_id: i64,
+    capsule: String,
+    overrides: dns::Overrides,
+) -> (i64, Result<SocketAddr, FetchError>) {
+    let parsed = Url::parse(&format!("gemini://{capsule}/"));
+    let result = match &parsed {
+        Ok(u) => match u.host_str() {
+            Some(host) => dns::resolve(host, u.port().unwrap_or(1965), &overrides)
+                .await
+                .map(|addrs| addrs[0]),
+            None => Err(FetchError::Unresolved(capsule.clone())),
+        },
+        Err(_) => Err(FetchError::Unresolved(capsule.clone())),
+    };
+    (host_id, result)
+}
+
+/// One fetch task: the request, and for content the extraction too, so the loop only records.
+async fn fetch(fetcher: Fetcher, url: String, addr: SocketAddr, job: DoneJob) -> Done {
+    let fetched_at = unix_now();
+    let result = match Url::parse(&url) {
+        Err(e) => Err(FetchError::MalformedHeader(format!(
+            "stored URL does not parse: {e}"
+        ))),
+        Ok(parsed) => match fetcher.fetch(&parsed, addr).await {
+            Err(e) => Err(e),
+            Ok(response) => {
+                let page = match (&job, &response.outcome) {
+                    (DoneJob::Page(_), Outcome::Success { meta, body }) => Some(ExtractedPage {
+                        extracted: content::extract(&parsed, meta, body),
+                        size: body.len() as u64,
+                        hash: crate::fetch::gemini::fingerprint_hex(body),
+                    }),
+                    _ => None,
+                };
+                Ok(Fetched { response, page })
+            }
+        },
+    };
+    Done {
+        ip: addr.ip(),
+        job,
+        fetched_at,
+        result,
+    }
+}

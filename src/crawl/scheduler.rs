@@ -1,0 +1,395 @@
+//! Who may be fetched next: per-capsule queues grouped by IP address, with politeness enforced
+//! per IP (many capsules share one address through virtual hosting). Pure bookkeeping, no I/O
+//! and no clock of its own: the crawl loop passes `now` in, which keeps this testable.
+//!
+//! Rules kept here: at most one request in flight per IP; request starts to one IP at least
+//! `min_delay` apart; a capsule's robots.txt is fetched before any other URL of it; the capsules
+//! sharing an IP take turns, one request each.
+
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap, VecDeque};
+use std::net::{IpAddr, SocketAddr};
+use std::time::{Duration, Instant};
+
+use crate::frontier::QueuedUrl;
+use crate::robots::Robots;
+
+/// Where a capsule's robots.txt stands.
+#[derive(Debug, Clone)]
+enum RobotsState {
+    Unknown,
+    Fetching,
+    Known(Robots),
+}
+
+#[derive(Debug)]
+struct Capsule {
+    name: String,
+    addr: Option<SocketAddr>,
+    robots: RobotsState,
+    urls: VecDeque<QueuedUrl>,
+    /// Whether the capsule is in its IP's rotation.
+    in_rotation: bool,
+}
+
+#[derive(Debug)]
+struct IpSlot {
+    busy: bool,
+    /// Earliest start of the next request.
+    next_start: Instant,
+    /// Capsules on this IP that have work, taking turns.
+    rotation: VecDeque<i64>,
+}
+
+/// Something for the crawl loop to do.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Job {
+    /// Fetch the capsule's robots.txt.
+    Robots {
+        host_id: i64,
+        host: String,
+        addr: SocketAddr,
+    },
+    /// Fetch a page.
+    Page { url: QueuedUrl, addr: SocketAddr },
+    /// robots.txt forbids this URL; no request is made.
+    Disallowed(QueuedUrl),
+}
+
+/// The in-memory part of the frontier: only URLs claimed for this crawl.
+#[derive(Debug)]
+pub struct Scheduler {
+    min_delay: Duration,
+    capsules: HashMap<i64, Capsule>,
+    ips: HashMap<IpAddr, IpSlot>,
+    /// IPs that may be ready at the given time; entries may be stale and are checked when popped.
+    ready: BinaryHeap<Reverse<(Instant, IpAddr)>>,
+    queued: usize,
+    in_flight: usize,
+}
+
+impl Scheduler {
+    pub fn new(min_delay: Duration) -> Self {
+        Scheduler {
+            min_delay,
+            capsules: HashMap::new(),
+            ips: HashMap::new(),
+            ready: BinaryHeap::new(),
+            queued: 0,
+            in_flight: 0,
+        }
+    }
+
+    /// URLs held in memory, not yet handed out.
+    pub fn queued(&self) -> usize {
+        self.queued
+    }
+
+    /// Requests handed out and not yet finished.
+    pub fn in_flight(&self) -> usize {
+        self.in_flight
+    }
+
+    /// Whether the scheduler knows this capsule already.
+    pub fn knows(&self, host_id: i64) -> bool {
+        self.capsules.contains_key(&host_id)
+    }
+
+    /// Adds a claimed URL. New capsules start with an unknown address and robots.txt.
+    pub fn push(&mut self, url: QueuedUrl, now: Instant) {
+        let host_id = url.host_id;
+        let capsule = self.capsules.entry(host_id).or_insert_with(|| Capsule {
+            name: url.host.clone(),
+            addr: None,
+            robots: RobotsState::Unknown,
+            urls: VecDeque::new(),
+            in_rotation: false,
+        });
+        capsule.urls.push_back(url);
+        self.queued += 1;
+        self.enter_rotation(host_id, now);
+    }
+
+    /// Sets a capsule's robots rules (from the cache or a fetch).
+    pub fn set_robots(&mut self, host_id: i64, robots: Robots, now: Instant) {
+        if let Some(c) = self.capsules.get_mut(&host_id) {
+            c.robots = RobotsState::Known(robots);
+        }
+        self.enter_rotation(host_id, now);
+    }
+
+    /// Sets the address a capsule is fetched from.
+    pub fn set_address(&mut self, host_id: i64, addr: SocketAddr, now: Instant) {
+        if let Some(c) = self.capsules.get_mut(&host_id) {
+            c.addr = Some(addr);
+        }
+        self.enter_rotation(host_id, now);
+    }
+
+    /// Drops a capsule that cannot be crawled now (no address, robots.txt unavailable) and
+    /// returns its URLs so the caller can hand them back to the frontier.
+    pub fn drop_capsule(&mut self, host_id: i64) -> Vec<QueuedUrl> {
+        let Some(mut capsule) = self.capsules.remove(&host_id) else {
+            return Vec::new();
+        };
+        if let Some(ip) = capsule.addr.map(|a| a.ip()) {
+            if let Some(slot) = self.ips.get_mut(&ip) {
+                slot.rotation.retain(|&h| h != host_id);
+            }
+        }
+        let urls: Vec<QueuedUrl> = capsule.urls.drain(..).collect();
+        self.queued -= urls.len();
+        urls
+    }
+
+    /// Capsules that have URLs but no address yet, with their names.
+    pub fn unresolved(&self) -> impl Iterator<Item = (i64, &str)> {
+        self.capsules
+            .iter()
+            .filter(|(_, c)| c.addr.is_none() && !c.urls.is_empty())
+            .map(|(&id, c)| (id, c.name.as_str()))
+    }
+
+    /// Hands out the next job whose IP is free and past its delay, if any.
+    pub fn next_job(&mut self, now: Instant) -> Option<Job> {
+        while let Some(&Reverse((at, ip))) = self.ready.peek() {
+            if at > now {
+                return None;
+            }
+            self.ready.pop();
+            let Some(slot) = self.ips.get(&ip) else {
+                continue;
+            };
+            if slot.busy {
+                // `finished` puts the IP back when its request ends.
+                continue;
+            }
+            if slot.next_start > now {
+                self.ready.push(Reverse((slot.next_start, ip)));
+                continue;
+            }
+            if let Some(job) = self.job_for_ip(ip) {
+                if !matches!(job, Job::Disallowed(_)) {
+                    let slot = self.ips.get_mut(&ip).expect("slot exists");
+                    slot.busy = true;
+                    slot.next_start = now + self.min_delay;
+                    self.in_flight += 1;
+                } else {
+                    // Judging a URL costs the IP nothing: it stays ready.
+                    self.ready.push(Reverse((now, ip)));
+                }
+                return Some(job);
+            }
+        }
+        None
+    }
+
+    /// Records that the request to `ip` finished; the next one may start once the delay since
+    /// the previous start has passed.
+    pub fn finished(&mut self, ip: IpAddr) {
+        self.in_flight = self.in_flight.saturating_sub(1);
+        if let Some(slot) = self.ips.get_mut(&ip) {
+            slot.busy = false;
+            if !slot.rotation.is_empty() {
+                self.ready.push(Reverse((slot.next_start, ip)));
+            }
+        }
+    }
+
+    /// When the next IP becomes ready (possibly a stale guess, never too late).
+    pub fn next_wakeup(&self) -> Option<Instant> {
+        self.ready.peek().map(|Reverse((at, _))| *at)
+    }
+
+    /// Takes the next job from the capsules on `ip`, in turn.
+    fn job_for_ip(&mut self, ip: IpAddr) -> Option<Job> {
+        let slot = self.ips.get_mut(&ip)?;
+        while let Some(host_id) = slot.rotation.pop_front() {
+            let Some(capsule) = self.capsules.get_mut(&host_id) else {
+                continue;
+            };
+            let addr = capsule.addr?;
+            let job = match &capsule.robots {
+                RobotsState::Fetching => None,
+                RobotsState::Unknown => {
+                    capsule.robots = RobotsState::Fetching;
+                    Some(Job::Robots {
+                        host_id,
+                        host: capsule.name.clone(),
+                        addr,
+                    })
+                }
+                RobotsState::Known(robots) => capsule.urls.pop_front().map(|url| {
+                    self.queued -= 1;
+                    if robots.is_allowed(path_and_query(&url.url)) {
+                        Job::Page { url, addr }
+                    } else {
+                        Job::Disallowed(url)
+                    }
+                }),
+            };
+            // The capsule goes to the back of the line if it still has work it can do.
+            let more = matches!(capsule.robots, RobotsState::Known(_)) && !capsule.urls.is_empty();
+            if more {
+                slot.rotation.push_back(host_id);
+            } else {
+                capsule.in_rotation = false;
+            }
+            if job.is_some() {
+                return job;
+            }
+        }
+        None
+    }
+
+    /// Puts a capsule in its IP's rotation when it has an address and work it can do now.
+    fn enter_rotation(&mut self, host_id: i64, now: Instant) {
+        let Some(capsule) = self.capsules.get_mut(&host_id) else {
+            return;
+        };
+        let Some(addr) = capsule.addr else { return };
+        let has_work = match capsule.robots {
+            RobotsState::Unknown => true,
+            RobotsState::Fetching => false,
+            RobotsState::Known(_) => !capsule.urls.is_empty(),
+        };
+        if capsule.in_rotation || !has_work {
+            return;
+        }
+        capsule.in_rotation = true;
+        let slot = self.ips.entry(addr.ip()).or_insert_with(|| IpSlot {
+            busy: false,
+            next_start: now,
+            rotation: VecDeque::new(),
+        });
+        slot.rotation.push_back(host_id);
+        if !slot.busy {
+            self.ready
+                .push(Reverse((slot.next_start.max(now), addr.ip())));
+        }
+    }
+}
+
+/// The part of a URL that robots.txt rules match: path plus `?query`.
+fn path_and_query(url: &str) -> &str {
+    // Skip `scheme://authority`; what remains starts at the path.
+    let after_scheme = url.find("://").map(|i| i + 3).unwrap_or(0);
+    match url[after_scheme..].find('/') {
+        Some(i) => {
+            let rest = &url[after_scheme + i..];
+            rest.split('#').next().unwrap_or(rest)
+        }
+        None => "/",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn url(id: i64, host_id: i64, host: &str, path: &str) -> QueuedUrl {
+        QueuedUrl {
+            id,
+            url: format!("gemini://{host}{path}"),
+            host_id,
+            host: host.to_string(),
+            depth: 0,
+            hops: 0,
+        }
+    }
+
+    fn addr(last: u8) -> SocketAddr {
+        SocketAddr::from(([127, 0, 1, last], 1965))
+    }
+
+    #[test]
+    fn robots_first_then_pages_one_at_a_time_per_ip() {
+        let t0 = Instant::now();
+        let delay = Duration::from_millis(100);
+        let mut s = Scheduler::new(delay);
+        s.push(url(1, 1, "a.test", "/"), t0);
+        s.push(url(2, 1, "a.test", "/x"), t0);
+        assert_eq!(s.next_job(t0), None, "no job before the address is known");
+        s.set_address(1, addr(1), t0);
+        let Some(Job::Robots { host_id: 1, .. }) = s.next_job(t0) else {
+            panic!("robots first")
+        };
+        assert_eq!(s.next_job(t0), None, "one request per IP");
+        s.finished(addr(1).ip());
+        s.set_robots(1, Robots::allow_all(), t0);
+        assert_eq!(s.next_job(t0), None, "the delay between starts holds");
+        assert!(s.next_wakeup().unwrap() >= t0 + delay);
+        let Some(Job::Page { url: u, .. }) = s.next_job(t0 + delay) else {
+            panic!()
+        };
+        assert_eq!(u.id, 1);
+        s.finished(addr(1).ip());
+        assert_eq!(s.next_job(t0 + delay), None);
+        let Some(Job::Page { url: u, .. }) = s.next_job(t0 + delay * 2) else {
+            panic!()
+        };
+        assert_eq!(u.id, 2);
+        assert_eq!(s.queued(), 0);
+    }
+
+    #[test]
+    fn capsules_on_one_ip_take_turns_and_different_ips_run_together() {
+        let t0 = Instant::now();
+        let mut s = Scheduler::new(Duration::ZERO);
+        for (host_id, host, ip) in [(1, "a.test", 1), (2, "b.test", 1), (3, "c.test", 2)] {
+            for i in 0..3 {
+                s.push(url(host_id * 10 + i, host_id, host, &format!("/{i}")), t0);
+            }
+            s.set_address(host_id, addr(ip), t0);
+            s.set_robots(host_id, Robots::allow_all(), t0);
+        }
+        let mut order = Vec::new();
+        for _ in 0..9 {
+            let mut busy = Vec::new();
+            while let Some(job) = s.next_job(t0) {
+                let Job::Page { url, addr } = job else {
+                    panic!()
+                };
+                order.push(url.host_id);
+                busy.push(addr.ip());
+            }
+            assert!(busy.len() <= 2, "at most one job per IP at once: {busy:?}");
+            for ip in busy {
+                s.finished(ip);
+            }
+        }
+        let on_ip1: Vec<i64> = order.iter().copied().filter(|&h| h != 3).collect();
+        assert_eq!(on_ip1, vec![1, 2, 1, 2, 1, 2]);
+        assert_eq!(order.iter().filter(|&&h| h == 3).count(), 3);
+    }
+
+    #[test]
+    fn disallowed_urls_are_judged_without_a_request() {
+        let t0 = Instant::now();
+        let mut s = Scheduler::new(Duration::from_secs(1));
+        s.push(url(1, 1, "a.test", "/private/x"), t0);
+        s.push(url(2, 1, "a.test", "/ok"), t0);
+        s.set_address(1, addr(1), t0);
+        s.set_robots(1, Robots::parse("User-agent: *\nDisallow: /private/\n"), t0);
+        assert!(matches!(s.next_job(t0), Some(Job::Disallowed(u)) if u.id == 1));
+        assert!(matches!(s.next_job(t0), Some(Job::Page { url, .. }) if url.id == 2));
+    }
+
+    #[test]
+    fn dropping_a_capsule_returns_its_urls() {
+        let t0 = Instant::now();
+        let mut s = Scheduler::new(Duration::ZERO);
+        s.push(url(1, 1, "a.test", "/"), t0);
+        s.push(url(2, 1, "a.test", "/b"), t0);
+        let back = s.drop_capsule(1);
+        assert_eq!(back.len(), 2);
+        assert_eq!(s.queued(), 0);
+    }
+
+    #[test]
+    fn robots_paths() {
+        assert_eq!(path_and_query("gemini://a.test/x/y?q=1"), "/x/y?q=1");
+        assert_eq!(path_and_query("gemini://a.test"), "/");
+        assert_eq!(path_and_query("gemini://a.test:1966/p#f"), "/p");
+    }
+}

@@ -1,0 +1,367 @@
+//! The Gemini client: one request per TLS connection, with trust on first use.
+//!
+//! Certificates are not checked against any authority (capsules use self-signed ones); the
+//! handshake signatures are still verified, so the peer really holds the key of the certificate it
+//! shows, and the certificate's SHA-256 fingerprint goes back to the caller for pinning.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Instant;
+
+use ::url::Url;
+use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use rustls::crypto::WebPkiSupportedAlgorithms;
+use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
+use rustls::{DigitallySignedStruct, SignatureScheme};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use tokio::time::timeout;
+use tokio_rustls::TlsConnector;
+
+use super::{outcome_of, wants_body, FetchError, FetchLimits, Outcome, Response};
+
+/// Longest header line: two digits, a space, 1024 bytes of meta, CRLF.
+const MAX_HEADER_BYTES: usize = 2 + 1 + 1024 + 2;
+/// Longest request URL.
+const MAX_REQUEST_URL_BYTES: usize = 1024;
+
+/// A Gemini client with fixed limits; cheap to clone.
+#[derive(Clone)]
+pub struct GeminiFetcher {
+    connector: TlsConnector,
+    limits: FetchLimits,
+}
+
+impl GeminiFetcher {
+    pub fn new(limits: FetchLimits) -> Self {
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let verifier = Arc::new(TofuVerifier {
+            algorithms: provider.signature_verification_algorithms,
+        });
+        let config = rustls::ClientConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .expect("the ring provider supports the default TLS versions")
+            .dangerous()
+            .with_custom_certificate_verifier(verifier)
+            .with_no_client_auth();
+        GeminiFetcher {
+            connector: TlsConnector::from(Arc::new(config)),
+            limits,
+        }
+    }
+
+    /// Fetches one URL from one address.
+    pub async fn fetch(&self, url: &Url, addr: SocketAddr) -> Result<Response, FetchError> {
+        let request = format!("{url}\r\n");
+        if request.len() - 2 > MAX_REQUEST_URL_BYTES {
+            return Err(FetchError::RequestTooLong);
+        }
+        let server_name = server_name(url)?;
+        let started = Instant::now();
+        let tcp = match timeout(self.limits.connect_timeout, TcpStream::connect(addr)).await {
+            Err(_) => return Err(FetchError::Timeout("connect")),
+            Ok(Err(e)) => return Err(FetchError::Connect(e)),
+            Ok(Ok(tcp)) => tcp,
+        };
+        // Requests are one small write; waiting for Nagle would only add latency.
+        let _ = tcp.set_nodelay(true);
+        let exchange = self.exchange(tcp, server_name, request.as_bytes());
+        let (status, outcome, cert_fingerprint) =
+            match timeout(self.limits.response_timeout, exchange).await {
+                Err(_) => return Err(FetchError::Timeout("response")),
+                Ok(result) => result?,
+            };
+        Ok(Response {
+            status,
+            outcome,
+            cert_fingerprint,
+            elapsed: started.elapsed(),
+        })
+    }
+
+    async fn exchange(
+        &self,
+        tcp: TcpStream,
+        server_name: ServerName<'static>,
+        request: &[u8],
+    ) -> Result<(u8, Outcome, Option<String>), FetchError> {
+        let mut tls = self
+            .connector
+            .connect(server_name, tcp)
+            .await
+            .map_err(|e| FetchError::Tls(e.to_string()))?;
+        let fingerprint = tls
+            .get_ref()
+            .1
+            .peer_certificates()
+            .and_then(|certs| certs.first())
+            .map(|cert| fingerprint_hex(cert.as_ref()));
+        tls.write_all(request).await.map_err(FetchError::Io)?;
+        tls.flush().await.map_err(FetchError::Io)?;
+
+        let (header, rest) = read_header(&mut tls).await?;
+        let (status, meta) = parse_header(&header)?;
+        let mut outcome = outcome_of(status, &meta)?;
+        if let Outcome::Success { meta, body } = &mut outcome {
+            if wants_body(meta) {
+                *body = read_body(&mut tls, rest, self.limits.max_body_bytes).await?;
+            }
+        }
+        Ok((status, outcome, fingerprint))
+    }
+}
+
+fn server_name(url: &Url) -> Result<ServerName<'static>, FetchError> {
+    match url.host() {
+        Some(::url::Host::Domain(name)) => ServerName::try_from(name.to_string())
+            .map_err(|_| FetchError::Tls(format!("invalid server name {name}"))),
+        Some(::url::Host::Ipv4(ip)) => Ok(ServerName::IpAddress(std::net::IpAddr::V4(ip).into())),
+        Some(::url::Host::Ipv6(ip)) => Ok(ServerName::IpAddress(std::net::IpAddr::V6(ip).into())),
+        None => Err(FetchError::Unresolved(url.to_string())),
+    }
+}
+
+/// Lower-case hex SHA-256 of a DER certificate.
+pub fn fingerprint_hex(der: &[u8]) -> String {
+    let digest = ring::digest::digest(&ring::digest::SHA256, der);
+    digest.as_ref().iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Reads up to the end of the header line. Returns the line (without CRLF) and any body bytes that
+/// arrived with it.
+async fn read_header<R: AsyncRead + Unpin>(
+    reader: &mut R,
+) -> Result<(Vec<u8>, Vec<u8>), FetchError> {
+    let mut buf = Vec::with_capacity(256);
+    let mut chunk = [0u8; 1024];
+    loop {
+        if let Some(pos) = buf.iter().position(|&b| b == b'\n') {
+            let rest = buf.split_off(pos + 1);
+            buf.truncate(pos);
+            if buf.last() == Some(&b'\r') {
+                buf.pop();
+            }
+            return Ok((buf, rest));
+        }
+        if buf.len() >= MAX_HEADER_BYTES {
+            return Err(FetchError::MalformedHeader(
+                "header line over 1029 bytes".into(),
+            ));
+        }
+        let n = match reader.read(&mut chunk).await {
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => 0,
+            Err(e) => return Err(FetchError::Io(e)),
+        };
+        if n == 0 {
+            return Err(FetchError::MalformedHeader(if buf.is_empty() {
+                "connection closed before a header".into()
+            } else {
+                "header not terminated by CRLF".into()
+            }));
+        }
+        buf.extend_from_slice(&chunk[..n]);
+    }
+}
+
+/// Splits `NN meta` into its parts. The meta may be empty (`20` alone is read as `20 `).
+pub fn parse_header(line: &[u8]) -> Result<(u8, String), FetchError> {
+    let text = std::str::from_utf8(line)
+        .map_err(|_| FetchError::MalformedHeader("header is not UTF-8".into()))?;
+    let bytes = text.as_bytes();
+    if bytes.len() < 2 || !bytes[0].is_ascii_digit() || !bytes[1].is_ascii_digit() {
+        return Err(FetchError::MalformedHeader(format!(
+            "no status code in {:?}",
+            text.chars().take(40).collect::<String>()
+        )));
+    }
+    let status = (bytes[0] - b'0') * 10 + (bytes[1] - b'0');
+    let meta = match bytes.get(2) {
+        None => "",
+        Some(b' ') | Some(b'\t') => &text[3..],
+        Some(_) => {
+            return Err(FetchError::MalformedHeader(
+                "status code not followed by a space".into(),
+            ))
+        }
+    };
+    if meta.len() > 1024 {
+        return Err(FetchError::MalformedHeader("meta over 1024 bytes".into()));
+    }
+    Ok((status, meta.trim().to_string()))
+}
+
+/// Reads the rest of the body, failing once it passes `max` bytes. A connection closed without TLS
+/// close_notify still ends the body: many servers skip it, and the byte cap bounds the damage.
+async fn read_body<R: AsyncRead + Unpin>(
+    reader: &mut R,
+    mut body: Vec<u8>,
+    max: usize,
+) -> Result<Vec<u8>, FetchError> {
+    if body.len() > max {
+        return Err(FetchError::BodyTooLarge(max));
+    }
+    let mut chunk = vec![0u8; 16 * 1024];
+    loop {
+        let n = match reader.read(&mut chunk).await {
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => 0,
+            Err(e) => return Err(FetchError::Io(e)),
+        };
+        if n == 0 {
+            return Ok(body);
+        }
+        if body.len() + n > max {
+            return Err(FetchError::BodyTooLarge(max));
+        }
+        body.extend_from_slice(&chunk[..n]);
+    }
+}
+
+/// Accepts any certificate (Gemini is trust-on-first-use; pinning happens in the frontier) while
+/// still verifying the handshake signatures against it.
+#[derive(Debug)]
+struct TofuVerifier {
+    algorithms: WebPkiSupportedAlgorithms,
+}
+
+impl ServerCertVerifier for TofuVerifier {
+    fn verify_server_cert(
+        &self,
+        _end_entity: &CertificateDer<'_>,
+        _intermediates: &[CertificateDer<'_>],
+        _server_name: &ServerName<'_>,
+        _ocsp_response: &[u8],
+        _now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        Ok(ServerCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls12_signature(message, cert, dss, &self.algorithms)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls13_signature(message, cert, dss, &self.algorithms)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.algorithms.supported_schemes()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A header line and what it parses to (`None`: rejected).
+    type HeaderCase = (&'static [u8], Option<(u8, &'static str)>);
+
+    #[test]
+    fn headers_parse_or_fail_cleanly() {
+        let cases: &[HeaderCase] = &[
+            (b"20 text/gemini", Some((20, "text/gemini"))),
+            (
+                b"20 text/gemini; lang=en",
+                Some((20, "text/gemini; lang=en")),
+            ),
+            (b"20", Some((20, ""))),
+            (b"51 Not found", Some((51, "Not found"))),
+            (b"31 /dir/", Some((31, "/dir/"))),
+            (b"44\t30", Some((44, "30"))),
+            (b"2 text/gemini", None),
+            (b"ab text", None),
+            (b"200 OK", None),
+            (b"", None),
+            (b"\xff\xfe", None),
+        ];
+        for (line, want) in cases {
+            let got = parse_header(line).ok();
+            assert_eq!(
+                got.as_ref().map(|(s, m)| (*s, m.as_str())),
+                *want,
+                "{line:?}"
+            );
+        }
+        let long = format!("20 {}", "x".repeat(1025));
+        assert!(parse_header(long.as_bytes()).is_err());
+    }
+
+    #[test]
+    fn statuses_map_by_first_digit() {
+        assert!(matches!(
+            outcome_of(11, "pw"),
+            Ok(Outcome::Input {
+                sensitive: true,
+                ..
+            })
+        ));
+        assert!(matches!(
+            outcome_of(31, "/x"),
+            Ok(Outcome::Redirect {
+                permanent: true,
+                ..
+            })
+        ));
+        assert!(matches!(
+            outcome_of(39, "/x"),
+            Ok(Outcome::Redirect {
+                permanent: false,
+                ..
+            })
+        ));
+        assert!(matches!(
+            outcome_of(44, "5"),
+            Ok(Outcome::TemporaryFailure { code: 44, .. })
+        ));
+        assert!(matches!(
+            outcome_of(52, ""),
+            Ok(Outcome::PermanentFailure { code: 52, .. })
+        ));
+        assert!(matches!(
+            outcome_of(61, ""),
+            Ok(Outcome::CertificateRequired { .. })
+        ));
+        assert!(outcome_of(7, "").is_err());
+        assert!(outcome_of(70, "").is_err());
+        assert!(outcome_of(99, "").is_err());
+    }
+
+    #[tokio::test]
+    async fn header_reader_splits_body_and_rejects_garbage() {
+        let mut input: &[u8] = b"20 text/gemini\r\n# Hi\n";
+        let (h, rest) = read_header(&mut input).await.unwrap();
+        assert_eq!(h, b"20 text/gemini");
+        assert_eq!(rest, b"# Hi\n");
+        let long = vec![b'x'; 5000];
+        assert!(read_header(&mut long.as_slice()).await.is_err());
+        let mut empty: &[u8] = b"";
+        assert!(read_header(&mut empty).await.is_err());
+    }
+
+    #[tokio::test]
+    async fn body_reader_enforces_the_cap() {
+        let data = vec![b'a'; 100];
+        assert_eq!(
+            read_body(&mut data.as_slice(), vec![], 100)
+                .await
+                .unwrap()
+                .len(),
+            100
+        );
+        assert!(matches!(
+            read_body(&mut data.as_slice(), vec![], 99).await,
+            Err(FetchError::BodyTooLarge(99))
+        ));
+    }
+}

@@ -1,0 +1,171 @@
+//! The fetch layer: the only code in geode that resolves names and opens sockets.
+//!
+//! [`Fetcher`] takes a URL and the address to connect to (the crawl loop chooses it, because
+//! politeness is per IP address) and returns a protocol-neutral [`Response`]: a status mapped to a
+//! typed [`Outcome`]. Gemini is implemented in [`gemini`]; an HTTP fetcher joins by adding a scheme
+//! arm to [`Fetcher::fetch`] that maps HTTP statuses onto the same outcomes, without touching the
+//! crawl loop. Every fetch is bounded in time and bytes ([`FetchLimits`]).
+
+pub mod dns;
+pub mod gemini;
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use ::url::Url;
+
+/// Bounds on one fetch. Every field is a hard limit.
+#[derive(Debug, Clone)]
+pub struct FetchLimits {
+    /// Time to establish the TCP connection.
+    pub connect_timeout: Duration,
+    /// Time for everything after the TCP connection: handshake, request, header and body.
+    pub response_timeout: Duration,
+    /// Largest body kept; a longer body is an error ([`FetchError::BodyTooLarge`]).
+    pub max_body_bytes: usize,
+}
+
+impl Default for FetchLimits {
+    fn default() -> Self {
+        FetchLimits {
+            connect_timeout: Duration::from_secs(10),
+            response_timeout: Duration::from_secs(30),
+            max_body_bytes: 4 * 1024 * 1024,
+        }
+    }
+}
+
+/// What a server answered, independent of the protocol.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// 10/11: the resource wants input; geode never invents any.
+    Input { prompt: String, sensitive: bool },
+    /// 20: content. `body` is empty when the type is not text (only the header is read).
+    Success { meta: String, body: Vec<u8> },
+    /// 30/31: the target as written by the server (possibly relative).
+    Redirect { target: String, permanent: bool },
+    /// 40-49: try again later (44 is "slow down", meta holds seconds).
+    TemporaryFailure { code: u8, message: String },
+    /// 50-59: do not try again soon.
+    PermanentFailure { code: u8, message: String },
+    /// 60-69: a client certificate is wanted; geode never makes one up.
+    CertificateRequired { code: u8, message: String },
+}
+
+/// A completed fetch.
+#[derive(Debug, Clone)]
+pub struct Response {
+    /// The two-digit status as received (HTTP statuses are mapped onto Gemini's).
+    pub status: u8,
+    pub outcome: Outcome,
+    /// SHA-256 of the server's leaf certificate, lower-case hex (for trust on first use).
+    pub cert_fingerprint: Option<String>,
+    /// From the start of the connection to the end of the response.
+    pub elapsed: Duration,
+}
+
+/// Why a fetch produced no response. These are errors of one URL: they never stop a crawl.
+#[derive(Debug, thiserror::Error)]
+pub enum FetchError {
+    #[error("unsupported scheme {0}")]
+    UnsupportedScheme(String),
+    #[error("request line over 1024 bytes")]
+    RequestTooLong,
+    #[error("connect: {0}")]
+    Connect(std::io::Error),
+    #[error("timed out during {0}")]
+    Timeout(&'static str),
+    #[error("TLS: {0}")]
+    Tls(String),
+    #[error("I/O: {0}")]
+    Io(std::io::Error),
+    #[error("malformed header: {0}")]
+    MalformedHeader(String),
+    #[error("body over {0} bytes")]
+    BodyTooLarge(usize),
+    #[error("no address for host {0}")]
+    Unresolved(String),
+}
+
+impl FetchError {
+    /// A short stable name for statistics.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            FetchError::UnsupportedScheme(_) => "unsupported-scheme",
+            FetchError::RequestTooLong => "request-too-long",
+            FetchError::Connect(_) => "connect",
+            FetchError::Timeout(_) => "timeout",
+            FetchError::Tls(_) => "tls",
+            FetchError::Io(_) => "io",
+            FetchError::MalformedHeader(_) => "malformed-header",
+            FetchError::BodyTooLarge(_) => "body-too-large",
+            FetchError::Unresolved(_) => "dns",
+        }
+    }
+}
+
+/// Whether a MIME type's body is worth downloading: text is indexed, anything else is indexed by
+/// its URL, type and the labels of links to it, so only its header is read.
+pub fn wants_body(meta: &str) -> bool {
+    let mime = meta.split(';').next().unwrap_or("").trim();
+    mime.len() >= 5 && mime[..5].eq_ignore_ascii_case("text/")
+}
+
+/// Fetches URLs of every scheme geode speaks.
+#[derive(Clone)]
+pub struct Fetcher {
+    gemini: gemini::GeminiFetcher,
+}
+
+impl Fetcher {
+    pub fn new(limits: FetchLimits) -> Self {
+        Fetcher {
+            gemini: gemini::GeminiFetcher::new(limits),
+        }
+    }
+
+    /// Fetches `url` from `addr`. The URL must already be normalised.
+    pub async fn fetch(&self, url: &Url, addr: SocketAddr) -> Result<Response, FetchError> {
+        match url.scheme() {
+            "gemini" => self.gemini.fetch(url, addr).await,
+            other => Err(FetchError::UnsupportedScheme(other.to_string())),
+        }
+    }
+}
+
+/// Maps a two-digit status and its meta onto an [`Outcome`]. Codes outside 10..=69 are malformed;
+/// an unknown code inside the range is handled by its first digit, as the specification asks.
+pub fn outcome_of(status: u8, meta: &str) -> Result<Outcome, FetchError> {
+    let meta = meta.to_string();
+    Ok(match status / 10 {
+        1 => Outcome::Input {
+            prompt: meta,
+            sensitive: status == 11,
+        },
+        2 => Outcome::Success {
+            meta,
+            body: Vec::new(),
+        },
+        3 => Outcome::Redirect {
+            target: meta,
+            permanent: status == 31,
+        },
+        4 => Outcome::TemporaryFailure {
+            code: status,
+            message: meta,
+        },
+        5 => Outcome::PermanentFailure {
+            code: status,
+            message: meta,
+        },
+        6 => Outcome::CertificateRequired {
+            code: status,
+            message: meta,
+        },
+        _ => {
+            return Err(FetchError::MalformedHeader(format!(
+                "status {status:02} outside 10-69"
+            )))
+        }
+    })
+}

@@ -1,0 +1,659 @@
+//! The gemtext parser: one pass over the lines of a `text/gemini` document, with one bit of state
+//! (inside a preformatted block or not). It never fails: any input yields a document.
+//! It does no I/O and knows nothing about fetching or indexing; charset handling beyond UTF-8 is
+//! the caller's business ([`decode`] only covers the UTF-8 default).
+//!
+//! Decisions the specification leaves open:
+//! - `=>` followed by nothing but whitespace has no target, so it is not a link: it stays a
+//!   [`Line::Text`] holding the raw line, like any other line that matches no rule.
+//! - A heading with no text (`#` alone) is kept by [`parse`] but never becomes a title and is left
+//!   out of [`Page::headings`] and [`Page::body`].
+//! - The text of a preformatted block is its lines joined with `\n`, without a final newline.
+
+use std::borrow::Cow;
+
+use ::url::Url;
+use unicode_segmentation::UnicodeSegmentation;
+
+/// One element of a gemtext document. A preformatted block is kept whole, because later stages
+/// (the ASCII-art classifier) judge blocks, not lines.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Line {
+    Text(String),
+    /// `=> target label`; `target` is the raw reference as written.
+    Link {
+        target: String,
+        label: Option<String>,
+    },
+    Heading {
+        level: u8,
+        text: String,
+    },
+    ListItem(String),
+    Quote(String),
+    /// The lines between two fences. `closed` is false when the document ended inside the block.
+    Preformatted {
+        alt: String,
+        text: String,
+        closed: bool,
+    },
+}
+
+/// Titles longer than this many characters are cut, so that one run-on first line cannot fill
+/// a whole search result.
+pub const MAX_TITLE_CHARS: usize = 200;
+
+const BOM: char = '\u{FEFF}';
+const FENCE: &str = "```";
+
+/// Whitespace as the gemtext grammar means it: only spaces and tabs separate syntax.
+fn is_sep(c: char) -> bool {
+    c == ' ' || c == '\t'
+}
+
+/// Decodes a response body as UTF-8, replacing invalid sequences with U+FFFD, and drops a
+/// leading byte order mark. Borrows when the bytes are valid UTF-8 without a BOM.
+pub fn decode(bytes: &[u8]) -> Cow<'_, str> {
+    let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
+    String::from_utf8_lossy(bytes)
+}
+
+/// Parses gemtext. Lines end in LF or CRLF; a leading BOM is ignored.
+pub fn parse(src: &str) -> Vec<Line> {
+    let src = src.strip_prefix(BOM).unwrap_or(src);
+    let mut out = Vec::new();
+    // The open preformatted block, if any: its alt text and the lines seen so far.
+    let mut block: Option<(String, Vec<&str>)> = None;
+
+    for line in split_lines(src) {
+        let is_fence = line.starts_with(FENCE);
+        match block.take() {
+            Some((alt, lines)) if is_fence => out.push(Line::Preformatted {
+                alt,
+                text: lines.join("\n"),
+                closed: true,
+            }),
+            Some((alt, mut lines)) => {
+                lines.push(line);
+                block = Some((alt, lines));
+            }
+            None if is_fence => {
+                let alt = line[FENCE.len()..].trim().to_string();
+                block = Some((alt, Vec::new()));
+            }
+            None => out.push(parse_line(line)),
+        }
+    }
+    if let Some((alt, lines)) = block {
+        out.push(Line::Preformatted {
+            alt,
+            text: lines.join("\n"),
+            closed: false,
+        });
+    }
+    out
+}
+
+/// Splits on LF, drops one CR before each line end, and yields no phantom empty line after a
+/// final line ending (so `"a\n"` is one line, `"a\n\n"` two).
+fn split_lines(src: &str) -> impl Iterator<Item = &str> {
+    let body = src.strip_suffix('\n').unwrap_or(src);
+    let empty = src.is_empty();
+    body.split('\n')
+        .filter(move |_| !empty)
+        .map(|l| l.strip_suffix('\r').unwrap_or(l))
+}
+
+/// Classifies one line outside a preformatted block.
+fn parse_line(line: &str) -> Line {
+    if let Some(rest) = line.strip_prefix("=>") {
+        if let Some(link) = parse_link(rest) {
+            return link;
+        }
+        return Line::Text(line.to_string());
+    }
+    // Longest prefix first, so `###` is never read as a level-1 heading with text `##`.
+    for (prefix, level) in [("###", 3u8), ("##", 2), ("#", 1)] {
+        if let Some(rest) = line.strip_prefix(prefix) {
+            return Line::Heading {
+                level,
+                text: rest.trim().to_string(),
+            };
+        }
+    }
+    if let Some(rest) = line.strip_prefix("* ") {
+        return Line::ListItem(rest.trim().to_string());
+    }
+    if let Some(rest) = line.strip_prefix('>') {
+        return Line::Quote(rest.trim_start().to_string());
+    }
+    Line::Text(line.to_string())
+}
+
+/// The part of a link line after `=>`; `None` when there is no target.
+fn parse_link(rest: &str) -> Option<Line> {
+    let rest = rest.trim_start_matches(is_sep);
+    let (target, label) = match rest.find(is_sep) {
+        Some(i) => (&rest[..i], &rest[i..]),
+        None => (rest, ""),
+    };
+    if target.is_empty() {
+        return None;
+    }
+    let label = label.trim();
+    Some(Line::Link {
+        target: target.to_string(),
+        label: (!label.is_empty()).then(|| label.to_string()),
+    })
+}
+
+/// A link found on a page, resolved against the page URL and normalised.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PageLink {
+    pub url: Url,
+    pub label: String,
+}
+
+/// What the indexer needs from a gemtext page.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Page {
+    pub title: String,
+    /// Readable text of the page (text, list, quote, heading lines and preformatted blocks),
+    /// one gemtext line per line.
+    pub body: String,
+    pub headings: Vec<String>,
+    pub links: Vec<PageLink>,
+}
+
+/// Parses `src` and extracts title, text, headings and links (resolved against `base`).
+///
+/// Link labels are not part of the body (they travel with their link). Runs of blank lines in
+/// the body collapse into one, and the body neither starts nor ends with a blank line. Links
+/// that do not resolve are skipped; the others are kept whatever their scheme, in order,
+/// duplicates included.
+pub fn extract(base: &Url, src: &str) -> Page {
+    let lines = parse(src);
+    let mut body = Body::default();
+    let mut headings = Vec::new();
+    let mut links = Vec::new();
+
+    for line in &lines {
+        match line {
+            Line::Text(t) | Line::ListItem(t) | Line::Quote(t) => body.push(t),
+            Line::Heading { text, .. } => {
+                if !text.is_empty() {
+                    body.push(text);
+                    headings.push(text.clone());
+                }
+            }
+            Line::Link { target, label } => {
+                if let Ok(url) = crate::urlnorm::resolve(base, target) {
+                    links.push(PageLink {
+                        url,
+                        label: label.clone().unwrap_or_default(),
+                    });
+                }
+            }
+            Line::Preformatted { alt, text, .. } => {
+                if block_in_body(alt, text) {
+                    for l in text.split('\n') {
+                        body.push(l);
+                    }
+                }
+            }
+        }
+    }
+
+    Page {
+        title: title_of(&lines, base),
+        body: body.finish(),
+        headings,
+        links,
+    }
+}
+
+/// Whether a preformatted block's text is readable prose or code worth indexing. Every block
+/// counts for now; this is where the ASCII-art classifier will decide.
+fn block_in_body(alt: &str, text: &str) -> bool {
+    let _ = (alt, text);
+    true
+}
+
+/// The body being built: lines joined with `\n`, with blank runs collapsed as they arrive.
+#[derive(Default)]
+struct Body {
+    text: String,
+    /// A blank line was seen after some content and not yet written, because it is only
+    /// written if more content follows.
+    pending_blank: bool,
+}
+
+impl Body {
+    fn push(&mut self, line: &str) {
+        if line.trim().is_empty() {
+            self.pending_blank = !self.text.is_empty();
+            return;
+        }
+        if !self.text.is_empty() {
+            self.text.push('\n');
+            if self.pending_blank {
+                self.text.push('\n');
+            }
+        }
+        self.pending_blank = false;
+        self.text.push_str(line);
+    }
+
+    fn finish(self) -> String {
+        self.text
+    }
+}
+
+/// The title rule: first heading, else first non-empty text line, else the URL's last segment.
+///
+/// More precisely: the first non-empty heading of any level, else the first Text line that is
+/// not blank, else the last non-empty path segment of `base` (percent-decoded), else its host.
+/// Whitespace runs become single spaces and the result is cut to [`MAX_TITLE_CHARS`]; it is
+/// empty only when `base` has no host.
+pub fn title_of(lines: &[Line], base: &Url) -> String {
+    let heading = lines.iter().find_map(|l| match l {
+        Line::Heading { text, .. } => non_blank(text),
+        _ => None,
+    });
+    let text = || {
+        lines.iter().find_map(|l| match l {
+            Line::Text(t) => non_blank(t),
+            _ => None,
+        })
+    };
+    let segment = || {
+        base.path_segments()?
+            .rfind(|s| !s.is_empty())
+            .map(percent_decode)
+            .and_then(|s| non_blank(&s))
+    };
+    heading
+        .or_else(text)
+        .or_else(segment)
+        .or_else(|| base.host_str().and_then(non_blank))
+        .unwrap_or_default()
+}
+
+/// The cleaned title form of `s`, or `None` if nothing visible is left.
+fn non_blank(s: &str) -> Option<String> {
+    let cleaned = clean_title(s);
+    (!cleaned.is_empty()).then_some(cleaned)
+}
+
+/// Collapses whitespace and control characters to single spaces (a title is one line) and cuts
+/// to [`MAX_TITLE_CHARS`], preferring a grapheme boundary so accents stay on their letters.
+fn clean_title(s: &str) -> String {
+    let mut words = String::new();
+    for word in s
+        .split(|c: char| c.is_whitespace() || c.is_control())
+        .filter(|w| !w.is_empty())
+    {
+        if !words.is_empty() {
+            words.push(' ');
+        }
+        words.push_str(word);
+    }
+    if words.chars().count() <= MAX_TITLE_CHARS {
+        return words;
+    }
+    let mut out = String::new();
+    let mut chars = 0;
+    for g in words.graphemes(true) {
+        let n = g.chars().count();
+        if chars + n > MAX_TITLE_CHARS {
+            break;
+        }
+        chars += n;
+        out.push_str(g);
+    }
+    if out.is_empty() {
+        // One giant grapheme (a letter with hundreds of combining marks): cut inside it.
+        out = words.chars().take(MAX_TITLE_CHARS).collect();
+    }
+    out.trim_end().to_string()
+}
+
+/// Percent-decodes a path segment; bytes that do not form UTF-8 become U+FFFD and malformed
+/// escapes are kept as written.
+fn percent_decode(s: &str) -> String {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let decoded = match (bytes[i], bytes.get(i + 1), bytes.get(i + 2)) {
+            (b'%', Some(&h), Some(&l)) => hex(h).zip(hex(l)).map(|(h, l)| (h << 4) | l),
+            _ => None,
+        };
+        match decoded {
+            Some(b) => {
+                out.push(b);
+                i += 3;
+            }
+            None => {
+                out.push(bytes[i]);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+fn hex(b: u8) -> Option<u8> {
+    (b as char).to_digit(16).map(|d| d as u8)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn text(s: &str) -> Line {
+        Line::Text(s.to_string())
+    }
+    fn link(target: &str, label: Option<&str>) -> Line {
+        Line::Link {
+            target: target.to_string(),
+            label: label.map(str::to_string),
+        }
+    }
+    fn heading(level: u8, s: &str) -> Line {
+        Line::Heading {
+            level,
+            text: s.to_string(),
+        }
+    }
+    fn pre(alt: &str, s: &str, closed: bool) -> Line {
+        Line::Preformatted {
+            alt: alt.to_string(),
+            text: s.to_string(),
+            closed,
+        }
+    }
+    fn url(s: &str) -> Url {
+        Url::parse(s).expect("test URL")
+    }
+
+    #[test]
+    fn parse_single_lines() {
+        let cases: &[(&str, Line)] = &[
+            ("hello world", text("hello world")),
+            ("  indented", text("  indented")),
+            (
+                "=> gemini://h/x Label here",
+                link("gemini://h/x", Some("Label here")),
+            ),
+            ("=>gemini://h/x", link("gemini://h/x", None)),
+            (
+                "=> \t/a\t\tTabbed label\t",
+                link("/a", Some("Tabbed label")),
+            ),
+            ("=>\t/a   ", link("/a", None)),
+            ("=> /a \t ", link("/a", None)),
+            ("=>", text("=>")),
+            ("=>   \t", text("=>   \t")),
+            ("# One", heading(1, "One")),
+            ("#One", heading(1, "One")),
+            ("## Two  ", heading(2, "Two")),
+            ("### Three", heading(3, "Three")),
+            ("#### Four", heading(3, "# Four")),
+            ("#", heading(1, "")),
+            ("* item", Line::ListItem("item".into())),
+            ("*  spaced item", Line::ListItem("spaced item".into())),
+            ("*item", text("*item")),
+            ("*", text("*")),
+            ("> quoted", Line::Quote("quoted".into())),
+            (">quoted", Line::Quote("quoted".into())),
+            (">   \tdeep", Line::Quote("deep".into())),
+            (">", Line::Quote("".into())),
+            (" => not a link", text(" => not a link")),
+            (" # not a heading", text(" # not a heading")),
+        ];
+        for (src, want) in cases {
+            assert_eq!(parse(src), vec![want.clone()], "input {src:?}");
+        }
+    }
+
+    #[test]
+    fn parse_line_endings_and_bom() {
+        let want = vec![text("a"), heading(1, "b"), text(""), text("c")];
+        let cases = [
+            "a\n# b\n\nc",
+            "a\n# b\n\nc\n",
+            "a\r\n# b\r\n\r\nc\r\n",
+            "a\r\n# b\n\r\nc\r",
+            "\u{FEFF}a\n# b\n\nc\n",
+            "\u{FEFF}a\r\n# b\r\n\r\nc",
+        ];
+        for src in cases {
+            assert_eq!(parse(src), want, "input {src:?}");
+        }
+        // A CR inside a line is not a line ending, and only one BOM is dropped.
+        assert_eq!(parse("a\rb"), vec![text("a\rb")]);
+        assert_eq!(parse("\u{FEFF}\u{FEFF}x"), vec![text("\u{FEFF}x")]);
+        assert_eq!(parse(""), Vec::<Line>::new());
+        assert_eq!(parse("\n"), vec![text("")]);
+        assert_eq!(parse("\n\n"), vec![text(""), text("")]);
+    }
+
+    #[test]
+    fn parse_preformatted() {
+        let cases: &[(&str, Vec<Line>)] = &[
+            (
+                "```  rust code \nfn main() {}\n=> /x not a link\n# not a heading\n``` ignored\nafter",
+                vec![
+                    pre("rust code", "fn main() {}\n=> /x not a link\n# not a heading", true),
+                    text("after"),
+                ],
+            ),
+            ("```\r\n  a  \r\n\r\nb\r\n```\r\n", vec![pre("", "  a  \n\nb", true)]),
+            ("```\n```", vec![pre("", "", true)]),
+            ("```alt\nrest\n* of doc", vec![pre("alt", "rest\n* of doc", false)]),
+            ("```", vec![pre("", "", false)]),
+            (
+                "``````\n``\n```\n```\n```\n```",
+                vec![pre("```", "``", true), pre("", "", true), pre("", "", false)],
+            ),
+            ("``not a fence", vec![text("``not a fence")]),
+            (" ```indented", vec![text(" ```indented")]),
+        ];
+        for (src, want) in cases {
+            assert_eq!(&parse(src), want, "input {src:?}");
+        }
+    }
+
+    #[test]
+    fn parse_non_ascii() {
+        let src = "# 日本語の見出し\n* café crème\n> naïve «quote»\n=> /ü Ünïcödé\nΕλληνικά 🌍";
+        assert_eq!(
+            parse(src),
+            vec![
+                heading(1, "日本語の見出し"),
+                Line::ListItem("café crème".into()),
+                Line::Quote("naïve «quote»".into()),
+                link("/ü", Some("Ünïcödé")),
+                text("Ελληνικά 🌍"),
+            ]
+        );
+    }
+
+    #[test]
+    fn decode_is_lossy_and_drops_bom() {
+        let cases: &[(&[u8], &str, bool)] = &[
+            (b"plain", "plain", true),
+            (b"\xEF\xBB\xBFwith bom", "with bom", true),
+            (b"bad \xFF byte", "bad \u{FFFD} byte", false),
+            (b"cut \xE6\x97", "cut \u{FFFD}", false),
+            ("caf\u{e9}".as_bytes(), "café", true),
+            (b"\xEF\xBB", "\u{FFFD}", false),
+            (b"", "", true),
+        ];
+        for (bytes, want, borrowed) in cases {
+            let got = decode(bytes);
+            assert_eq!(got, *want, "input {bytes:?}");
+            assert_eq!(
+                matches!(got, Cow::Borrowed(_)),
+                *borrowed,
+                "input {bytes:?}"
+            );
+        }
+        assert_eq!(
+            parse(&decode(b"\xEF\xBB\xBF# T\xC3\xA9st \xC0\n")),
+            vec![heading(1, "Tést \u{FFFD}")]
+        );
+    }
+
+    #[test]
+    fn title_rules() {
+        let page = "gemini://h/dir/page.gmi";
+        let long = "x".repeat(500);
+        let cut = "x".repeat(MAX_TITLE_CHARS);
+        let accents = "e\u{301}".repeat(150);
+        let cases: &[(&str, &str, &str)] = &[
+            ("text first\n## Second level\n# First", page, "Second level"),
+            (
+                "\n   \n#  \n* item\n> quote\n=> /x label\nBody line  \n# Late",
+                page,
+                "Late",
+            ),
+            (
+                "\n   \n* item\n> quote\n=> /x label\n  Body   line  \n",
+                page,
+                "Body line",
+            ),
+            ("", page, "page.gmi"),
+            ("\n\n* only a list\n=> /x", page, "page.gmi"),
+            ("```\nPre text\n```", page, "page.gmi"),
+            ("", "gemini://h/dir/sub/", "sub"),
+            ("", "gemini://h/caf%C3%A9%20menu.gmi", "café menu.gmi"),
+            ("", "gemini://h/bad%FF%zz", "bad\u{FFFD}%zz"),
+            ("", "gemini://h/%20/", "h"),
+            ("", "gemini://h/", "h"),
+            ("", "gemini://example.org", "example.org"),
+            ("", "gemini://[::1]:1966/", "[::1]"),
+            ("", "mailto:someone@example.org", ""),
+            ("# tab\tand\r\ncontrol\u{7}", page, "tab and"),
+            ("# a\u{7}b", page, "a b"),
+        ];
+        for (src, base, want) in cases {
+            assert_eq!(
+                title_of(&parse(src), &url(base)),
+                *want,
+                "input {src:?} at {base}"
+            );
+        }
+        let base = url(page);
+        assert_eq!(title_of(&parse(&long), &base), cut);
+        let t = title_of(&parse(&format!("# {accents}")), &base);
+        assert_eq!(t, "e\u{301}".repeat(MAX_TITLE_CHARS / 2));
+        let odd = format!("é{accents}");
+        let t = title_of(&parse(&odd), &base);
+        assert_eq!(
+            t.chars().count(),
+            MAX_TITLE_CHARS - 1,
+            "no accent cut off its letter"
+        );
+        let giant = format!("a{}", "\u{301}".repeat(1000));
+        assert_eq!(
+            title_of(&parse(&giant), &base).chars().count(),
+            MAX_TITLE_CHARS
+        );
+    }
+
+    #[test]
+    fn extract_body_and_headings() {
+        let src = "\n\n# Title\n\n\n\nIntro text.\n=> /a Link label\n\n=> /b\n\n* one\n* two\n\
+                   > said\n## \n### Sub\n```ascii\n  /\\_/\\\n\n\n ( o.o )\n```\n\n\n";
+        let page = extract(&url("gemini://h/"), src);
+        assert_eq!(page.title, "Title");
+        assert_eq!(page.headings, vec!["Title".to_string(), "Sub".to_string()]);
+        assert_eq!(
+            page.body,
+            "Title\n\nIntro text.\n\none\ntwo\nsaid\nSub\n  /\\_/\\\n\n ( o.o )"
+        );
+        assert!(
+            !page.body.contains("Link label"),
+            "link labels stay out of the body"
+        );
+        assert_eq!(extract(&url("gemini://h/"), "").body, "");
+        assert_eq!(extract(&url("gemini://h/"), "\n \n\t\n").body, "");
+    }
+
+    #[test]
+    fn extract_resolves_links() {
+        let src = "=> ../x up\n=> sub/\n=> /abs Absolute\n=>\tgemini://Other.example:1965/p\tOther\n\
+                   => mailto:someone@example.org Mail\n=> https://web.example/ Web\n\
+                   => ../x again\n=> http://[bad bad\n=> //other.example/q\n```\n=> /pre hidden\n```";
+        let page = extract(&url("gemini://h/dir/page.gmi"), src);
+        let got: Vec<(&str, &str)> = page
+            .links
+            .iter()
+            .map(|l| (l.url.as_str(), l.label.as_str()))
+            .collect();
+        let want = vec![
+            ("gemini://h/x", "up"),
+            ("gemini://h/dir/sub/", ""),
+            ("gemini://h/abs", "Absolute"),
+            ("gemini://other.example/p", "Other"),
+            ("mailto:someone@example.org", "Mail"),
+            ("https://web.example/", "Web"),
+            ("gemini://h/x", "again"),
+            ("gemini://other.example/q", ""),
+        ];
+        assert_eq!(got, want);
+    }
+
+    #[test]
+    fn never_panics() {
+        let base = url("gemini://h/dir/page.gmi");
+        let mut inputs: Vec<String> = vec![
+            String::new(),
+            "```".repeat(1000),
+            "```\n".repeat(1001),
+            "```\r\n".repeat(1000),
+            "\r".repeat(1000),
+            "\r\n".repeat(1000),
+            "\u{FEFF}".repeat(100),
+            "=>".repeat(10_000),
+            "=> ".repeat(10_000),
+            "#".repeat(100_000),
+            "* ".repeat(10_000),
+            ">".repeat(10_000),
+            format!("# {}", "日".repeat(100_000)),
+            format!("=> {} {}", "x".repeat(100_000), "é".repeat(100_000)),
+            "a\u{301}\u{301}\u{301}".repeat(10_000),
+            "\0\0\0\n\t\t\t\n\u{b}\u{c}\u{85}\u{2028}".to_string(),
+        ];
+        for b in 0..=255u8 {
+            for prefix in [&b""[..], b"=> ", b"# ", b"```", b"* ", b">", b"\xEF\xBB"] {
+                let mut bytes = prefix.to_vec();
+                bytes.extend([b, b, b'\n', b, b'\r', b'\n', b'x', b]);
+                inputs.push(decode(&bytes).into_owned());
+            }
+        }
+        let all: Vec<u8> = (0..=255u8).collect();
+        inputs.push(decode(&all).into_owned());
+        inputs.push(decode(&all.repeat(50)).into_owned());
+
+        for (i, src) in inputs.iter().enumerate() {
+            let lines = parse(src);
+            let t = title_of(&lines, &base);
+            assert!(
+                !t.is_empty(),
+                "input {i}: a URL with a host always gives a title"
+            );
+            assert!(
+                t.chars().count() <= MAX_TITLE_CHARS,
+                "input {i}: title too long"
+            );
+            let page = extract(&base, src);
+            assert!(
+                !page.body.contains("\n\n\n"),
+                "input {i}: blank runs collapse"
+            );
+        }
+    }
+}

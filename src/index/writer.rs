@@ -1,0 +1,240 @@
+//! The one index writer. Only the crawl's indexing thread holds an [`Indexer`]; everything else
+//! reads through [`super::SearchIndex`].
+//!
+//! Holding an `Indexer` means holding Tantivy's writer lock on the directory (an `flock` on
+//! `.tantivy-writer.lock`, released when the `Indexer` is dropped or the process dies), so a
+//! second crawl on the same data directory fails at start with [`IndexError::Locked`] instead
+//! of corrupting the index.
+//!
+//! Not here: deciding when to commit (the crawl batches pages and commits with the frontier's
+//! sequence number) and searching.
+
+use std::path::Path;
+
+use tantivy::directory::error::LockError;
+use tantivy::{Index, IndexWriter, TantivyDocument, TantivyError, Term};
+
+use super::{create_index, open_index, parse_payload, Fields, IndexError, PageDoc};
+
+/// Total indexing memory. Tantivy flushes a segment when a thread's share is full; 96 MB keeps
+/// segments reasonably large without crowding a small machine.
+const WRITER_MEMORY_BYTES: usize = 96 * 1024 * 1024;
+
+/// One indexing thread: the crawl is network-bound, and the machine it targets has two cores
+/// shared with fetching and parsing.
+const WRITER_THREADS: usize = 1;
+
+/// Owns the Tantivy `IndexWriter` (and so the index's writer lock).
+pub struct Indexer {
+    // Kept so the index (and its tokenizer registration) lives as long as the writer.
+    _index: Index,
+    writer: IndexWriter<TantivyDocument>,
+    fields: Fields,
+    committed: u64,
+}
+
+impl Indexer {
+    /// Opens the index in `dir`, creating it (and the directory) when missing.
+    pub fn open_or_create(dir: &Path) -> Result<Self, IndexError> {
+        std::fs::create_dir_all(dir)?;
+        let (index, fields) = match open_index(dir)? {
+            Some(found) => found,
+            None => create_index(dir)?,
+        };
+        let writer = index
+            .writer_with_num_threads(WRITER_THREADS, WRITER_MEMORY_BYTES)
+            .map_err(|e| match e {
+                TantivyError::LockFailure(LockError::LockBusy, _) => {
+                    IndexError::Locked(dir.to_path_buf())
+                }
+                other => IndexError::Tantivy(other),
+            })?;
+        let committed = parse_payload(index.load_metas()?.payload.as_deref()).unwrap_or(0);
+        Ok(Indexer {
+            _index: index,
+            writer,
+            fields,
+            committed,
+        })
+    }
+
+    /// Adds a page, replacing any earlier document with the same URL.
+    pub fn upsert(&mut self, doc: &PageDoc) -> Result<(), IndexError> {
+        let f = &self.fields;
+        let mut d = TantivyDocument::default();
+        d.add_text(f.url, &doc.url);
+        d.add_text(f.host, &doc.host);
+        d.add_text(f.title, &doc.title);
+        d.add_text(f.body, &doc.body);
+        d.add_text(f.headings, &doc.headings);
+        d.add_text(f.link_labels, &doc.link_labels);
+        d.add_text(f.mime, &doc.mime);
+        if let Some(lang) = &doc.lang {
+            d.add_text(f.lang, lang);
+        }
+        d.add_u64(f.size, doc.size);
+        d.add_i64(f.fetched_at, doc.fetched_at);
+        // Tantivy applies a delete to every document added before it (by opstamp), in this
+        // commit or earlier ones, so delete-then-add leaves exactly the new document.
+        self.writer
+            .delete_term(Term::from_field_text(self.fields.url, &doc.url));
+        self.writer.add_document(d)?;
+        Ok(())
+    }
+
+    /// Removes the document for a URL, if any.
+    pub fn delete(&mut self, url: &str) -> Result<(), IndexError> {
+        self.writer
+            .delete_term(Term::from_field_text(self.fields.url, url));
+        Ok(())
+    }
+
+    /// Commits everything added since the last commit, recording `seq` as the commit payload.
+    pub fn commit(&mut self, seq: u64) -> Result<(), IndexError> {
+        // The payload is written into meta.json in the same atomic rename as the segment list,
+        // so a crash leaves either the old (segments, seq) pair or the new one, never a mix.
+        let mut prepared = self.writer.prepare_commit()?;
+        prepared.set_payload(&seq.to_string());
+        prepared.commit()?;
+        self.committed = seq;
+        Ok(())
+    }
+
+    /// The sequence number of the last commit (0 when none).
+    pub fn committed_seq(&self) -> u64 {
+        self.committed
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::index::{committed_seq, SearchIndex};
+
+    fn page(url: &str, title: &str, body: &str) -> PageDoc {
+        PageDoc {
+            url: url.to_string(),
+            host: "example.org".to_string(),
+            title: title.to_string(),
+            body: body.to_string(),
+            mime: "text/gemini".to_string(),
+            size: body.len() as u64,
+            fetched_at: 1_700_000_000,
+            ..PageDoc::default()
+        }
+    }
+
+    #[test]
+    fn upsert_keeps_one_document_per_url_and_the_newest_wins() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let url = "gemini://example.org/page";
+        {
+            let mut ix = Indexer::open_or_create(tmp.path()).expect("open");
+            ix.upsert(&page(url, "Old title", "walrus"))
+                .expect("upsert");
+            // Same URL twice within one commit.
+            ix.upsert(&page(url, "Middle title", "walrus"))
+                .expect("upsert");
+            ix.commit(1).expect("commit");
+        }
+        {
+            // Across a restart and a second commit.
+            let mut ix = Indexer::open_or_create(tmp.path()).expect("reopen");
+            ix.upsert(&page(url, "New title", "walrus"))
+                .expect("upsert");
+            ix.commit(2).expect("commit");
+        }
+        let si = SearchIndex::open(tmp.path()).expect("search index");
+        assert_eq!(si.num_docs(), 1);
+        let res = si.search("walrus", 10, 0).expect("search");
+        assert_eq!(res.total, 1);
+        assert_eq!(res.hits[0].title, "New title");
+        assert_eq!(res.hits[0].url, url);
+    }
+
+    #[test]
+    fn delete_removes_only_that_url() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let mut ix = Indexer::open_or_create(tmp.path()).expect("open");
+        ix.upsert(&page("gemini://a.example/", "A", "narwhal"))
+            .expect("upsert");
+        ix.upsert(&page("gemini://b.example/", "B", "narwhal"))
+            .expect("upsert");
+        ix.commit(1).expect("commit");
+        ix.delete("gemini://a.example/").expect("delete");
+        // Deleting a URL that was never indexed is not an error.
+        ix.delete("gemini://never.example/").expect("delete absent");
+        ix.commit(2).expect("commit");
+
+        let si = SearchIndex::open(tmp.path()).expect("search index");
+        let res = si.search("narwhal", 10, 0).expect("search");
+        let urls: Vec<&str> = res.hits.iter().map(|h| h.url.as_str()).collect();
+        assert_eq!(urls, vec!["gemini://b.example/"]);
+        assert_eq!(si.num_docs(), 1);
+    }
+
+    #[test]
+    fn commit_payload_round_trips() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        {
+            let mut ix = Indexer::open_or_create(tmp.path()).expect("open");
+            assert_eq!(ix.committed_seq(), 0);
+            ix.upsert(&page("gemini://a.example/", "A", "x"))
+                .expect("upsert");
+            ix.commit(41).expect("commit");
+            assert_eq!(ix.committed_seq(), 41);
+            // A commit with nothing new still records its sequence number.
+            ix.commit(42).expect("commit");
+            assert_eq!(ix.committed_seq(), 42);
+            // Readable while the writer is alive: no lock is taken.
+            assert_eq!(committed_seq(tmp.path()).expect("read"), Some(42));
+        }
+        assert_eq!(committed_seq(tmp.path()).expect("read"), Some(42));
+        let ix = Indexer::open_or_create(tmp.path()).expect("reopen");
+        assert_eq!(ix.committed_seq(), 42);
+    }
+
+    #[test]
+    fn uncommitted_pages_are_lost_on_drop() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        {
+            let mut ix = Indexer::open_or_create(tmp.path()).expect("open");
+            ix.upsert(&page("gemini://a.example/", "A", "kept"))
+                .expect("upsert");
+            ix.commit(5).expect("commit");
+            ix.upsert(&page("gemini://b.example/", "B", "lost"))
+                .expect("upsert");
+        }
+        let si = SearchIndex::open(tmp.path()).expect("search index");
+        assert_eq!(si.num_docs(), 1);
+        assert_eq!(committed_seq(tmp.path()).expect("read"), Some(5));
+    }
+
+    #[test]
+    fn second_writer_on_the_same_directory_fails_clearly() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let first = Indexer::open_or_create(tmp.path()).expect("first");
+        let err = match Indexer::open_or_create(tmp.path()) {
+            Ok(_) => panic!("second writer must not open while the first is alive"),
+            Err(e) => e,
+        };
+        assert!(matches!(err, IndexError::Locked(_)), "got {err:?}");
+        assert!(
+            err.to_string()
+                .contains("another crawl seems to be running"),
+            "message: {err}"
+        );
+        // Once the first writer is gone the lock is free again.
+        drop(first);
+        Indexer::open_or_create(tmp.path()).expect("after drop");
+    }
+
+    #[test]
+    fn open_or_create_makes_missing_directories() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let dir = tmp.path().join("data").join("index");
+        let mut ix = Indexer::open_or_create(&dir).expect("create nested");
+        ix.commit(1).expect("commit");
+        assert_eq!(committed_seq(&dir).expect("read"), Some(1));
+    }
+}

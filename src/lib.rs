@@ -1,0 +1,20 @@
+//! geode: a search engine for geminispace.
+//!
+//! The pipeline, once: a seed URL is normalised ([`urlnorm`]) and stored in the crawl
+//! [`frontier`] (SQLite). The [`crawl`] loop picks URLs whose IP address is free under the
+//! politeness rules, asks [`robots`] whether it may, and has the [`fetch`] layer retrieve them.
+//! [`content`] turns a response into text, links and a title (using the [`gemtext`] parser for
+//! `text/gemini`), the one [`index`] writer adds the page to Tantivy, and the frontier records the
+//! page as indexed only after the Tantivy commit that holds it. `geode search` reads the index.
+//!
+//! [`fixture`] is a small static Gemini server used by the tests, the demo and the benchmarks.
+
+pub mod content;
+pub mod crawl;
+pub mod fetch;
+pub mod fixture;
+pub mod frontier;
+pub mod gemtext;
+pub mod index;
+pub mod robots;
+pub mod urlnorm;

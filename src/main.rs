@@ -1,0 +1,308 @@
+//! The `geode` command: parses arguments, runs one subcommand, maps errors to exit codes
+//! (0 success, 1 runtime error, 2 usage error or malformed query).
+
+mod cli;
+
+use std::io::Write;
+use std::process::ExitCode;
+use std::time::Instant;
+
+use anyhow::{anyhow, Context};
+use clap::Parser;
+
+use cli::{BacklinksArgs, Cli, Command, CrawlArgs, SearchArgs, StatsArgs};
+use geode::crawl::{self, CrawlConfig};
+use geode::fetch::dns;
+use geode::frontier::Frontier;
+use geode::index::{IndexError, SearchIndex};
+use geode::urlnorm;
+
+/// An error with the exit code it deserves.
+enum Failure {
+    /// Bad input from the user: exit 2.
+    Usage(anyhow::Error),
+    /// Anything else: exit 1.
+    Runtime(anyhow::Error),
+}
+
+impl From<anyhow::Error> for Failure {
+    fn from(e: anyhow::Error) -> Self {
+        Failure::Runtime(e)
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let default_level = if matches!(cli.command, Command::Crawl(_)) {
+        "info"
+    } else {
+        "warn"
+    };
+    let filter = tracing_subscriber::EnvFilter::try_from_env("GEODE_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(format!("geode={default_level}")));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .init();
+
+    let result = match cli.command {
+        Command::Crawl(args) => crawl(args),
+        Command::Search(args) => search(args),
+        Command::Stats(args) => stats(args),
+        Command::Backlinks(args) => backlinks(args),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(Failure::Usage(e)) => {
+            eprintln!("geode: {e:#}");
+            ExitCode::from(2)
+        }
+        Err(Failure::Runtime(e)) => {
+            eprintln!("geode: {e:#}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+fn crawl(args: CrawlArgs) -> Result<(), Failure> {
+    let mut config = CrawlConfig::new(&args.data.data);
+    let mut seeds = Vec::new();
+    for seed in &args.seeds {
+        seeds.push(parse_seed(seed).map_err(|e| Failure::Usage(anyhow!("--seed {seed}: {e}")))?);
+    }
+    if let Some(file) = &args.seeds_file {
+        let text = std::fs::read_to_string(file)
+            .with_context(|| format!("reading seeds file {}", file.display()))
+            .map_err(Failure::Usage)?;
+        for (n, line) in text.lines().enumerate() {
+            let line = line.trim();
+            if line.is_empty() || line.starts_with('#') {
+                continue;
+            }
+            let seed = parse_seed(line).map_err(|e| {
+                Failure::Usage(anyhow!("{}:{}: {line}: {e}", file.display(), n + 1))
+            })?;
+            seeds.push(seed);
+        }
+    }
+    config.seeds = seeds;
+    config.max_pages = args.max_pages;
+    config.min_delay = args.min_delay();
+    config.concurrency = args.concurrency as usize;
+    config.resolve = dns::Overrides::new(args.resolve.iter().cloned());
+    config.commit.max_docs = args.commit_docs as usize;
+    config.commit.max_age = std::time::Duration::from_secs(u64::from(args.commit_secs));
+
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?;
+    let summary = runtime
+        .block_on(crawl::run(config, interrupted()))
+        .context("crawl failed")?;
+    println!(
+        "crawl ended ({}): {} pages fetched, {} documents indexed, {} URLs discovered, \
+         {} excluded by robots.txt, {} errors, {:.1} s",
+        match summary.stop {
+            crawl::StopReason::Exhausted => "nothing left to fetch",
+            crawl::StopReason::MaxPages => "--max-pages reached",
+            crawl::StopReason::Interrupted => "interrupted",
+        },
+        summary.pages_fetched,
+        summary.documents_indexed,
+        summary.urls_discovered,
+        summary.robots_excluded,
+        summary.errors,
+        summary.elapsed_secs,
+    );
+    Ok(())
+}
+
+fn parse_seed(seed: &str) -> Result<url::Url, String> {
+    let url = urlnorm::normalize(seed).map_err(|e| e.to_string())?;
+    if !urlnorm::is_fetchable(&url) {
+        return Err(format!("geode cannot crawl {}:// URLs", url.scheme()));
+    }
+    Ok(url)
+}
+
+/// Resolves on Ctrl-C or SIGTERM.
+async fn interrupted() {
+    #[cfg(unix)]
+    {
+        let mut term =
+            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+                Ok(s) => s,
+                Err(_) => {
+                    let _ = tokio::signal::ctrl_c().await;
+                    return;
+                }
+            };
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            _ = term.recv() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+}
+
+fn search(args: SearchArgs) -> Result<(), Failure> {
+    let query = args.query.join(" ");
+    let index = SearchIndex::open(&crawl::index_path(&args.data.data)).map_err(index_failure)?;
+    let started = Instant::now();
+    let results = index
+        .search(&query, args.limit, args.offset)
+        .map_err(index_failure)?;
+    let took = started.elapsed();
+    let mut out = std::io::stdout().lock();
+    if args.json {
+        for hit in &results.hits {
+            let line = serde_json::to_string(hit).context("encoding JSON")?;
+            writeln!(out, "{line}").context("writing results")?;
+        }
+        return Ok(());
+    }
+    for (i, hit) in results.hits.iter().enumerate() {
+        writeln!(out, "{}. {}", args.offset + i + 1, hit.title).context("writing results")?;
+        writeln!(out, "   {}", hit.url).context("writing results")?;
+        for line in hit.snippet.lines().filter(|l| !l.trim().is_empty()) {
+            writeln!(out, "   {}", line.trim()).context("writing results")?;
+        }
+        writeln!(out).context("writing results")?;
+    }
+    let shown = results.hits.len();
+    let first = if shown == 0 { 0 } else { args.offset + 1 };
+    writeln!(
+        out,
+        "{} result{} ({}-{} shown) in {:.1} ms",
+        results.total,
+        if results.total == 1 { "" } else { "s" },
+        first,
+        args.offset + shown,
+        took.as_secs_f64() * 1000.0
+    )
+    .context("writing results")?;
+    Ok(())
+}
+
+fn index_failure(e: IndexError) -> Failure {
+    match e {
+        IndexError::Query(_) => Failure::Usage(e.into()),
+        other => Failure::Runtime(other.into()),
+    }
+}
+
+fn stats(args: StatsArgs) -> Result<(), Failure> {
+    let data = &args.data.data;
+    let frontier = Frontier::open_read_only(&crawl::database_path(data))
+        .map_err(|e| Failure::Runtime(e.into()))?;
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or(0);
+    let stats = frontier.stats(now).context("reading the crawl database")?;
+    let documents = match SearchIndex::open(&crawl::index_path(data)) {
+        Ok(index) => index.num_docs(),
+        Err(IndexError::Missing(_)) => 0,
+        Err(e) => return Err(Failure::Runtime(e.into())),
+    };
+    if args.json {
+        let mut value = serde_json::to_value(&stats).context("encoding JSON")?;
+        value["index_documents"] = documents.into();
+        println!("{value}");
+        return Ok(());
+    }
+    let mut out = String::new();
+    let mut row = |name: &str, value: String| out.push_str(&format!("{name:<28}{value}\n"));
+    row("pages indexed", stats.pages_indexed.to_string());
+    row("documents in the index", documents.to_string());
+    row("URLs known", stats.urls_known.to_string());
+    row("capsules", stats.hosts.to_string());
+    row("capsules in back-off", stats.hosts_in_backoff.to_string());
+    row("certificate changes", stats.certificate_changes.to_string());
+    row(
+        "last crawl started",
+        when(stats.last_crawl_started.as_deref()),
+    );
+    row(
+        "last crawl finished",
+        when(stats.last_crawl_finished.as_deref()),
+    );
+    out.push_str("\nURLs by state\n");
+    for (state, n) in &stats.by_state {
+        out.push_str(&format!("  {state:<26}{n}\n"));
+    }
+    out.push_str("\nresponses by status\n");
+    for (status, n) in &stats.by_status {
+        out.push_str(&format!("  {status:<26}{n}\n"));
+    }
+    if !stats.errors.is_empty() {
+        out.push_str("\nerrors (no response)\n");
+        for (kind, n) in &stats.errors {
+            out.push_str(&format!("  {kind:<26}{n}\n"));
+        }
+    }
+    if !stats.excluded.is_empty() {
+        out.push_str("\nnot fetched\n");
+        for (why, n) in &stats.excluded {
+            out.push_str(&format!("  {why:<26}{n}\n"));
+        }
+    }
+    print!("{out}");
+    Ok(())
+}
+
+/// Formats a stored unix time for people.
+fn when(unix: Option<&str>) -> String {
+    let Some(secs) = unix.and_then(|s| s.parse::<i64>().ok()) else {
+        return "never".into();
+    };
+    let ago = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64 - secs)
+        .unwrap_or(0);
+    format!("{secs} (unix time; {} ago)", human_duration(ago.max(0)))
+}
+
+fn human_duration(secs: i64) -> String {
+    match secs {
+        s if s < 120 => format!("{s} s"),
+        s if s < 7200 => format!("{} min", s / 60),
+        s if s < 172_800 => format!("{} h", s / 3600),
+        s => format!("{} days", s / 86_400),
+    }
+}
+
+fn backlinks(args: BacklinksArgs) -> Result<(), Failure> {
+    let url =
+        urlnorm::normalize(&args.url).map_err(|e| Failure::Usage(anyhow!("{}: {e}", args.url)))?;
+    let frontier = Frontier::open_read_only(&crawl::database_path(&args.data.data))
+        .map_err(|e| Failure::Runtime(e.into()))?;
+    let links = frontier
+        .backlinks(url.as_str())
+        .context("reading the crawl database")?;
+    let mut out = std::io::stdout().lock();
+    for link in &links {
+        if args.json {
+            let line = serde_json::to_string(link).context("encoding JSON")?;
+            writeln!(out, "{line}").context("writing backlinks")?;
+        } else if link.label.is_empty() {
+            writeln!(out, "{}", link.url).context("writing backlinks")?;
+        } else {
+            writeln!(out, "{}  {}", link.url, link.label).context("writing backlinks")?;
+        }
+    }
+    if !args.json {
+        writeln!(
+            out,
+            "{} page{} link to {url}",
+            links.len(),
+            if links.len() == 1 { "" } else { "s" }
+        )
+        .context("writing backlinks")?;
+    }
+    Ok(())
+}

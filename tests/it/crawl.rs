@@ -1,0 +1,132 @@
+//! Crawling the fixture geminispace with the library: what gets indexed, what is never asked
+//! for, and how politely.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
+
+use geode::crawl::StopReason;
+use geode::frontier::UrlState;
+use geode::index::SearchIndex;
+
+use crate::support::{self, host_and_path, Space};
+
+/// Every gemtext page and file reachable by links from gemini://alpha.test/, minus what robots.txt
+/// forbids. See capsules-fixture/README.md.
+pub const EXPECTED_INDEXED: &[&str] = &[];
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn crawl_indexes_exactly_the_reachable_pages_and_nothing_forbidden() {
+    let space = Space::start().await;
+    let data = tempfile::tempdir().unwrap();
+    let delay = Duration::from_millis(40);
+    let summary = support::crawl(support::config(&space, data.path(), delay)).await;
+    assert_eq!(summary.stop, StopReason::Exhausted);
+
+    let indexed = support::urls_in(data.path(), UrlState::Indexed);
+    let expected: Vec<String> = EXPECTED_INDEXED.iter().map(|s| s.to_string()).collect();
+    assert_eq!(
+        indexed, expected,
+        "the crawl indexes exactly the reachable pages"
+    );
+    let index = SearchIndex::open(&geode::crawl::index_path(data.path())).unwrap();
+    assert_eq!(
+        index.num_docs() as usize,
+        expected.len(),
+        "one document per URL"
+    );
+
+    let requests = space.requests();
+    // robots.txt: delta forbids /private/ to indexers; geode never asks for it.
+    for r in &requests {
+        let (host, path) = host_and_path(&r.request).expect("the crawler sends valid requests");
+        assert!(
+            !(host == "delta.test" && path.starts_with("/private/")),
+            "requested a robots-disallowed URL: {}",
+            r.request
+        );
+    }
+    // robots.txt comes first on every capsule, once.
+    let mut seen: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    let mut by_accept = requests.clone();
+    by_accept.sort_by_key(|r| r.accepted);
+    for r in &by_accept {
+        let (host, path) = host_and_path(&r.request).unwrap();
+        seen.entry(host).or_default().push(path);
+    }
+    for (host, paths) in &seen {
+        assert_eq!(
+            paths[0], "/robots.txt",
+            "{host}: robots.txt is asked for first"
+        );
+        assert_eq!(
+            paths.iter().filter(|p| *p == "/robots.txt").count(),
+            1,
+            "{host}"
+        );
+    }
+    // Nothing is fetched twice in one crawl.
+    let all: Vec<&String> = by_accept.iter().map(|r| &r.request).collect();
+    let distinct: BTreeSet<&String> = all.iter().copied().collect();
+    assert_eq!(all.len(), distinct.len(), "a URL was fetched twice");
+    // Mail and web links are recorded for the link graph but never fetched.
+    assert!(support::urls_in(data.path(), UrlState::Excluded)
+        .iter()
+        .any(|u| u.starts_with("mailto:")));
+    assert!(requests.iter().all(|r| r.request.starts_with("gemini://")));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_connection_per_ip_and_the_delay_between_starts_holds() {
+    let space = Space::start().await;
+    let data = tempfile::tempdir().unwrap();
+    let delay = Duration::from_millis(120);
+    support::crawl(support::config(&space, data.path(), delay)).await;
+
+    let mut by_ip: BTreeMap<std::net::IpAddr, Vec<_>> = BTreeMap::new();
+    for r in space.requests() {
+        by_ip.entry(r.local.ip()).or_default().push(r);
+    }
+    assert_eq!(by_ip.len(), 3, "all three addresses were crawled");
+    // The server stamps the accept time; the crawler stamps its own start a little earlier, so
+    // allow a few milliseconds of scheduling noise on a delay of 120.
+    let slack = Duration::from_millis(8);
+    let mut overlapped_ips = 0;
+    for (ip, mut reqs) in by_ip {
+        reqs.sort_by_key(|r| r.accepted);
+        for pair in reqs.windows(2) {
+            assert!(
+                pair[1].accepted >= pair[0].closed,
+                "two connections to {ip} at once: {} and {}",
+                pair[0].request,
+                pair[1].request
+            );
+            assert!(
+                pair[1].accepted - pair[0].accepted + slack >= delay,
+                "requests to {ip} only {:?} apart",
+                pair[1].accepted - pair[0].accepted
+            );
+        }
+        overlapped_ips += usize::from(reqs.len() > 1);
+    }
+    assert!(overlapped_ips >= 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn different_ips_are_crawled_at_the_same_time() {
+    let space = Space::start().await;
+    let data = tempfile::tempdir().unwrap();
+    let delay = Duration::from_millis(150);
+    support::crawl(support::config(&space, data.path(), delay)).await;
+    let requests = space.requests();
+    // With three addresses, the crawl must take well under the serial time.
+    let first = requests.iter().map(|r| r.accepted).min().unwrap();
+    let last = requests.iter().map(|r| r.accepted).max().unwrap();
+    let serial = delay * (requests.len() as u32 - 1);
+    assert!(
+        last - first < serial * 3 / 4,
+        "{} requests took {:?}, serial would be {:?}",
+        requests.len(),
+        last - first,
+        serial
+    );
+}

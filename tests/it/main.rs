@@ -1,0 +1,8 @@
+//! geode's integration tests, one binary: real TLS servers on loopback serving
+//! `capsules-fixture/`, crawled by the library or the `geode` binary. Nothing here reaches
+//! beyond 127.0.0.0/8.
+
+mod cli;
+mod crawl;
+mod resume;
+mod support;

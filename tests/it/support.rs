@@ -1,0 +1,111 @@
+//! Shared test helpers: a fixture geminispace on loopback and ways to crawl and inspect it.
+
+use std::collections::BTreeMap;
+use std::net::{IpAddr, SocketAddr};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use geode::crawl::{self, CrawlConfig, CrawlSummary};
+use geode::fetch::dns::{Overrides, Target};
+use geode::fixture::{FixtureConfig, FixtureServer, RequestRecord};
+use geode::frontier::{Frontier, UrlState};
+
+/// The fixture capsules and the loopback address each is served on. gamma and delta share an
+/// address, as virtual hosts on one machine do.
+pub const HOSTS: &[(&str, &str)] = &[
+    ("alpha.test", "127.0.1.1"),
+    ("beta.test", "127.0.1.2"),
+    ("gamma.test", "127.0.1.3"),
+    ("delta.test", "127.0.1.3"),
+];
+
+pub fn fixture_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("capsules-fixture")
+}
+
+/// A fixture server listening on every address of [`HOSTS`] (port 0) and the overrides that
+/// send each host to its address.
+pub struct Space {
+    pub server: FixtureServer,
+    pub resolve: Vec<(String, SocketAddr)>,
+}
+
+impl Space {
+    pub async fn start() -> Space {
+        let mut ips: Vec<IpAddr> = HOSTS.iter().map(|(_, ip)| ip.parse().unwrap()).collect();
+        ips.dedup();
+        let listen = ips.iter().map(|ip| SocketAddr::new(*ip, 0)).collect();
+        let server = FixtureServer::start(FixtureConfig {
+            root: fixture_root(),
+            listen,
+        })
+        .await
+        .expect("fixture server starts");
+        let by_ip: BTreeMap<IpAddr, SocketAddr> =
+            server.addrs.iter().map(|a| (a.ip(), *a)).collect();
+        let resolve = HOSTS
+            .iter()
+            .map(|(host, ip)| (host.to_string(), by_ip[&ip.parse::<IpAddr>().unwrap()]))
+            .collect();
+        Space { server, resolve }
+    }
+
+    pub fn overrides(&self) -> Overrides {
+        Overrides::new(self.resolve.iter().map(|(h, a)| {
+            (
+                h.clone(),
+                Target {
+                    ip: a.ip(),
+                    port: Some(a.port()),
+                },
+            )
+        }))
+    }
+
+    /// `--resolve` arguments for the binary.
+    pub fn resolve_args(&self) -> Vec<String> {
+        self.resolve
+            .iter()
+            .flat_map(|(h, a)| ["--resolve".to_string(), format!("{h}={a}")])
+            .collect()
+    }
+
+    pub fn requests(&self) -> Vec<RequestRecord> {
+        self.server.requests()
+    }
+}
+
+/// A crawl config over the space, seeded at alpha's home page.
+pub fn config(space: &Space, data: &Path, min_delay: Duration) -> CrawlConfig {
+    let mut config = CrawlConfig::new(data);
+    config.seeds = vec![geode::urlnorm::normalize("gemini://alpha.test/").unwrap()];
+    config.resolve = space.overrides();
+    config.min_delay = min_delay;
+    config.concurrency = 16;
+    config.progress_every = Duration::from_secs(60);
+    config
+}
+
+pub async fn crawl(config: CrawlConfig) -> CrawlSummary {
+    crawl::run(config, std::future::pending())
+        .await
+        .expect("crawl succeeds")
+}
+
+pub fn urls_in(data: &Path, state: UrlState) -> Vec<String> {
+    Frontier::open_read_only(&crawl::database_path(data))
+        .unwrap()
+        .urls_in_state(state)
+        .unwrap()
+}
+
+/// The request path (`/x/y`) and host of a logged request line.
+pub fn host_and_path(request: &str) -> Option<(String, String)> {
+    let url = url::Url::parse(request).ok()?;
+    Some((url.host_str()?.to_string(), url.path().to_string()))
+}
+
+/// Path of the `geode` binary built for these tests.
+pub fn geode_bin() -> &'static str {
+    env!("CARGO_BIN_EXE_geode")
+}
