@@ -3,7 +3,7 @@
 
 mod cli;
 
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
 use std::time::Instant;
 

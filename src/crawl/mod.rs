@@ -144,6 +144,8 @@ pub struct CrawlSummary {
 /// What a fetch task reports.
 struct Done {
     ip: IpAddr,
+    /// When the request really began (the task starts a little after it is handed out).
+    began: Instant,
     job: DoneJob,
     fetched_at: i64,
     result: Result<Fetched, FetchError>,
@@ -456,7 +458,7 @@ impl Crawl {
         done: Done,
         docs: &mut Vec<IndexMsg>,
     ) -> Result<usize, CrawlError> {
-        self.scheduler.finished(done.ip);
+        self.scheduler.finished(done.ip, done.began);
         match done.job {
             DoneJob::Robots { host_id } => {
                 self.record_robots(batch, host_id, done.fetched_at, done.result)?;
@@ -673,6 +675,7 @@ async fn lookup(
 
 /// One fetch task: the request, and for content the extraction too, so the loop only records.
 async fn fetch(fetcher: Fetcher, url: String, addr: SocketAddr, job: DoneJob) -> Done {
+    let began = Instant::now();
     let fetched_at = unix_now();
     let result = match Url::parse(&url) {
         Err(e) => Err(FetchError::MalformedHeader(format!(
@@ -695,6 +698,7 @@ async fn fetch(fetcher: Fetcher, url: String, addr: SocketAddr, job: DoneJob) ->
     };
     Done {
         ip: addr.ip(),
+        began,
         job,
         fetched_at,
         result,

@@ -184,12 +184,14 @@ impl Scheduler {
         None
     }
 
-    /// Records that the request to `ip` finished; the next one may start once the delay since
-    /// the previous start has passed.
-    pub fn finished(&mut self, ip: IpAddr) {
+    /// Records that the request to `ip`, which really began at `began` (its task may have started
+    /// a little after it was handed out), finished. The next one may start once the delay since
+    /// the later of the two has passed.
+    pub fn finished(&mut self, ip: IpAddr, began: Instant) {
         self.in_flight = self.in_flight.saturating_sub(1);
         if let Some(slot) = self.ips.get_mut(&ip) {
             slot.busy = false;
+            slot.next_start = slot.next_start.max(began + self.min_delay);
             if !slot.rotation.is_empty() {
                 self.ready.push(Reverse((slot.next_start, ip)));
             }
@@ -315,7 +317,7 @@ mod tests {
             panic!("robots first")
         };
         assert_eq!(s.next_job(t0), None, "one request per IP");
-        s.finished(addr(1).ip());
+        s.finished(addr(1).ip(), t0);
         s.set_robots(1, Robots::allow_all(), t0);
         assert_eq!(s.next_job(t0), None, "the delay between starts holds");
         assert!(s.next_wakeup().unwrap() >= t0 + delay);
@@ -323,7 +325,7 @@ mod tests {
             panic!()
         };
         assert_eq!(u.id, 1);
-        s.finished(addr(1).ip());
+        s.finished(addr(1).ip(), t0);
         assert_eq!(s.next_job(t0 + delay), None);
         let Some(Job::Page { url: u, .. }) = s.next_job(t0 + delay * 2) else {
             panic!()
@@ -355,7 +357,7 @@ mod tests {
             }
             assert!(busy.len() <= 2, "at most one job per IP at once: {busy:?}");
             for ip in busy {
-                s.finished(ip);
+                s.finished(ip, t0);
             }
         }
         let on_ip1: Vec<i64> = order.iter().copied().filter(|&h| h != 3).collect();

@@ -3,7 +3,10 @@
 //! that speaks SQL.
 //!
 //! Writes go through [`Batch`], one transaction for many results, because a crawl records
-//! thousands of small facts a second. The database runs in WAL mode, so `geode search`, `stats`
+//! thousands of small facts a second. Write transactions begin IMMEDIATE: the crawl loop and the
+//! indexing thread write through separate connections, and a deferred transaction that read
+//! first could not be promoted to a writer after the other connection wrote (SQLITE_BUSY_SNAPSHOT,
+//! which no busy timeout cures). The database runs in WAL mode, so `geode search`, `stats`
 //! and `serve` can read while a crawl writes, and a killed crawl loses at most its open batch.
 //!
 //! Pages reach the `indexed` state in two steps: the crawl records them `pending`, the indexing
@@ -18,7 +21,7 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::time::Duration;
 
-use rusqlite::{params, Connection, OpenFlags, OptionalExtension};
+use rusqlite::{params, Connection, OpenFlags, OptionalExtension, TransactionBehavior};
 
 pub use stats::{Backlink, Stats};
 
@@ -155,7 +158,9 @@ impl Frontier {
     /// never happened, and URLs that were queued, become `new` again. Returns how many pages were
     /// confirmed and how many were returned to the queue.
     pub fn recover(&mut self, committed_seq: u64) -> Result<(usize, usize)> {
-        let tx = self.conn.transaction()?;
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
         let confirmed = tx.execute(
             "UPDATE urls SET state = 'indexed' WHERE state = 'pending' AND batch <= ?1",
             params![committed_seq as i64],
@@ -193,7 +198,9 @@ impl Frontier {
     /// Hands up to `limit` new URLs to the crawl, at most `per_host` from one capsule, oldest
     /// first, skipping capsules in back-off at `now`. The URLs become `queued`.
     pub fn claim(&mut self, limit: usize, per_host: usize, now: i64) -> Result<Vec<QueuedUrl>> {
-        let tx = self.conn.transaction()?;
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
         let claimed = {
             let mut select = tx.prepare_cached(
                 "WITH ranked AS (
@@ -251,7 +258,9 @@ impl Frontier {
 
     /// Starts a write transaction.
     pub fn batch(&mut self) -> Result<Batch<'_>> {
-        let tx = self.conn.transaction()?;
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
         Ok(Batch {
             tx,
             host_ids: &mut self.host_ids,
@@ -261,7 +270,9 @@ impl Frontier {
 
     /// Tags pending pages with the index commit that is about to hold them.
     pub fn assign_batch(&mut self, url_ids: &[i64], seq: u64) -> Result<()> {
-        let tx = self.conn.transaction()?;
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
         {
             let mut tag = tx
                 .prepare_cached("UPDATE urls SET batch = ?2 WHERE id = ?1 AND state = 'pending'")?;

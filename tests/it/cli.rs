@@ -1,1 +1,231 @@
 //! The `geode` binary as people and scripts use it: crawl, search, stats, backlinks, exit codes.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+use crate::crawl::EXPECTED_INDEXED;
+use crate::support::{self, Space};
+
+fn geode(args: &[&str]) -> Output {
+    Command::new(support::geode_bin())
+        .args(args)
+        .output()
+        .expect("geode runs")
+}
+
+fn stdout(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn search_json(data: &Path, query: &str) -> Vec<serde_json::Value> {
+    let out = geode(&["search", "--data", data.to_str().unwrap(), "--json", query]);
+    assert!(
+        out.status.success(),
+        "search {query:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    stdout(&out)
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("each line is a JSON object"))
+        .collect()
+}
+
+fn first_url(hits: &[serde_json::Value]) -> Option<&str> {
+    hits.first().and_then(|h| h["url"].as_str())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn crawl_then_search_stats_and_backlinks_from_the_command_line() {
+    let space = Space::start().await;
+    let data = tempfile::tempdir().unwrap();
+    let dir = data.path().to_str().unwrap();
+    let mut args = vec![
+        "crawl",
+        "--data",
+        dir,
+        "--seed",
+        "gemini://alpha.test/",
+        "--min-delay-ms",
+        "0",
+    ];
+    let resolve = space.resolve_args();
+    args.extend(resolve.iter().map(String::as_str));
+    let out = geode(&args);
+    assert!(
+        out.status.success(),
+        "crawl: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout(&out).contains("nothing left to fetch"),
+        "{}",
+        stdout(&out)
+    );
+
+    // Distinctive phrases find their page first; accents fold.
+    let cases = [
+        ("\"quietly stubborn kettle\"", "gemini://alpha.test/"),
+        (
+            "borrow checker origami",
+            "gemini://beta.test/notes/borrow-checker.gmi",
+        ),
+        ("écureuil mélancolique", "gemini://gamma.test/fr/carnet.gmi"),
+        ("ecureuil melancolique", "gemini://gamma.test/fr/carnet.gmi"),
+    ];
+    for (query, want) in cases {
+        let hits = search_json(data.path(), query);
+        assert_eq!(first_url(&hits), Some(want), "query {query}: {hits:?}");
+    }
+    let hits = search_json(data.path(), "\"quietly stubborn kettle\"");
+    for field in ["url", "title", "snippet", "score", "host", "mime"] {
+        assert!(
+            !hits[0][field].is_null(),
+            "JSON hit lacks {field}: {}",
+            hits[0]
+        );
+    }
+    assert_eq!(hits[0]["host"], "alpha.test");
+    assert_eq!(hits[0]["mime"], "text/gemini");
+    assert!(hits[0]["snippet"].as_str().unwrap().contains("**kettle**"));
+    let hits = search_json(data.path(), "desk lamp png");
+    let png = hits
+        .iter()
+        .find(|h| h["url"] == "gemini://alpha.test/images/desk-lamp.png")
+        .expect("the image is found by the words of its path");
+    assert_eq!(png["mime"], "image/png");
+
+    // robots.txt kept the private diary out of the index.
+    assert!(search_json(data.path(), "walrus itinerary").is_empty());
+
+    // Plain output: title, URL, snippet, and a count line.
+    let out = geode(&["search", "--data", dir, "stubborn", "kettle"]);
+    let text = stdout(&out);
+    assert!(text.contains("1. Juniper's Lantern Room"), "{text}");
+    assert!(text.contains("   gemini://alpha.test/\n"), "{text}");
+    assert!(text.contains("1 result (1-1 shown)"), "{text}");
+
+    // No hits is success; a malformed query is a usage error with a message.
+    let out = geode(&["search", "--data", dir, "zzyzx"]);
+    assert_eq!(out.status.code(), Some(0));
+    let out = geode(&["search", "--data", dir, "\"unbalanced"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("malformed query"));
+
+    // Paging: offset skips, limit caps.
+    let all = search_json(data.path(), "the");
+    assert!(all.len() == 10, "ten results by default");
+    let out = geode(&[
+        "search", "--data", dir, "--json", "--limit", "3", "--offset", "2", "the",
+    ]);
+    let page: Vec<serde_json::Value> = stdout(&out)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(page.len(), 3);
+    assert_eq!(page[0]["url"], all[2]["url"]);
+
+    // stats: what was indexed, per-status counts (the fixture links to missing pages).
+    let out = geode(&["stats", "--data", dir, "--json"]);
+    assert!(out.status.success());
+    let stats: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(stats["pages_indexed"], EXPECTED_INDEXED.len());
+    assert_eq!(stats["index_documents"], EXPECTED_INDEXED.len());
+    assert_eq!(
+        stats["hosts"].as_u64(),
+        Some(6),
+        "four capsules, plus example.org and the mailto host"
+    );
+    let statuses = stats["by_status"].as_array().unwrap();
+    assert!(
+        statuses
+            .iter()
+            .any(|p| p[0] == 51 && p[1].as_u64() > Some(0)),
+        "{statuses:?}"
+    );
+    assert!(
+        statuses.iter().any(|p| p[0] == 31),
+        "the /docs/tools redirect: {statuses:?}"
+    );
+    let out = geode(&["stats", "--data", dir]);
+    assert!(stdout(&out).contains("pages indexed"));
+
+    // backlinks, with labels.
+    let out = geode(&[
+        "backlinks",
+        "--data",
+        dir,
+        "--json",
+        "gemini://BETA.test:1965/",
+    ]);
+    assert!(out.status.success());
+    let links: Vec<serde_json::Value> = stdout(&out)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert!(
+        links
+            .iter()
+            .any(|l| l["url"] == "gemini://alpha.test/" && l["label"] == "Ferrous Field Notes"),
+        "{links:?}"
+    );
+    let out = geode(&["backlinks", "--data", dir, "gemini://beta.test/"]);
+    assert!(stdout(&out).contains("gemini://alpha.test/  Ferrous Field Notes"));
+}
+
+#[test]
+fn usage_errors_exit_2_and_runtime_errors_exit_1() {
+    let missing = tempfile::tempdir().unwrap();
+    let dir = missing.path().join("nothing-here");
+    let dir = dir.to_str().unwrap();
+    let cases: &[(&[&str], i32)] = &[
+        (&["search", "--data", dir, "anything"], 1),
+        (&["stats", "--data", dir], 1),
+        (&["backlinks", "--data", dir, "gemini://a.test/"], 1),
+        (&["backlinks", "--data", dir, "not a url"], 2),
+        (
+            &["crawl", "--data", dir, "--seed", "https://example.org/"],
+            2,
+        ),
+        (
+            &["crawl", "--data", dir, "--seed", "gemini://user@a.test/"],
+            2,
+        ),
+        (&["crawl", "--data", dir, "--resolve", "a.test=nowhere"], 2),
+        (&["crawl", "--data", dir, "--concurrency", "0"], 2),
+        (&["search"], 2),
+        (&["frobnicate"], 2),
+    ];
+    for (args, code) in cases {
+        let out = geode(args);
+        assert_eq!(out.status.code(), Some(*code), "geode {args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!err.trim().is_empty(), "geode {args:?} says why");
+        assert!(!err.contains("panicked"), "geode {args:?} panicked: {err}");
+    }
+    assert!(
+        !missing.path().join("nothing-here").exists(),
+        "failed commands create nothing"
+    );
+}
+
+#[test]
+fn help_explains_every_command() {
+    let out = geode(&["--help"]);
+    let text = stdout(&out);
+    for cmd in ["crawl", "search", "stats", "backlinks"] {
+        assert!(text.contains(cmd), "{text}");
+    }
+    let out = geode(&["crawl", "--help"]);
+    let text = stdout(&out);
+    for flag in [
+        "--seed",
+        "--seeds-file",
+        "--max-pages",
+        "--min-delay-ms",
+        "--concurrency",
+        "--resolve",
+        "--data",
+    ] {
+        assert!(text.contains(flag), "crawl --help lacks {flag}");
+    }
+}

@@ -10,9 +10,41 @@ use geode::index::SearchIndex;
 
 use crate::support::{self, host_and_path, Space};
 
-/// Every gemtext page and file reachable by links from gemini://alpha.test/, minus what robots.txt
-/// forbids. See capsules-fixture/README.md.
-pub const EXPECTED_INDEXED: &[&str] = &[];
+/// Every page and file reachable by links from gemini://alpha.test/, minus what robots.txt forbids,
+/// sorted. See capsules-fixture/README.md.
+pub const EXPECTED_INDEXED: &[&str] = &[
+    "gemini://alpha.test/",
+    "gemini://alpha.test/about.gmi",
+    "gemini://alpha.test/gemlog/",
+    "gemini://alpha.test/gemlog/2024-01-14-winter-bread.gmi",
+    "gemini://alpha.test/gemlog/2024-03-02-bicycle-repair.gmi",
+    "gemini://alpha.test/gemlog/2024-05-19-moth-census.gmi",
+    "gemini://alpha.test/gemlog/2024-08-11-slow-radio.gmi",
+    "gemini://alpha.test/gemlog/2024-11-23-lighthouse-walk.gmi",
+    "gemini://alpha.test/gemlog/reading-list.txt",
+    "gemini://alpha.test/images/desk-lamp.png",
+    "gemini://alpha.test/photos.gmi",
+    "gemini://beta.test/",
+    "gemini://beta.test/changelog.gmi",
+    "gemini://beta.test/docs/",
+    "gemini://beta.test/docs/install.gmi",
+    "gemini://beta.test/docs/tools/",
+    "gemini://beta.test/docs/tools/rg-cheatsheet.gmi",
+    "gemini://beta.test/notes/borrow-checker.gmi",
+    "gemini://beta.test/notes/sqlite-wal.gmi",
+    "gemini://beta.test/notes/tls-by-hand.gmi",
+    "gemini://delta.test/",
+    "gemini://delta.test/antenna.gmi",
+    "gemini://delta.test/links.gmi",
+    "gemini://delta.test/logbook.gmi",
+    "gemini://gamma.test/",
+    "gemini://gamma.test/de/wanderung.gmi",
+    "gemini://gamma.test/fr/carnet.gmi",
+    "gemini://gamma.test/fr/recettes.gmi",
+    "gemini://gamma.test/glossary.gmi",
+    "gemini://gamma.test/ja/haiku.gmi",
+    "gemini://gamma.test/ru/zametki.gmi",
+];
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn crawl_indexes_exactly_the_reachable_pages_and_nothing_forbidden() {

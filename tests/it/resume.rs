@@ -115,14 +115,16 @@ async fn a_crawl_killed_with_sigkill_resumes_to_the_same_index() {
     let status = tokio::task::spawn_blocking(move || {
         Command::new(support::geode_bin())
             .args(&args)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status()
+            .output()
             .unwrap()
     })
     .await
     .unwrap();
-    assert!(status.success());
+    assert!(
+        status.status.success(),
+        "the resumed crawl failed: {}",
+        String::from_utf8_lossy(&status.stderr)
+    );
 
     assert_eq!(support::urls_in(data.path(), UrlState::Indexed), expected());
     let index = SearchIndex::open(&geode::crawl::index_path(data.path())).unwrap();
