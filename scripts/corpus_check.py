@@ -18,9 +18,10 @@ reads geode's database read-only and runs `geode search` for the queries.
 from __future__ import annotations
 
 import argparse
+import functools
+import hashlib
 import json
 import math
-import os
 import random
 import re
 import sqlite3
@@ -194,9 +195,12 @@ class Corpus:
         percent-decoded and appended (empty segments skipped), hidden segments 52, a directory
         redirected to its slash form or answered with its index.gmi (51 without one), a query
         ignored."""
-        parts = urllib.parse.urlsplit(url)
-        host = parts.hostname or ""
-        if host not in self.hosts or parts.port not in (None, GEMINI_PORT):
+        try:
+            parts = urllib.parse.urlsplit(url)
+            host, port = parts.hostname or "", parts.port
+        except ValueError:
+            return 59, None
+        if host not in self.hosts or port not in (None, GEMINI_PORT):
             return 53, None
         target = self.base / host
         for seg in parts.path.split("/"):
@@ -356,6 +360,11 @@ def open_db(data: Path) -> sqlite3.Connection:
     return sqlite3.connect(f"file:{db}?mode=ro", uri=True)
 
 
+@functools.cache
+def digest(file: Path) -> str:
+    return hashlib.sha256(file.read_bytes()).hexdigest()
+
+
 def pct(a: int, b: int) -> float:
     return 100.0 * a / b if b else 0.0
 
@@ -374,9 +383,15 @@ def reachability(corpus: Corpus, seeds: list[str], data: Path, agate_log: Path |
 
     reachable = reach.pages
     files = set(reachable.values())
-    hit = [u for u in reachable if u in indexed]
-    miss = sorted((u for u in reachable if u not in indexed), key=lambda u: (reach.depth[u], u))
-    files_hit = {reachable[u] for u in hit}
+    direct = [u for u in reachable if u in indexed]
+    # geode indexes a body once: a URL whose body is byte-identical to an indexed page is
+    # recorded as a duplicate of it. The page is still found, so it counts, once checked here.
+    indexed_bodies = {digest(reachable[u]) for u in direct}
+    dups = sorted(u for u in reachable if u not in indexed and frontier.get(u)
+                  and frontier[u][3] == "duplicate" and digest(reachable[u]) in indexed_bodies)
+    covered = set(direct) | set(dups)
+    miss = sorted((u for u in reachable if u not in covered), key=lambda u: (reach.depth[u], u))
+    files_hit = {reachable[u] for u in covered}
     deep = [u for u in reachable if reach.depth[u] > GEODE_MAX_DEPTH]
 
     print(f"reachability (BFS over the files, {t_bfs:.1f}s): {len(reachable)} URLs answering 20 "
@@ -391,7 +406,11 @@ def reachability(corpus: Corpus, seeds: list[str], data: Path, agate_log: Path |
     corpus_rows = [r for r in rows if (urllib.parse.urlsplit(r[0]).hostname or "") in corpus.hosts]
     print(f"  geode's frontier: {len(rows)} URLs ({', '.join(f'{k} {v}' for k, v in states.most_common())}); "
           f"{len(corpus_rows)} on corpus hosts, {len(rows) - len(corpus_rows)} elsewhere")
-    print(f"  indexed: {len(hit)}/{len(reachable)} URLs ({pct(len(hit), len(reachable)):.2f}%), "
+    print(f"  indexed under their own URL: {len(direct)}/{len(reachable)} URLs "
+          f"({pct(len(direct), len(reachable)):.2f}%); recorded as duplicates of an indexed page "
+          f"with a byte-identical body: {len(dups)}"
+          + (f" (e.g. {dups[0]}: {frontier[dups[0]][4]})" if dups else ""))
+    print(f"  covered: {len(covered)}/{len(reachable)} URLs ({pct(len(covered), len(reachable)):.2f}%), "
           f"{len(files_hit)}/{len(files)} files ({pct(len(files_hit), len(files)):.2f}%)")
     extra = sorted(u for u in indexed if u not in reachable
                    and (urllib.parse.urlsplit(u).hostname or "") in corpus.hosts)
@@ -399,9 +418,12 @@ def reachability(corpus: Corpus, seeds: list[str], data: Path, agate_log: Path |
         print(f"  {len(extra)} URL(s) geode indexed that the BFS did not reach (first 10):")
         for u in extra[:10]:
             status, what = corpus.serve(u)
-            print(f"    {u}  [agate would answer {status}{' ' + str(what.relative_to(corpus.base)) if isinstance(what, Path) else ''}]")
+            file = f" {what.relative_to(corpus.base)}" if isinstance(what, Path) else ""
+            print(f"    {u}  [agate would answer {status}{file}]")
     if miss:
-        log = agate_log.read_text(encoding="utf-8", errors="replace").splitlines() if agate_log and agate_log.exists() else []
+        log = []
+        if agate_log and agate_log.exists():
+            log = agate_log.read_text(encoding="utf-8", errors="replace").splitlines()
         print(f"  {len(miss)} reachable URL(s) not indexed; the first {min(20, len(miss))} "
               f"(frontier state/status/error/meta, how the BFS reached them, agate's log):")
         for u in miss[:20]:
@@ -410,12 +432,13 @@ def reachability(corpus: Corpus, seeds: list[str], data: Path, agate_log: Path |
                 info = f"state={row[1]} status={row[2]} error={row[3]} meta={row[4]!r} depth={row[5]}"
             else:
                 info = "not in geode's frontier at all"
-            print(f"    {u}\n      geode: {info}\n      BFS: depth {reach.depth[u]}, linked from {reach.via[u]}")
+            print(f"    {u}\n      geode: {info}")
+            print(f"      BFS: depth {reach.depth[u]}, linked from {reach.via[u]}")
             wanted = f'"{u}"'
             served = [line for line in log if wanted in line or f'"{u.rstrip("/")}"' in line]
             if log:
-                print(f"      agate: {served[-1].split(' ', 3)[-1] if served else 'never asked for it'}")
-    return reach, indexed, len(hit), len(reachable)
+                print(f"      agate: {served[-1].split('] ', 1)[-1] if served else 'never asked for it'}")
+    return reach, indexed, len(covered), len(direct), len(reachable)
 
 
 # --------------------------------------------------------------------------------------------
@@ -526,6 +549,8 @@ def phrase_check(corpus: Corpus, reach: Reach, indexed: set[str], geode: Path, d
           f"({t_stats:.1f}s)")
 
     hits, total, no_phrase, misses = 0, 0, [], []
+    ranks: Counter[int] = Counter()
+    examples: list[tuple[str, int, str, int, int]] = []
     t1 = time.monotonic()
     for f in sample:
         chosen = choose_phrase(read_text(f), stats)
@@ -546,8 +571,14 @@ def phrase_check(corpus: Corpus, reach: Reach, indexed: set[str], geode: Path, d
         served = [corpus.serve(normalize(r) or r) for r in results]
         # Follow one slash redirect so that a hit on /dir for /dir/ still names the same file.
         files = [(corpus.serve(w)[1] if s == 31 and isinstance(w, str) else w) for s, w in served]
-        if f in files:
+        # A byte-identical copy elsewhere is the same page to a reader (and geode indexes one).
+        bodies = [digest(w) if isinstance(w, Path) else None for w in files]
+        if digest(f) in bodies:
+            rank = bodies.index(digest(f)) + 1
             hits += 1
+            ranks[rank] += 1
+            if len(examples) < 3:
+                examples.append((query, nfiles, urls_of[f][0], rank, len(results)))
         else:
             misses.append((query, nfiles, urls_of[f][0], results[:1], proc.returncode, proc.stderr.strip()))
     t_queries = time.monotonic() - t1
@@ -555,6 +586,10 @@ def phrase_check(corpus: Corpus, reach: Reach, indexed: set[str], geode: Path, d
           f"usable phrase, not counted: "
           + ", ".join(str(p.relative_to(corpus.base)) for p in no_phrase[:8])
           + (" ..." if len(no_phrase) > 8 else ""))
+    print(f"  rank of the page among the hits: "
+          + (", ".join(f"#{r} x{n}" for r, n in sorted(ranks.items())) or "-"))
+    for query, nfiles, url, rank, nres in examples:
+        print(f"  e.g. {query} (in {nfiles} corpus file(s)) -> {url} at #{rank} of {nres}")
     if misses:
         print(f"  {len(misses)} miss(es); the first {min(10, len(misses))}:")
         for query, nfiles, want, first, rc, err in misses[:10]:
@@ -607,7 +642,7 @@ def cmd_report(args) -> int:
     seeds = [normalize(s) or s for s in Path(args.seeds).read_text(encoding="utf-8").split()]
     data = Path(args.data)
     t0 = time.monotonic()
-    reach, indexed, n_hit, n_reach = reachability(corpus, seeds, data,
+    reach, indexed, n_hit, n_direct, n_reach = reachability(corpus, seeds, data,
                                                   Path(args.agate_log) if args.agate_log else None)
     t_reach = time.monotonic() - t0
     t1 = time.monotonic()
@@ -618,8 +653,8 @@ def cmd_report(args) -> int:
     ok_phrase = total > 0 and phrase_pct >= PHRASE_TARGET
     print()
     print(f"timing: reachability comparison {t_reach:.1f}s, phrase check {t_phrase:.1f}s")
-    print(f"reachable {n_reach}, indexed {n_hit} ({reach_pct:.2f}%)  "
-          f"[target {REACH_TARGET:g}%: {'PASS' if ok_reach else 'FAIL'}]")
+    print(f"reachable {n_reach}, indexed {n_hit} ({reach_pct:.2f}%; {n_direct} under their own "
+          f"URL, {n_hit - n_direct} as duplicates of an identical indexed page)  [target {REACH_TARGET:g}%: {'PASS' if ok_reach else 'FAIL'}]")
     print(f"phrase top-10: {hits}/{total} ({phrase_pct:.2f}%)  "
           f"[target {PHRASE_TARGET:g}%: {'PASS' if ok_phrase else 'FAIL'}]")
     return 0 if ok_reach and ok_phrase else 1

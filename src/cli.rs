@@ -68,6 +68,17 @@ pub struct CrawlArgs {
     /// --resolve example.org=127.0.1.1 or --resolve example.org=127.0.0.1:40123
     #[arg(long = "resolve", value_name = "HOST=ADDR", value_parser = parse_resolve)]
     pub resolve: Vec<(String, Target)>,
+    /// Link hops from a seed after which URLs are recorded but no longer fetched.
+    #[arg(long, value_name = "N", default_value_t = 30)]
+    pub max_depth: u32,
+    /// Most URLs one capsule may have in the crawl database; later ones are recorded but not
+    /// fetched (bounds infinite dynamic capsules).
+    #[arg(long, value_name = "N", default_value_t = 100_000, value_parser = clap::value_parser!(u64).range(1..))]
+    pub capsule_budget: u64,
+    /// A file of URLs never to fetch: one rule per line, a URL prefix, or re:REGEX searched in
+    /// the URL; # starts a comment.
+    #[arg(long, value_name = "FILE")]
+    pub exclude_file: Option<PathBuf>,
     /// Commit the index after this many new documents (it also commits every --commit-secs).
     #[arg(long, value_name = "N", default_value_t = 1000, value_parser = clap::value_parser!(u32).range(1..))]
     pub commit_docs: u32,

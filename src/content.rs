@@ -63,7 +63,7 @@ pub struct Extracted {
 /// Extracts a page. `body` is empty for types whose body was not downloaded.
 pub fn extract(url: &Url, meta: &str, body: &[u8]) -> Extracted {
     let mime = parse_mime(meta);
-    let text = gemtext::decode(body);
+    let text = decode(body, mime.charset.as_deref());
     let (title, body, headings, links) = if mime.essence == "text/gemini" {
         let page = gemtext::extract(url, &text);
         (page.title, page.body, page.headings, page.links)
@@ -92,6 +92,19 @@ pub fn extract(url: &Url, meta: &str, body: &[u8]) -> Extracted {
         links,
         mime: mime.essence,
         lang: mime.lang,
+    }
+}
+
+/// Decodes a text body in its declared charset (UTF-8 when none is declared or the label is
+/// unknown). A leading byte order mark is dropped; undecodable bytes become U+FFFD.
+pub fn decode<'a>(body: &'a [u8], charset: Option<&str>) -> std::borrow::Cow<'a, str> {
+    let encoding = charset
+        .and_then(|label| encoding_rs::Encoding::for_label(label.as_bytes()))
+        .filter(|e| *e != encoding_rs::UTF_8);
+    match encoding {
+        // encoding_rs sniffs a BOM first, as browsers do: a BOM wins over the label.
+        Some(encoding) => encoding.decode(body).0,
+        None => gemtext::decode(body),
     }
 }
 
@@ -149,6 +162,25 @@ mod tests {
             assert_eq!(m.charset.as_deref(), charset, "{meta}");
             assert_eq!(m.lang.as_deref(), lang, "{meta}");
         }
+    }
+
+    #[test]
+    fn charsets_are_decoded() {
+        let latin1 = b"caf\xe9 cr\xe8me";
+        assert_eq!(decode(latin1, Some("iso-8859-1")), "café crème");
+        assert_eq!(decode(latin1, Some("ISO-8859-1")), "café crème");
+        assert_eq!(decode("café".as_bytes(), Some("utf-8")), "café");
+        assert_eq!(decode("\u{feff}café".as_bytes(), None), "café");
+        assert_eq!(decode(b"caf\xe9", Some("no-such-charset")), "caf\u{fffd}");
+        assert_eq!(decode(b"\x82\xa0", Some("shift_jis")), "あ");
+        let url = Url::parse("gemini://h.test/fr.gmi").unwrap();
+        let e = extract(
+            &url,
+            "text/gemini; charset=iso-8859-1; lang=fr",
+            b"# Cr\xe8me br\xfbl\xe9e\n",
+        );
+        assert_eq!(e.title, "Crème brûlée");
+        assert_eq!(e.lang.as_deref(), Some("fr"));
     }
 
     #[test]

@@ -11,6 +11,7 @@ use anyhow::{anyhow, Context};
 use clap::Parser;
 
 use cli::{BacklinksArgs, Cli, Command, CrawlArgs, SearchArgs, StatsArgs};
+use geode::crawl::policy::Exclusions;
 use geode::crawl::{self, CrawlConfig};
 use geode::fetch::dns;
 use geode::frontier::Frontier;
@@ -43,6 +44,7 @@ fn main() -> ExitCode {
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
         .init();
 
     let result = match cli.command {
@@ -87,6 +89,12 @@ fn crawl(args: CrawlArgs) -> Result<(), Failure> {
     }
     config.seeds = seeds;
     config.max_pages = args.max_pages;
+    config.policy.max_depth = args.max_depth;
+    config.capsule_budget = args.capsule_budget;
+    if let Some(file) = &args.exclude_file {
+        config.policy.exclusions =
+            Exclusions::load(file).map_err(|e| Failure::Usage(anyhow!("--exclude-file {e}")))?;
+    }
     config.min_delay = args.min_delay();
     config.concurrency = args.concurrency as usize;
     config.resolve = dns::Overrides::new(args.resolve.iter().cloned());
@@ -102,7 +110,7 @@ fn crawl(args: CrawlArgs) -> Result<(), Failure> {
         .context("crawl failed")?;
     println!(
         "crawl ended ({}): {} pages fetched, {} documents indexed, {} URLs discovered, \
-         {} excluded by robots.txt, {} errors, {:.1} s",
+         {} excluded by robots.txt, {} duplicates, {} slow-downs (44), {} errors, {:.1} s",
         match summary.stop {
             crawl::StopReason::Exhausted => "nothing left to fetch",
             crawl::StopReason::MaxPages => "--max-pages reached",
@@ -112,6 +120,8 @@ fn crawl(args: CrawlArgs) -> Result<(), Failure> {
         summary.documents_indexed,
         summary.urls_discovered,
         summary.robots_excluded,
+        summary.duplicates,
+        summary.slow_downs,
         summary.errors,
         summary.elapsed_secs,
     );
@@ -223,6 +233,9 @@ fn stats(args: StatsArgs) -> Result<(), Failure> {
     row("capsules", stats.hosts.to_string());
     row("capsules in back-off", stats.hosts_in_backoff.to_string());
     row("certificate changes", stats.certificate_changes.to_string());
+    row("duplicate pages", stats.duplicates.to_string());
+    row("query endpoints (10/11)", stats.query_endpoints.to_string());
+    row("URLs awaiting a retry", stats.awaiting_retry.to_string());
     row(
         "last crawl started",
         when(stats.last_crawl_started.as_deref()),

@@ -1,4 +1,5 @@
-//! `geode-fixture`: serves a directory of capsules on loopback addresses (see `geode::fixture`).
+//! `geode-fixture`: serves a directory of capsules, with their `routes.conf` rules, on loopback
+//! addresses (see `geode::fixture`).
 //!
 //! A test and demo tool, not a Gemini server for real use: it refuses to listen anywhere but on
 //! loopback, generates throwaway certificates at each start and keeps its request log in memory
@@ -21,6 +22,14 @@ use geode::fixture::{FixtureConfig, FixtureServer, RequestRecord};
 /// serves every host, so clients must map host names to these addresses themselves
 /// (for example with geode's --resolve HOST=ADDR).
 ///
+/// A capsule may hold a routes.conf (never served) with one rule per line,
+/// `PATH [first N] [delay MS] ANSWER`, tried before the files; `PATH*` matches a prefix.
+/// ANSWER is `NN META` (status 10-69), `file FILE [META]`, `template FILE [META]` ({path}
+/// replaced), `calendar`, `big SIZE`, `longmeta LEN`, `raw TEXT` or `close`. Examples:
+/// `/old 31 /new`, `/flaky first 2 40 try later`, `/cal/* calendar`,
+/// `/latin1.gmi file latin1.gmi text/gemini; charset=iso-8859-1`. A malformed rule stops the
+/// server with the file and line; the full syntax is in the geode::fixture documentation.
+///
 /// Prints "listening on ADDR" once per bound address, then serves until Ctrl-C or SIGTERM.
 #[derive(Debug, Parser)]
 #[command(name = "geode-fixture", version)]
@@ -34,8 +43,9 @@ struct Args {
     #[arg(long, value_name = "ADDR", required = true)]
     listen: Vec<SocketAddr>,
 
-    /// When stopping, write every request seen to FILE as JSON lines
-    /// (accepted and closed are {secs, nanos} since start).
+    /// When stopping, write every request seen to FILE as JSON lines with accepted, closed
+    /// ({secs, nanos} since start), peer, local, sni, request, status and meta (null when no
+    /// header was sent).
     #[arg(long, value_name = "FILE")]
     log: Option<PathBuf>,
 }
@@ -156,6 +166,15 @@ mod tests {
         ];
         for argv in cases {
             assert!(Args::try_parse_from(*argv).is_err(), "{argv:?}");
+        }
+    }
+
+    #[test]
+    fn help_explains_routes_and_the_log_fields() {
+        use clap::CommandFactory;
+        let help = Args::command().render_long_help().to_string();
+        for needle in ["routes.conf", "first N", "calendar", "status 10-69", "meta"] {
+            assert!(help.contains(needle), "--help lacks {needle:?}:\n{help}");
         }
     }
 }

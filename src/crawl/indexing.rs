@@ -5,7 +5,7 @@
 //! index in agreement after `Frontier::recover`:
 //! 1. tag the batch's URLs with the next sequence number in the frontier,
 //! 2. commit Tantivy with that sequence number as the commit payload,
-//! 3. mark the tagged URLs `indexed` in the frontier.
+//! 3. mark the tagged URLs `indexed` (removals: `fetched`) in the frontier.
 
 use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender};
 use std::thread::JoinHandle;
@@ -20,6 +20,8 @@ use super::CrawlError;
 pub enum IndexMsg {
     /// Add (or replace) a page; `url_id` is its frontier id, already recorded `pending`.
     Upsert { url_id: i64, doc: Box<PageDoc> },
+    /// Remove a page, if the index holds it; `url_id` is already recorded `removing`.
+    Delete { url_id: i64, url: String },
     /// Commit now and report when done.
     Flush(tokio::sync::oneshot::Sender<()>),
 }
@@ -83,6 +85,14 @@ fn run(
                 pending.ids.push(url_id);
                 pending.since.get_or_insert_with(Instant::now);
                 summary.documents += 1;
+                if pending.ids.len() >= policy.max_docs {
+                    commit(&mut indexer, &mut frontier, &mut pending, &mut summary)?;
+                }
+            }
+            Ok(IndexMsg::Delete { url_id, url }) => {
+                indexer.delete(&url)?;
+                pending.ids.push(url_id);
+                pending.since.get_or_insert_with(Instant::now);
                 if pending.ids.len() >= policy.max_docs {
                     commit(&mut indexer, &mut frontier, &mut pending, &mut summary)?;
                 }

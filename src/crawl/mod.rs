@@ -8,6 +8,8 @@
 //! recorded, so it never ends early), at `max_pages`, or when `shutdown` resolves.
 
 pub mod indexing;
+pub mod policy;
+mod record;
 pub mod scheduler;
 
 use std::collections::HashSet;
@@ -21,11 +23,12 @@ use tokio::task::JoinSet;
 
 use crate::content::{self, Extracted};
 use crate::fetch::{dns, FetchError, FetchLimits, Fetcher, Outcome, Response};
-use crate::frontier::{Batch, FetchResult, Frontier, FrontierError, LinkOut, QueuedUrl, UrlState};
-use crate::index::{IndexError, Indexer, PageDoc};
+use crate::frontier::{FetchResult, Frontier, FrontierError, QueuedUrl, UrlState};
+use crate::index::{IndexError, Indexer};
 use crate::robots::Robots;
 use crate::urlnorm;
 use indexing::{CommitPolicy, IndexMsg};
+use policy::{Exclusions, UrlPolicy};
 use scheduler::{Job, Scheduler};
 
 /// Well-known capsules a crawl starts from when it has no seeds and knows no URL.
@@ -47,9 +50,6 @@ pub const DEFAULT_SEEDS: &[&str] = &[
 /// Redirects followed from one URL before giving up.
 pub const MAX_REDIRECT_HOPS: u32 = 5;
 
-/// How long a capsule is left alone when its robots.txt or its address cannot be had.
-const UNAVAILABLE_BACKOFF: Duration = Duration::from_secs(3600);
-
 /// How long a cached robots.txt stays valid.
 const ROBOTS_TTL: Duration = Duration::from_secs(24 * 3600);
 
@@ -66,8 +66,19 @@ pub struct CrawlConfig {
     /// Requests in flight at once, across all IP addresses.
     pub concurrency: usize,
     pub resolve: dns::Overrides,
-    /// Links followed from a seed before URLs are no longer fetched.
-    pub max_depth: u32,
+    /// Which discovered URLs may be fetched (depth, traps, exclusions).
+    pub policy: UrlPolicy,
+    /// Most URLs one capsule may have in the frontier; later ones are recorded, not fetched.
+    pub capsule_budget: u64,
+    /// First retry of a temporary failure (40, 42, 43, ...) after this; doubled each time.
+    pub retry_base: Duration,
+    /// Temporary failures in a row after which a URL is given up.
+    pub max_attempts: u32,
+    /// How long a capsule is left alone after a 41, or when its robots.txt or address cannot be
+    /// had; doubled each time in a row.
+    pub capsule_backoff: Duration,
+    /// At the end, a crawl waits for retries and back-offs that come due within this long.
+    pub retry_horizon: Duration,
     pub limits: FetchLimits,
     pub commit: CommitPolicy,
     /// How often a progress line is logged.
@@ -84,7 +95,15 @@ impl CrawlConfig {
             min_delay: Duration::from_millis(1000),
             concurrency: 64,
             resolve: dns::Overrides::default(),
-            max_depth: 30,
+            policy: UrlPolicy {
+                max_depth: 30,
+                exclusions: Exclusions::default(),
+            },
+            capsule_budget: 100_000,
+            retry_base: Duration::from_secs(60),
+            max_attempts: 4,
+            capsule_backoff: Duration::from_secs(600),
+            retry_horizon: Duration::from_secs(300),
             limits: FetchLimits::default(),
             commit: CommitPolicy {
                 max_docs: 1000,
@@ -136,6 +155,10 @@ pub struct CrawlSummary {
     pub robots_fetched: u64,
     pub robots_excluded: u64,
     pub errors: u64,
+    /// Pages whose body was already indexed under another URL.
+    pub duplicates: u64,
+    /// 44 answers received.
+    pub slow_downs: u64,
     pub urls_discovered: u64,
     pub elapsed_secs: f64,
     pub stop: StopReason,
@@ -146,6 +169,8 @@ struct Done {
     ip: IpAddr,
     /// When the request really began (the task starts a little after it is handed out).
     began: Instant,
+    /// How long it took.
+    took: Duration,
     job: DoneJob,
     fetched_at: i64,
     result: Result<Fetched, FetchError>,
@@ -165,7 +190,8 @@ struct Fetched {
 struct ExtractedPage {
     extracted: Extracted,
     size: u64,
-    hash: String,
+    /// SHA-256 of the body; `None` when only the header was read.
+    hash: Option<String>,
 }
 
 fn unix_now() -> i64 {
@@ -206,6 +232,8 @@ pub async fn run(
             robots_fetched: 0,
             robots_excluded: 0,
             errors: 0,
+            duplicates: 0,
+            slow_downs: 0,
             urls_discovered: 0,
             elapsed_secs: 0.0,
             stop: StopReason::Exhausted,
@@ -268,6 +296,7 @@ impl Crawl {
         let mut interrupted = false;
         let mut pages_started: u64 = 0;
         let mut next_progress = Instant::now() + self.config.progress_every;
+        let mut retry_at: Option<Instant> = None;
         let low_water = self.config.concurrency.max(16) * 4;
 
         loop {
@@ -339,7 +368,15 @@ impl Crawl {
 
             let idle = fetches.is_empty() && lookups.is_empty();
             if idle && (!dispatching || (self.scheduler.queued() == 0 && !frontier_has_more)) {
-                break;
+                // Retries and back-offs that come due soon are worth waiting for.
+                retry_at = if dispatching {
+                    self.due_retry(frontier)?
+                } else {
+                    None
+                };
+                if retry_at.is_none() {
+                    break;
+                }
             }
 
             let now = Instant::now();
@@ -352,6 +389,7 @@ impl Crawl {
                 .next_wakeup()
                 .unwrap_or(now + Duration::from_secs(3600))
                 .min(next_progress)
+                .min(retry_at.unwrap_or(now + Duration::from_secs(3600)))
                 .max(now);
             tokio::select! {
                 Some(joined) = fetches.join_next(), if !fetches.is_empty() => {
@@ -391,9 +429,23 @@ impl Crawl {
                     lookups.abort_all();
                 }
             }
+            if retry_at.is_some_and(|at| Instant::now() >= at) {
+                retry_at = None;
+                frontier_has_more = true;
+            }
         }
         self.log_progress();
         Ok(())
+    }
+
+    /// When the next retry or capsule back-off comes due, if that is within the horizon.
+    fn due_retry(&self, frontier: &Frontier) -> Result<Option<Instant>, CrawlError> {
+        let now = unix_now();
+        let Some(at) = frontier.next_retry(now)? else {
+            return Ok(None);
+        };
+        let wait = Duration::from_secs((at - now).max(0) as u64);
+        Ok((wait <= self.config.retry_horizon).then(|| Instant::now() + wait))
     }
 
     /// Puts claimed URLs into the scheduler, with any cached robots.txt for new capsules.
@@ -442,169 +494,6 @@ impl Crawl {
         Ok(())
     }
 
-    /// Leaves a capsule alone for a while: its URLs go back to the frontier untouched.
-    fn set_aside(&mut self, batch: &mut Batch<'_>, host_id: i64) -> Result<(), CrawlError> {
-        batch.set_backoff(host_id, unix_now() + UNAVAILABLE_BACKOFF.as_secs() as i64)?;
-        for url in self.scheduler.drop_capsule(host_id) {
-            batch.requeue(url.id)?;
-        }
-        Ok(())
-    }
-
-    /// Records one finished fetch. Returns how many new URLs it added to the frontier.
-    fn record(
-        &mut self,
-        batch: &mut Batch<'_>,
-        done: Done,
-        docs: &mut Vec<IndexMsg>,
-    ) -> Result<usize, CrawlError> {
-        self.scheduler.finished(done.ip, done.began);
-        match done.job {
-            DoneJob::Robots { host_id } => {
-                self.record_robots(batch, host_id, done.fetched_at, done.result)?;
-                Ok(0)
-            }
-            DoneJob::Page(url) => self.record_page(batch, url, done.fetched_at, done.result, docs),
-        }
-    }
-
-    fn record_robots(
-        &mut self,
-        batch: &mut Batch<'_>,
-        host_id: i64,
-        now: i64,
-        result: Result<Fetched, FetchError>,
-    ) -> Result<(), CrawlError> {
-        self.summary.robots_fetched += 1;
-        let response = match result {
-            Ok(fetched) => fetched.response,
-            Err(e) => {
-                tracing::debug!(host_id, error = %e, "robots.txt unreachable: capsule set aside");
-                return self.set_aside(batch, host_id);
-            }
-        };
-        if let Some(fp) = &response.cert_fingerprint {
-            batch.pin_certificate(host_id, fp, now)?;
-        }
-        // 20 text: the rules. 4x: ask again later and fetch nothing meanwhile. Anything else
-        // (missing, permanent failure, redirect, not text) means no restrictions.
-        let (robots, text) = match &response.outcome {
-            Outcome::TemporaryFailure { .. } => return self.set_aside(batch, host_id),
-            Outcome::Success { meta, body } if crate::fetch::wants_body(meta) => {
-                let text = crate::gemtext::decode(body).into_owned();
-                (Robots::parse(&text), Some(text))
-            }
-            _ => (Robots::allow_all(), None),
-        };
-        batch.set_robots(host_id, response.status, text.as_deref(), now)?;
-        self.scheduler.set_robots(host_id, robots, Instant::now());
-        Ok(())
-    }
-
-    fn record_page(
-        &mut self,
-        batch: &mut Batch<'_>,
-        url: QueuedUrl,
-        now: i64,
-        result: Result<Fetched, FetchError>,
-        docs: &mut Vec<IndexMsg>,
-    ) -> Result<usize, CrawlError> {
-        self.summary.pages_fetched += 1;
-        let fetched = match result {
-            Ok(fetched) => fetched,
-            Err(e) => {
-                self.summary.errors += 1;
-                let result = FetchResult {
-                    error: Some(e.kind().into()),
-                    meta: e.to_string(),
-                    fetched_at: now,
-                    ..FetchResult::default()
-                };
-                batch.finish_url(url.id, UrlState::Failed, &result)?;
-                return Ok(0);
-            }
-        };
-        let response = fetched.response;
-        if let Some(fp) = &response.cert_fingerprint {
-            batch.pin_certificate(url.host_id, fp, now)?;
-        }
-        let mut result = FetchResult {
-            status: Some(response.status),
-            fetched_at: now,
-            ..FetchResult::default()
-        };
-        let mut state = UrlState::Fetched;
-        let mut added = 0;
-        match response.outcome {
-            Outcome::Success { meta, .. } => {
-                let page = fetched.page.expect("success responses are extracted");
-                let links: Vec<LinkOut> = page
-                    .extracted
-                    .links
-                    .iter()
-                    .map(|l| LinkOut {
-                        url: l.url.to_string(),
-                        host: urlnorm::capsule_key(&l.url),
-                        label: l.label.clone(),
-                        fetchable: urlnorm::is_fetchable(&l.url),
-                    })
-                    .collect();
-                added += batch.add_links(url.id, url.depth, self.config.max_depth, &links)?;
-                result.mime = Some(page.extracted.mime.clone());
-                result.size = Some(page.size);
-                result.content_hash = Some(page.hash);
-                result.meta = meta;
-                state = UrlState::Pending;
-                docs.push(IndexMsg::Upsert {
-                    url_id: url.id,
-                    doc: Box::new(page_doc(&url, &page.extracted, page.size, now)),
-                });
-            }
-            Outcome::Redirect { target, .. } => {
-                result.meta = target.clone();
-                let resolved = Url::parse(&url.url)
-                    .map_err(|e| urlnorm::UrlError::Parse(e.to_string()))
-                    .and_then(|base| urlnorm::resolve(&base, &target));
-                match resolved {
-                    Ok(to) if url.hops < MAX_REDIRECT_HOPS => {
-                        let link = LinkOut {
-                            host: urlnorm::capsule_key(&to),
-                            fetchable: urlnorm::is_fetchable(&to),
-                            url: to.into(),
-                            label: String::new(),
-                        };
-                        added += usize::from(batch.add_redirect(
-                            url.id,
-                            url.depth,
-                            url.hops + 1,
-                            &link,
-                        )?);
-                    }
-                    Ok(_) => {
-                        state = UrlState::Failed;
-                        result.error = Some("too-many-redirects".into());
-                    }
-                    Err(_) => {
-                        state = UrlState::Failed;
-                        result.error = Some("bad-redirect".into());
-                    }
-                }
-            }
-            Outcome::Input {
-                prompt: message, ..
-            }
-            | Outcome::TemporaryFailure { message, .. }
-            | Outcome::PermanentFailure { message, .. }
-            | Outcome::CertificateRequired { message, .. } => result.meta = message,
-        }
-        if state == UrlState::Failed {
-            self.summary.errors += 1;
-        }
-        batch.finish_url(url.id, state, &result)?;
-        self.summary.urls_discovered += added as u64;
-        Ok(added)
-    }
-
     fn send_to_index(&mut self, msg: IndexMsg) -> Result<(), CrawlError> {
         let sent = self
             .index_tx
@@ -630,27 +519,6 @@ impl Crawl {
             robots_excluded = self.summary.robots_excluded,
             "crawl progress"
         );
-    }
-}
-
-fn page_doc(url: &QueuedUrl, page: &Extracted, size: u64, now: i64) -> PageDoc {
-    PageDoc {
-        url: url.url.clone(),
-        host: url.host.clone(),
-        title: page.title.clone(),
-        body: page.body.clone(),
-        headings: page.headings.join("\n"),
-        link_labels: page
-            .links
-            .iter()
-            .map(|l| l.label.as_str())
-            .filter(|l| !l.is_empty())
-            .collect::<Vec<_>>()
-            .join("\n"),
-        mime: page.mime.clone(),
-        lang: page.lang.clone(),
-        size,
-        fetched_at: now,
     }
 }
 
@@ -688,7 +556,8 @@ async fn fetch(fetcher: Fetcher, url: String, addr: SocketAddr, job: DoneJob) ->
                     (DoneJob::Page(_), Outcome::Success { meta, body }) => Some(ExtractedPage {
                         extracted: content::extract(&parsed, meta, body),
                         size: body.len() as u64,
-                        hash: crate::fetch::gemini::fingerprint_hex(body),
+                        hash: crate::fetch::wants_body(meta)
+                            .then(|| crate::fetch::gemini::fingerprint_hex(body)),
                     }),
                     _ => None,
                 };
@@ -696,9 +565,11 @@ async fn fetch(fetcher: Fetcher, url: String, addr: SocketAddr, job: DoneJob) ->
             }
         },
     };
+    let took = began.elapsed();
     Done {
         ip: addr.ip(),
         began,
+        took,
         job,
         fetched_at,
         result,

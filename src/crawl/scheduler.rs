@@ -3,8 +3,10 @@
 //! and no clock of its own: the crawl loop passes `now` in, which keeps this testable.
 //!
 //! Rules kept here: at most one request in flight per IP; request starts to one IP at least
-//! `min_delay` apart; a capsule's robots.txt is fetched before any other URL of it; the capsules
-//! sharing an IP take turns, one request each.
+//! `min_delay` apart, stretched to twice the last response time for slow servers (up to
+//! [`SLOW_GAP_CAP`]); after a 44 (slow down), nothing to that IP for the time asked, doubled on
+//! every 44 in a row, and the IP's gap doubled for the rest of the crawl; a capsule's robots.txt
+//! is fetched before any other URL of it; the capsules sharing an IP take turns.
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap, VecDeque};
@@ -13,6 +15,12 @@ use std::time::{Duration, Instant};
 
 use crate::frontier::QueuedUrl;
 use crate::robots::Robots;
+
+/// The longest gap that a slow response stretches the delay to.
+pub const SLOW_GAP_CAP: Duration = Duration::from_secs(10);
+/// The longest an IP waits after a 44, and the largest gap 44s can grow its delay to.
+pub const MAX_SLOW_DOWN: Duration = Duration::from_secs(3600);
+const MAX_IP_GAP: Duration = Duration::from_secs(60);
 
 /// Where a capsule's robots.txt stands.
 #[derive(Debug, Clone)]
@@ -37,6 +45,10 @@ struct IpSlot {
     busy: bool,
     /// Earliest start of the next request.
     next_start: Instant,
+    /// The gap between request starts here: `min_delay`, doubled by every 44.
+    gap: Duration,
+    /// 44s in a row.
+    slow_downs: u32,
     /// Capsules on this IP that have work, taking turns.
     rotation: VecDeque<i64>,
 }
@@ -172,7 +184,7 @@ impl Scheduler {
                 if !matches!(job, Job::Disallowed(_)) {
                     let slot = self.ips.get_mut(&ip).expect("slot exists");
                     slot.busy = true;
-                    slot.next_start = now + self.min_delay;
+                    slot.next_start = now + slot.gap;
                     self.in_flight += 1;
                 } else {
                     // Judging a URL costs the IP nothing: it stays ready.
@@ -185,17 +197,57 @@ impl Scheduler {
     }
 
     /// Records that the request to `ip`, which really began at `began` (its task may have started
-    /// a little after it was handed out), finished. The next one may start once the delay since
-    /// the later of the two has passed.
-    pub fn finished(&mut self, ip: IpAddr, began: Instant) {
+    /// a little after it was handed out) and took `took`, finished. The next one may start once
+    /// the IP's gap, or twice the response time if that is longer (capped), has passed since the
+    /// later of the two starts.
+    pub fn finished(&mut self, ip: IpAddr, began: Instant, took: Duration) {
         self.in_flight = self.in_flight.saturating_sub(1);
         if let Some(slot) = self.ips.get_mut(&ip) {
             slot.busy = false;
-            slot.next_start = slot.next_start.max(began + self.min_delay);
+            let gap = slot.gap.max((took * 2).min(SLOW_GAP_CAP));
+            slot.next_start = slot.next_start.max(began + gap);
             if !slot.rotation.is_empty() {
                 self.ready.push(Reverse((slot.next_start, ip)));
             }
         }
+    }
+
+    /// Handles a 44 from `ip` (call after [`Scheduler::finished`]): no request to it for
+    /// `asked` (doubled for every 44 in a row), or for twice its gap when the server named no
+    /// number; its gap doubles for the rest of the crawl.
+    pub fn slow_down(&mut self, ip: IpAddr, asked: Option<Duration>, now: Instant) {
+        let Some(slot) = self.ips.get_mut(&ip) else {
+            return;
+        };
+        slot.slow_downs += 1;
+        slot.gap = (slot.gap.max(Duration::from_millis(500)) * 2).min(MAX_IP_GAP);
+        let wait = match asked {
+            Some(asked) => asked.saturating_mul(1 << (slot.slow_downs - 1).min(16)),
+            None => slot.gap,
+        };
+        slot.next_start = slot.next_start.max(now + wait.min(MAX_SLOW_DOWN));
+        if !slot.busy && !slot.rotation.is_empty() {
+            self.ready.push(Reverse((slot.next_start, ip)));
+        }
+    }
+
+    /// Records a good answer from `ip`, ending a run of 44s (the doubled gap stays).
+    pub fn answered(&mut self, ip: IpAddr) {
+        if let Some(slot) = self.ips.get_mut(&ip) {
+            slot.slow_downs = 0;
+        }
+    }
+
+    /// Puts a URL back at the head of its capsule's queue, to be fetched again when its IP is
+    /// ready (after a 44).
+    pub fn retry(&mut self, url: QueuedUrl, now: Instant) {
+        let host_id = url.host_id;
+        let Some(capsule) = self.capsules.get_mut(&host_id) else {
+            return;
+        };
+        capsule.urls.push_front(url);
+        self.queued += 1;
+        self.enter_rotation(host_id, now);
     }
 
     /// When the next IP becomes ready (possibly a stale guess, never too late).
@@ -259,9 +311,12 @@ impl Scheduler {
             return;
         }
         capsule.in_rotation = true;
+        let min_delay = self.min_delay;
         let slot = self.ips.entry(addr.ip()).or_insert_with(|| IpSlot {
             busy: false,
             next_start: now,
+            gap: min_delay,
+            slow_downs: 0,
             rotation: VecDeque::new(),
         });
         slot.rotation.push_back(host_id);
@@ -297,6 +352,7 @@ mod tests {
             host: host.to_string(),
             depth: 0,
             hops: 0,
+            canonical: None,
         }
     }
 
@@ -317,7 +373,7 @@ mod tests {
             panic!("robots first")
         };
         assert_eq!(s.next_job(t0), None, "one request per IP");
-        s.finished(addr(1).ip(), t0);
+        s.finished(addr(1).ip(), t0, Duration::ZERO);
         s.set_robots(1, Robots::allow_all(), t0);
         assert_eq!(s.next_job(t0), None, "the delay between starts holds");
         assert!(s.next_wakeup().unwrap() >= t0 + delay);
@@ -325,7 +381,7 @@ mod tests {
             panic!()
         };
         assert_eq!(u.id, 1);
-        s.finished(addr(1).ip(), t0);
+        s.finished(addr(1).ip(), t0, Duration::ZERO);
         assert_eq!(s.next_job(t0 + delay), None);
         let Some(Job::Page { url: u, .. }) = s.next_job(t0 + delay * 2) else {
             panic!()
@@ -357,7 +413,7 @@ mod tests {
             }
             assert!(busy.len() <= 2, "at most one job per IP at once: {busy:?}");
             for ip in busy {
-                s.finished(ip, t0);
+                s.finished(ip, t0, Duration::ZERO);
             }
         }
         let on_ip1: Vec<i64> = order.iter().copied().filter(|&h| h != 3).collect();
@@ -386,6 +442,47 @@ mod tests {
         let back = s.drop_capsule(1);
         assert_eq!(back.len(), 2);
         assert_eq!(s.queued(), 0);
+    }
+
+    #[test]
+    fn slow_servers_and_slow_downs_stretch_the_gap() {
+        let t0 = Instant::now();
+        let ms = Duration::from_millis;
+        let mut s = Scheduler::new(ms(100));
+        for i in 0..6 {
+            s.push(url(i, 1, "a.test", &format!("/{i}")), t0);
+        }
+        s.set_address(1, addr(1), t0);
+        s.set_robots(1, Robots::allow_all(), t0);
+        let ip = addr(1).ip();
+        // A response that took 300 ms: the next start waits 600 ms.
+        assert!(s.next_job(t0).is_some());
+        s.finished(ip, t0, ms(300));
+        assert!(s.next_job(t0 + ms(599)).is_none());
+        assert!(s.next_job(t0 + ms(600)).is_some());
+        // A response that took a minute: the gap is capped.
+        s.finished(ip, t0 + ms(600), Duration::from_secs(60));
+        assert!(s.next_job(t0 + ms(600) + SLOW_GAP_CAP).is_some());
+        // 44 asking for 2 s: nothing before then; a second 44 in a row waits twice as long.
+        let t1 = t0 + ms(600) + SLOW_GAP_CAP;
+        s.finished(ip, t1, ms(1));
+        s.slow_down(ip, Some(Duration::from_secs(2)), t1);
+        assert!(s.next_job(t1 + ms(1999)).is_none());
+        let t2 = t1 + Duration::from_secs(2);
+        let Some(Job::Page { url: u, .. }) = s.next_job(t2) else {
+            panic!()
+        };
+        s.finished(ip, t2, ms(1));
+        s.slow_down(ip, Some(Duration::from_secs(2)), t2);
+        s.retry(u, t2);
+        assert!(s.next_job(t2 + ms(3999)).is_none());
+        let t3 = t2 + Duration::from_secs(4);
+        assert!(s.next_job(t3).is_some());
+        // The gap stays doubled (twice, from a floor of 500 ms) after the 44s.
+        s.answered(ip);
+        s.finished(ip, t3, ms(1));
+        assert!(s.next_job(t3 + ms(1999)).is_none());
+        assert!(s.next_job(t3 + ms(2000)).is_some());
     }
 
     #[test]

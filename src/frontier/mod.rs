@@ -9,11 +9,12 @@
 //! which no busy timeout cures). The database runs in WAL mode, so `geode search`, `stats`
 //! and `serve` can read while a crawl writes, and a killed crawl loses at most its open batch.
 //!
-//! Pages reach the `indexed` state in two steps: the crawl records them `pending`, the indexing
-//! thread tags them with the commit sequence number before committing Tantivy
-//! ([`Frontier::assign_batch`]) and confirms after ([`Frontier::mark_committed`]). After a crash,
-//! [`Frontier::recover`] compares the tags with the sequence number stored in the index's last
-//! commit, so a page is `indexed` exactly when the index holds it.
+//! Pages reach the `indexed` state in two steps: the crawl records them `pending` (or `removing`
+//! for a removal from the index), the indexing thread tags them with the commit sequence number
+//! before committing Tantivy ([`Frontier::assign_batch`]) and confirms after
+//! ([`Frontier::mark_committed`]). After a crash, [`Frontier::recover`] compares the tags with the
+//! sequence number stored in the index's last commit, so a page is `indexed` exactly when the
+//! index holds it.
 
 mod stats;
 
@@ -42,6 +43,7 @@ pub enum UrlState {
     New,
     Queued,
     Pending,
+    Removing,
     Indexed,
     Fetched,
     Failed,
@@ -54,6 +56,7 @@ impl UrlState {
             UrlState::New => "new",
             UrlState::Queued => "queued",
             UrlState::Pending => "pending",
+            UrlState::Removing => "removing",
             UrlState::Indexed => "indexed",
             UrlState::Fetched => "fetched",
             UrlState::Failed => "failed",
@@ -72,6 +75,18 @@ pub struct QueuedUrl {
     pub host: String,
     pub depth: u32,
     pub hops: u32,
+    /// Set when this URL was reached through a temporary redirect: its content is indexed under
+    /// the URL that redirected.
+    pub canonical: Option<Canonical>,
+}
+
+/// The URL under which a temporarily redirected page is indexed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Canonical {
+    pub id: i64,
+    pub url: String,
+    /// Its capsule key.
+    pub host: String,
 }
 
 /// The cached robots.txt answer of a capsule.
@@ -102,8 +117,9 @@ pub struct LinkOut {
     pub url: String,
     pub host: String,
     pub label: String,
-    /// Whether the crawl may ever fetch it; others are stored `excluded` for the link graph only.
-    pub fetchable: bool,
+    /// `None` when the crawl may fetch it; otherwise why not (stored as the `excluded` URL's
+    /// error and kept for the link graph).
+    pub excluded: Option<&'static str>,
 }
 
 /// What a certificate check against the pin found.
@@ -161,12 +177,11 @@ impl Frontier {
         let tx = self
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let confirmed = tx.execute(
-            "UPDATE urls SET state = 'indexed' WHERE state = 'pending' AND batch <= ?1",
-            params![committed_seq as i64],
-        )?;
+        let confirmed = confirm_commit(&tx, committed_seq)?;
+        // A page or removal whose commit never happened is fetched again: that redoes it.
         let requeued = tx.execute(
-            "UPDATE urls SET state = 'new', batch = NULL WHERE state IN ('pending', 'queued')",
+            "UPDATE urls SET state = 'new', batch = NULL
+             WHERE state IN ('pending', 'removing', 'queued')",
             [],
         )?;
         tx.commit()?;
@@ -183,7 +198,15 @@ impl Frontier {
     /// Adds a seed URL at depth 0. Returns true when it was not known before.
     pub fn add_seed(&mut self, url: &str, host: &str) -> Result<bool> {
         let mut batch = self.batch()?;
-        let added = batch.ensure_url(url, host, 0, 0, None, UrlState::New)?.1;
+        let seed = NewUrl {
+            url,
+            host,
+            depth: 0,
+            hops: 0,
+            from: None,
+            alias_of: None,
+        };
+        let added = batch.ensure_url(&seed, None, u64::MAX)?.1;
         batch.commit()?;
         Ok(added)
     }
@@ -196,7 +219,8 @@ impl Frontier {
     }
 
     /// Hands up to `limit` new URLs to the crawl, at most `per_host` from one capsule, oldest
-    /// first, skipping capsules in back-off at `now`. The URLs become `queued`.
+    /// first, skipping capsules in back-off and URLs waiting for a retry at `now`. The URLs
+    /// become `queued`.
     pub fn claim(&mut self, limit: usize, per_host: usize, now: i64) -> Result<Vec<QueuedUrl>> {
         let tx = self
             .conn
@@ -204,13 +228,16 @@ impl Frontier {
         let claimed = {
             let mut select = tx.prepare_cached(
                 "WITH ranked AS (
-                     SELECT u.id, u.url, u.host_id, u.depth, u.hops,
+                     SELECT u.id, u.url, u.host_id, u.depth, u.hops, u.alias_of,
                             ROW_NUMBER() OVER (PARTITION BY u.host_id ORDER BY u.id) AS rank
                      FROM urls u JOIN hosts h ON h.id = u.host_id
                      WHERE u.state = 'new'
+                       AND (u.retry_after IS NULL OR u.retry_after <= ?3)
                        AND (h.backoff_until IS NULL OR h.backoff_until <= ?3))
-                 SELECT r.id, r.url, r.host_id, h.name, r.depth, r.hops
+                 SELECT r.id, r.url, r.host_id, h.name, r.depth, r.hops, a.id, a.url, ah.name
                  FROM ranked r JOIN hosts h ON h.id = r.host_id
+                 LEFT JOIN urls a ON a.id = r.alias_of
+                 LEFT JOIN hosts ah ON ah.id = a.host_id
                  WHERE r.rank <= ?2
                  ORDER BY r.rank, r.id
                  LIMIT ?1",
@@ -223,6 +250,10 @@ impl Frontier {
                     host: r.get(3)?,
                     depth: r.get(4)?,
                     hops: r.get(5)?,
+                    canonical: match (r.get(6)?, r.get(7)?, r.get(8)?) {
+                        (Some(id), Some(url), Some(host)) => Some(Canonical { id, url, host }),
+                        _ => None,
+                    },
                 })
             })?;
             let claimed = rows.collect::<std::result::Result<Vec<_>, _>>()?;
@@ -268,14 +299,31 @@ impl Frontier {
         })
     }
 
-    /// Tags pending pages with the index commit that is about to hold them.
+    /// The earliest time after `now` at which a URL waiting for a retry, or a capsule in
+    /// back-off that has new URLs, may be fetched again.
+    pub fn next_retry(&self, now: i64) -> Result<Option<i64>> {
+        Ok(self.conn.query_row(
+            "SELECT MIN(t) FROM (
+                 SELECT MIN(retry_after) AS t FROM urls
+                 WHERE state = 'new' AND retry_after > ?1
+                 UNION ALL
+                 SELECT MIN(h.backoff_until) FROM hosts h
+                 WHERE h.backoff_until > ?1
+                   AND EXISTS (SELECT 1 FROM urls u WHERE u.host_id = h.id AND u.state = 'new'))",
+            [now],
+            |r| r.get(0),
+        )?)
+    }
+
+    /// Tags pending pages and removals with the index commit that is about to hold them.
     pub fn assign_batch(&mut self, url_ids: &[i64], seq: u64) -> Result<()> {
         let tx = self
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)?;
         {
-            let mut tag = tx
-                .prepare_cached("UPDATE urls SET batch = ?2 WHERE id = ?1 AND state = 'pending'")?;
+            let mut tag = tx.prepare_cached(
+                "UPDATE urls SET batch = ?2 WHERE id = ?1 AND state IN ('pending', 'removing')",
+            )?;
             for id in url_ids {
                 tag.execute(params![id, seq as i64])?;
             }
@@ -286,10 +334,12 @@ impl Frontier {
 
     /// Confirms that the index commit `seq` (and every earlier one) has happened.
     pub fn mark_committed(&mut self, seq: u64) -> Result<usize> {
-        Ok(self.conn.execute(
-            "UPDATE urls SET state = 'indexed' WHERE state = 'pending' AND batch <= ?1",
-            [seq as i64],
-        )?)
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let confirmed = confirm_commit(&tx, seq)?;
+        tx.commit()?;
+        Ok(confirmed)
     }
 
     /// Stores a free-form fact about the crawl (last crawl times and the like).
@@ -308,6 +358,32 @@ impl Frontier {
             .query_row("SELECT value FROM meta WHERE key = ?1", [key], |r| r.get(0))
             .optional()?)
     }
+}
+
+/// Moves the pages and removals of commits up to `seq` to their final states.
+fn confirm_commit(tx: &rusqlite::Transaction<'_>, seq: u64) -> Result<usize> {
+    let indexed = tx.execute(
+        "UPDATE urls SET state = 'indexed' WHERE state = 'pending' AND batch <= ?1",
+        [seq as i64],
+    )?;
+    let removed = tx.execute(
+        "UPDATE urls SET state = 'fetched' WHERE state = 'removing' AND batch <= ?1",
+        [seq as i64],
+    )?;
+    Ok(indexed + removed)
+}
+
+/// A URL to insert if unknown.
+#[derive(Debug, Clone, Copy)]
+pub struct NewUrl<'a> {
+    pub url: &'a str,
+    /// Its capsule key.
+    pub host: &'a str,
+    pub depth: u32,
+    pub hops: u32,
+    pub from: Option<i64>,
+    /// The URL whose content this is, when reached through a temporary redirect.
+    pub alias_of: Option<i64>,
 }
 
 /// One write transaction. Dropping it without [`Batch::commit`] rolls everything back.
@@ -347,68 +423,80 @@ impl Batch<'_> {
         Ok(id)
     }
 
-    /// The id of a URL, inserting it in `state` when unknown. Returns (id, newly added).
+    /// The id of a URL, inserting it when unknown: `new`, or `excluded` with the reason given,
+    /// or `excluded` as `capsule-budget` when its capsule already has `budget` URLs. Returns
+    /// (id, newly added).
     pub fn ensure_url(
         &mut self,
-        url: &str,
-        host: &str,
-        depth: u32,
-        hops: u32,
-        discovered_from: Option<i64>,
-        state: UrlState,
+        new: &NewUrl<'_>,
+        excluded: Option<&str>,
+        budget: u64,
     ) -> Result<(i64, bool)> {
         let existing: Option<i64> = self
             .tx
             .prepare_cached("SELECT id FROM urls WHERE url = ?1")?
-            .query_row([url], |r| r.get(0))
+            .query_row([new.url], |r| r.get(0))
             .optional()?;
         if let Some(id) = existing {
             return Ok((id, false));
         }
-        let host_id = self.host_id(host)?;
-        let error = (state == UrlState::Excluded).then_some("not-fetchable");
+        let host_id = self.host_id(new.host)?;
+        let known: i64 = self
+            .tx
+            .prepare_cached(
+                "UPDATE hosts SET url_count = url_count + 1 WHERE id = ?1 RETURNING url_count",
+            )?
+            .query_row([host_id], |r| r.get(0))?;
+        let excluded = match excluded {
+            Some(why) => Some(why),
+            None if known as u64 > budget => Some("capsule-budget"),
+            None => None,
+        };
+        let state = if excluded.is_some() {
+            UrlState::Excluded
+        } else {
+            UrlState::New
+        };
         self.tx
             .prepare_cached(
-                "INSERT INTO urls(url, host_id, state, depth, hops, discovered_from, error)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                "INSERT INTO urls(url, host_id, state, depth, hops, discovered_from, alias_of, error)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
             )?
             .execute(params![
-                url,
+                new.url,
                 host_id,
                 state.as_str(),
-                depth,
-                hops,
-                discovered_from,
-                error
+                new.depth,
+                new.hops,
+                new.from,
+                new.alias_of,
+                excluded
             ])?;
         Ok((self.tx.last_insert_rowid(), true))
     }
 
-    /// Records the links of a page at `depth`; their targets get `depth + 1`. Targets deeper
-    /// than `max_depth` are stored `excluded` (kept for the link graph). Returns how many URLs
-    /// were new.
+    /// Records the links of a page at `depth`; their targets get `depth + 1`. Each link's
+    /// `excluded` verdict (and the capsule `budget`) decides whether its target may be fetched;
+    /// excluded targets are kept for the link graph. Returns how many URLs were new.
     pub fn add_links(
         &mut self,
         source: i64,
         depth: u32,
-        max_depth: u32,
         links: &[LinkOut],
+        budget: u64,
     ) -> Result<usize> {
         let mut added = 0;
         for link in links {
-            let state = if link.fetchable && depth < max_depth {
-                UrlState::New
-            } else {
-                UrlState::Excluded
+            let new = NewUrl {
+                url: &link.url,
+                host: &link.host,
+                depth: depth + 1,
+                hops: 0,
+                from: Some(source),
+                alias_of: None,
             };
-            let (target, new) =
-                self.ensure_url(&link.url, &link.host, depth + 1, 0, Some(source), state)?;
-            if new && state == UrlState::Excluded && link.fetchable {
-                self.tx
-                    .prepare_cached("UPDATE urls SET error = 'too-deep' WHERE id = ?1")?
-                    .execute([target])?;
-            }
-            added += usize::from(new);
+            let (target, is_new) = self.ensure_url(&new, link.excluded, budget)?;
+            added += usize::from(is_new);
             self.tx
                 .prepare_cached(
                     "INSERT OR IGNORE INTO links(source, target, label) VALUES (?1, ?2, ?3)",
@@ -418,23 +506,114 @@ impl Batch<'_> {
         Ok(added)
     }
 
-    /// Records a redirect target reached from `source` after `hops` redirects (the caller
-    /// enforces the hop limit). Returns whether the target was new.
+    /// Records a redirect target reached from `source` (at link depth `depth`) after `hops`
+    /// redirects; the caller enforces the hop limit. `alias_of` names the URL whose content the
+    /// target is, for temporary redirects. Returns whether the target was new.
     pub fn add_redirect(
         &mut self,
         source: i64,
         depth: u32,
         hops: u32,
         target: &LinkOut,
+        alias_of: Option<i64>,
+        budget: u64,
     ) -> Result<bool> {
-        let state = if target.fetchable {
-            UrlState::New
-        } else {
-            UrlState::Excluded
+        let new = NewUrl {
+            url: &target.url,
+            host: &target.host,
+            depth,
+            hops,
+            from: Some(source),
+            alias_of,
         };
-        let (_, new) =
-            self.ensure_url(&target.url, &target.host, depth, hops, Some(source), state)?;
-        Ok(new)
+        Ok(self.ensure_url(&new, target.excluded, budget)?.1)
+    }
+
+    /// Another page already holding this content (`pending` or `indexed`), if any.
+    pub fn same_content(&mut self, hash: &str, except: i64) -> Result<Option<String>> {
+        Ok(self
+            .tx
+            .prepare_cached(
+                "SELECT url FROM urls WHERE content_hash = ?1 AND id != ?2
+                   AND state IN ('pending', 'indexed')
+                 ORDER BY id LIMIT 1",
+            )?
+            .query_row(params![hash, except], |r| r.get(0))
+            .optional()?)
+    }
+
+    /// The distinct labels of the links that point to a URL.
+    pub fn inbound_labels(&mut self, id: i64) -> Result<Vec<String>> {
+        let mut stmt = self.tx.prepare_cached(
+            "SELECT DISTINCT label FROM links WHERE target = ?1 AND label != '' ORDER BY label",
+        )?;
+        let rows = stmt.query_map([id], |r| r.get(0))?;
+        Ok(rows.collect::<std::result::Result<_, _>>()?)
+    }
+
+    /// Schedules a URL that failed temporarily for another try, `base` seconds after the fetch
+    /// and doubled for every failure in a row, unless it has failed `max_attempts` times in a
+    /// row: then it is finished in `state`. Returns whether a retry was scheduled.
+    pub fn retry_later(
+        &mut self,
+        id: i64,
+        result: &FetchResult,
+        base: i64,
+        max_attempts: u32,
+        state: UrlState,
+    ) -> Result<bool> {
+        let attempts: u32 = self
+            .tx
+            .prepare_cached(
+                "UPDATE urls SET attempts = attempts + 1 WHERE id = ?1 RETURNING attempts",
+            )?
+            .query_row([id], |r| r.get(0))?;
+        if attempts >= max_attempts {
+            self.finish_url(id, state, result)?;
+            return Ok(false);
+        }
+        let retry_after = result.fetched_at + base.saturating_mul(1 << (attempts - 1).min(20));
+        self.tx
+            .prepare_cached(
+                "UPDATE urls SET state = 'new', status = ?2, meta = ?3, fetched_at = ?4,
+                        retry_after = ?5
+                 WHERE id = ?1",
+            )?
+            .execute(params![
+                id,
+                result.status,
+                result.meta,
+                result.fetched_at,
+                retry_after
+            ])?;
+        Ok(true)
+    }
+
+    /// Backs a capsule off for `base` seconds, doubled for every back-off in a row (capped at
+    /// `max`). Returns the time it ends.
+    pub fn back_off_capsule(&mut self, host_id: i64, now: i64, base: i64, max: i64) -> Result<i64> {
+        let level: u32 = self
+            .tx
+            .prepare_cached(
+                "UPDATE hosts SET backoff_level = backoff_level + 1 WHERE id = ?1
+                 RETURNING backoff_level",
+            )?
+            .query_row([host_id], |r| r.get(0))?;
+        let wait = base
+            .saturating_mul(1i64 << (level.saturating_sub(1)).min(20))
+            .min(max);
+        self.set_backoff(host_id, now + wait)?;
+        Ok(now + wait)
+    }
+
+    /// Ends a capsule's run of back-offs after a good answer.
+    pub fn capsule_answered(&mut self, host_id: i64) -> Result<()> {
+        self.tx
+            .prepare_cached(
+                "UPDATE hosts SET backoff_level = 0 WHERE id = ?1 AND backoff_level != 0",
+            )?
+            .execute([host_id])?;
+        Ok(())
     }
 
     /// Records what happened to a URL and moves it to `state`.
@@ -442,7 +621,8 @@ impl Batch<'_> {
         self.tx
             .prepare_cached(
                 "UPDATE urls SET state = ?2, status = ?3, meta = ?4, error = ?5, mime = ?6,
-                        size = ?7, content_hash = ?8, fetched_at = ?9, batch = NULL
+                        size = ?7, content_hash = ?8, fetched_at = ?9, batch = NULL,
+                        attempts = 0, retry_after = NULL
                  WHERE id = ?1",
             )?
             .execute(params![
@@ -456,6 +636,16 @@ impl Batch<'_> {
                 result.content_hash,
                 result.fetched_at,
             ])?;
+        Ok(())
+    }
+
+    /// Records the status and meta of an answer without changing the URL's state.
+    pub fn note_answer(&mut self, id: i64, result: &FetchResult) -> Result<()> {
+        self.tx
+            .prepare_cached(
+                "UPDATE urls SET status = ?2, meta = ?3, fetched_at = ?4 WHERE id = ?1",
+            )?
+            .execute(params![id, result.status, result.meta, result.fetched_at])?;
         Ok(())
     }
 

@@ -16,13 +16,16 @@ CREATE TABLE IF NOT EXISTS hosts (
     cert_first_seen   INTEGER,
     cert_last_seen    INTEGER,
     cert_changes      INTEGER NOT NULL DEFAULT 0,
-    backoff_until     INTEGER             -- no request to this capsule before this time
+    backoff_until     INTEGER,            -- no request to this capsule before this time
+    backoff_level     INTEGER NOT NULL DEFAULT 0, -- consecutive back-offs, for doubling
+    url_count         INTEGER NOT NULL DEFAULT 0  -- URLs known on this capsule (the budget)
 );
 
 -- Every URL geode knows, fetched or not.
 --   new      waiting to be fetched
 --   queued   handed to the running crawl (reset to new when a crawl starts)
 --   pending  fetched, its document sent to the index in commit `batch`, commit not yet confirmed
+--   removing fetched, its removal from the index sent in commit `batch`, not yet confirmed
 --   indexed  in the index
 --   fetched  fetched, nothing to index (redirect, input, error status)
 --   failed   no response (network, TLS or protocol error)
@@ -32,10 +35,15 @@ CREATE TABLE IF NOT EXISTS urls (
     url             TEXT NOT NULL UNIQUE,
     host_id         INTEGER NOT NULL REFERENCES hosts(id),
     state           TEXT NOT NULL DEFAULT 'new'
-                    CHECK (state IN ('new','queued','pending','indexed','fetched','failed','excluded')),
+                    CHECK (state IN ('new','queued','pending','removing','indexed','fetched',
+                                     'failed','excluded')),
     depth           INTEGER NOT NULL,     -- links followed from a seed
     hops            INTEGER NOT NULL DEFAULT 0, -- redirects followed to reach this URL
     discovered_from INTEGER REFERENCES urls(id),
+    alias_of        INTEGER REFERENCES urls(id), -- reached by a temporary redirect from this URL,
+                                                 -- under which its content is indexed
+    attempts        INTEGER NOT NULL DEFAULT 0,  -- temporary failures in a row
+    retry_after     INTEGER,              -- a temporary failure: not before this time
     status          INTEGER,              -- last status code received
     meta            TEXT,                 -- last meta line, or the error's message
     error           TEXT,                 -- short error kind when state is failed or excluded
@@ -46,7 +54,8 @@ CREATE TABLE IF NOT EXISTS urls (
     batch           INTEGER               -- index commit sequence holding the page
 );
 CREATE INDEX IF NOT EXISTS urls_by_state ON urls(state, host_id, id);
-CREATE INDEX IF NOT EXISTS urls_by_batch ON urls(batch) WHERE state = 'pending';
+CREATE INDEX IF NOT EXISTS urls_by_batch ON urls(batch) WHERE state IN ('pending', 'removing');
+CREATE INDEX IF NOT EXISTS urls_by_hash ON urls(content_hash) WHERE content_hash IS NOT NULL;
 
 -- The link graph: one row per distinct (source, target, label).
 CREATE TABLE IF NOT EXISTS links (

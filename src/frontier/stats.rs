@@ -10,6 +10,7 @@ use super::{Frontier, Result, UrlState};
 pub struct Stats {
     pub urls_known: u64,
     pub pages_indexed: u64,
+    /// Capsules: hosts with at least one gemini:// URL.
     pub hosts: u64,
     /// URLs per frontier state.
     pub by_state: Vec<(String, u64)>,
@@ -19,6 +20,12 @@ pub struct Stats {
     pub errors: Vec<(String, u64)>,
     /// URLs never fetched, per reason (robots, not-fetchable, too-deep).
     pub excluded: Vec<(String, u64)>,
+    /// Pages not indexed because an identical body is indexed under another URL.
+    pub duplicates: u64,
+    /// URLs that asked for input (status 10 or 11): search boxes and the like.
+    pub query_endpoints: u64,
+    /// URLs waiting to be retried after a temporary failure.
+    pub awaiting_retry: u64,
     /// Capsules whose certificate changed since first seen.
     pub certificate_changes: u64,
     /// Capsules in back-off now.
@@ -68,7 +75,10 @@ impl Frontier {
         Ok(Stats {
             urls_known: count("SELECT COUNT(*) FROM urls")?,
             pages_indexed: count("SELECT COUNT(*) FROM urls WHERE state = 'indexed'")?,
-            hosts: count("SELECT COUNT(*) FROM hosts")?,
+            hosts: count(
+                "SELECT COUNT(*) FROM hosts h
+                 WHERE EXISTS (SELECT 1 FROM urls u WHERE u.host_id = h.id AND u.url LIKE 'gemini://%')",
+            )?,
             by_state: grouped("SELECT state, COUNT(*) FROM urls GROUP BY state ORDER BY state")?,
             by_status,
             errors: grouped(
@@ -78,6 +88,11 @@ impl Frontier {
             excluded: grouped(
                 "SELECT COALESCE(error, 'other'), COUNT(*) FROM urls WHERE state = 'excluded'
                  GROUP BY 1 ORDER BY 2 DESC, 1",
+            )?,
+            duplicates: count("SELECT COUNT(*) FROM urls WHERE error = 'duplicate'")?,
+            query_endpoints: count("SELECT COUNT(*) FROM urls WHERE status IN (10, 11)")?,
+            awaiting_retry: count(
+                "SELECT COUNT(*) FROM urls WHERE state = 'new' AND retry_after IS NOT NULL",
             )?,
             certificate_changes: count("SELECT COUNT(*) FROM hosts WHERE cert_changes > 0")?,
             hosts_in_backoff,
