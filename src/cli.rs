@@ -79,6 +79,10 @@ pub struct CrawlArgs {
     /// the URL; # starts a comment.
     #[arg(long, value_name = "FILE")]
     pub exclude_file: Option<PathBuf>,
+    /// Close crawler sockets with a reset (SO_LINGER 0): frees them at once and leaves no
+    /// TIME_WAIT behind. By default sockets close gracefully.
+    #[arg(long)]
+    pub reset_on_close: bool,
     /// Commit the index after this many new documents (it also commits every --commit-secs).
     #[arg(long, value_name = "N", default_value_t = 1000, value_parser = clap::value_parser!(u32).range(1..))]
     pub commit_docs: u32,

@@ -5,7 +5,7 @@ mod cli;
 
 use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, Context};
 use clap::Parser;
@@ -99,18 +99,41 @@ fn crawl(args: CrawlArgs) -> Result<(), Failure> {
     config.concurrency = args.concurrency as usize;
     config.resolve = dns::Overrides::new(args.resolve.iter().cloned());
     config.commit.max_docs = args.commit_docs as usize;
-    config.commit.max_age = std::time::Duration::from_secs(u64::from(args.commit_secs));
+    config.commit.max_age = Duration::from_secs(u64::from(args.commit_secs));
 
+    config.limits.reset_on_close = args.reset_on_close;
+    match geode::fetch::sockets::raise_nofile_limit() {
+        Ok(limit) => {
+            config.socket_budget = Some(geode::fetch::sockets::budget_for(limit.soft));
+            tracing::debug!(?limit, "file descriptor limit");
+        }
+        Err(e) => tracing::warn!("cannot read the file descriptor limit: {e}"),
+    }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .context("starting the async runtime")?;
+    // On a terminal, a live progress line replaces the periodic log lines.
+    let live = std::io::stderr().is_terminal();
+    if live {
+        config.progress_every = Duration::from_secs(24 * 3600);
+    }
     let summary = runtime
-        .block_on(crawl::run(config, interrupted()))
+        .block_on(async {
+            if !live {
+                return crawl::run(config, interrupted()).await;
+            }
+            let (tx, rx) = tokio::sync::watch::channel(crawl::Progress::default());
+            let display = tokio::spawn(show_progress(rx));
+            let summary = crawl::run_observed(config, interrupted(), Some(tx)).await;
+            let _ = display.await;
+            summary
+        })
         .context("crawl failed")?;
     println!(
         "crawl ended ({}): {} pages fetched, {} documents indexed, {} URLs discovered, \
-         {} excluded by robots.txt, {} duplicates, {} slow-downs (44), {} errors, {:.1} s",
+         {} excluded by robots.txt, {} duplicates, {} slow-downs (44), {} errors, \
+         peak open sockets: {} (budget {}), {:.1} s",
         match summary.stop {
             crawl::StopReason::Exhausted => "nothing left to fetch",
             crawl::StopReason::MaxPages => "--max-pages reached",
@@ -123,9 +146,34 @@ fn crawl(args: CrawlArgs) -> Result<(), Failure> {
         summary.duplicates,
         summary.slow_downs,
         summary.errors,
+        summary.peak_sockets,
+        summary.socket_budget,
         summary.elapsed_secs,
     );
     Ok(())
+}
+
+/// Draws a progress line until the crawl drops its end of the channel.
+async fn show_progress(mut rx: tokio::sync::watch::Receiver<crawl::Progress>) {
+    let bar = indicatif::ProgressBar::new_spinner();
+    bar.enable_steady_tick(Duration::from_millis(250));
+    let started = Instant::now();
+    while rx.changed().await.is_ok() {
+        let p = rx.borrow_and_update().clone();
+        let rate = p.pages_fetched as f64 / started.elapsed().as_secs_f64().max(0.001);
+        bar.set_message(format!(
+            "{} pages ({rate:.0}/s), {} queued, {} in flight, {} sockets, {} errors, \
+             {} capsules backed off, {} slow-downs",
+            p.pages_fetched,
+            p.queued,
+            p.in_flight,
+            p.open_sockets,
+            p.errors,
+            p.capsules_backed_off,
+            p.slow_downs
+        ));
+    }
+    bar.finish_and_clear();
 }
 
 fn parse_seed(seed: &str) -> Result<url::Url, String> {

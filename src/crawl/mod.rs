@@ -16,12 +16,15 @@ use std::collections::HashSet;
 use std::future::Future;
 use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use ::url::Url;
+use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 
 use crate::content::{self, Extracted};
+use crate::fetch::sockets::{self, SocketBudget};
 use crate::fetch::{dns, FetchError, FetchLimits, Fetcher, Outcome, Response};
 use crate::frontier::{FetchResult, Frontier, FrontierError, QueuedUrl, UrlState};
 use crate::index::{IndexError, Indexer};
@@ -79,6 +82,8 @@ pub struct CrawlConfig {
     pub capsule_backoff: Duration,
     /// At the end, a crawl waits for retries and back-offs that come due within this long.
     pub retry_horizon: Duration,
+    /// Sockets open at once at most; `None` derives it from the descriptor limit.
+    pub socket_budget: Option<usize>,
     pub limits: FetchLimits,
     pub commit: CommitPolicy,
     /// How often a progress line is logged.
@@ -104,6 +109,7 @@ impl CrawlConfig {
             max_attempts: 4,
             capsule_backoff: Duration::from_secs(600),
             retry_horizon: Duration::from_secs(300),
+            socket_budget: None,
             limits: FetchLimits::default(),
             commit: CommitPolicy {
                 max_docs: 1000,
@@ -159,6 +165,11 @@ pub struct CrawlSummary {
     pub duplicates: u64,
     /// 44 answers received.
     pub slow_downs: u64,
+    /// Capsules set aside for a while (41, robots.txt or address unavailable).
+    pub capsules_backed_off: u64,
+    /// The most crawler sockets open at once, and the budget they had.
+    pub peak_sockets: usize,
+    pub socket_budget: usize,
     pub urls_discovered: u64,
     pub elapsed_secs: f64,
     pub stop: StopReason,
@@ -206,6 +217,29 @@ pub async fn run(
     config: CrawlConfig,
     shutdown: impl Future<Output = ()>,
 ) -> Result<CrawlSummary, CrawlError> {
+    run_observed(config, shutdown, None).await
+}
+
+/// A snapshot of a running crawl, for progress displays.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Progress {
+    pub pages_fetched: u64,
+    pub errors: u64,
+    /// URLs claimed from the frontier and waiting for their IP address.
+    pub queued: usize,
+    pub in_flight: usize,
+    pub open_sockets: usize,
+    /// Capsules set aside (41, robots.txt or address unavailable) in this crawl.
+    pub capsules_backed_off: u64,
+    pub slow_downs: u64,
+}
+
+/// Like [`run`], publishing a [`Progress`] snapshot a few times a second to `progress`.
+pub async fn run_observed(
+    config: CrawlConfig,
+    shutdown: impl Future<Output = ()>,
+    progress: Option<tokio::sync::watch::Sender<Progress>>,
+) -> Result<CrawlSummary, CrawlError> {
     let started = Instant::now();
     std::fs::create_dir_all(&config.data_dir)
         .map_err(|e| CrawlError::DataDir(config.data_dir.clone(), e))?;
@@ -220,10 +254,21 @@ pub async fn run(
     add_seeds(&mut frontier, &config)?;
     frontier.set_meta("last_crawl_started", &unix_now().to_string())?;
 
+    let socket_budget = match config.socket_budget {
+        Some(n) => n,
+        None => sockets::budget_for(sockets::nofile_limit().unwrap_or(1024)),
+    };
+    tracing::info!(socket_budget, "sockets the crawl may hold open at once");
     let (index_tx, index_thread) =
         indexing::spawn(indexer, Frontier::open(&db)?, config.commit, 1024);
     let mut crawl = Crawl {
-        fetcher: Fetcher::new(config.limits.clone()),
+        fetcher: Fetcher::new(config.limits.clone(), SocketBudget::new(socket_budget)),
+        progress: None,
+        parsers: Arc::new(Semaphore::new(
+            std::thread::available_parallelism()
+                .map(|n| n.get())
+                .unwrap_or(2),
+        )),
         scheduler: Scheduler::new(config.min_delay),
         index_tx: Some(index_tx),
         summary: CrawlSummary {
@@ -234,12 +279,16 @@ pub async fn run(
             errors: 0,
             duplicates: 0,
             slow_downs: 0,
+            capsules_backed_off: 0,
+            peak_sockets: 0,
+            socket_budget,
             urls_discovered: 0,
             elapsed_secs: 0.0,
             stop: StopReason::Exhausted,
         },
         config,
     };
+    crawl.progress = progress;
     let outcome = crawl.run_loop(&mut frontier, shutdown).await;
     // Whatever happened, let the indexing thread commit what it has, then settle the frontier.
     crawl.index_tx = None;
@@ -252,6 +301,7 @@ pub async fn run(
     frontier.release_queued()?;
     frontier.set_meta("last_crawl_finished", &unix_now().to_string())?;
     crawl.summary.documents_indexed = indexed.documents;
+    crawl.summary.peak_sockets = crawl.fetcher.sockets().high_water();
     crawl.summary.elapsed_secs = started.elapsed().as_secs_f64();
     Ok(crawl.summary)
 }
@@ -276,6 +326,9 @@ fn add_seeds(frontier: &mut Frontier, config: &CrawlConfig) -> Result<(), CrawlE
 struct Crawl {
     config: CrawlConfig,
     fetcher: Fetcher,
+    /// Extractions running at once: one per core, beside the I/O threads.
+    parsers: Arc<Semaphore>,
+    progress: Option<tokio::sync::watch::Sender<Progress>>,
     scheduler: Scheduler,
     index_tx: Option<std::sync::mpsc::SyncSender<IndexMsg>>,
     summary: CrawlSummary,
@@ -296,6 +349,7 @@ impl Crawl {
         let mut interrupted = false;
         let mut pages_started: u64 = 0;
         let mut next_progress = Instant::now() + self.config.progress_every;
+        let mut next_snapshot = Instant::now();
         let mut retry_at: Option<Instant> = None;
         let low_water = self.config.concurrency.max(16) * 4;
 
@@ -339,6 +393,7 @@ impl Crawl {
                         let url = format!("gemini://{host}/robots.txt");
                         fetches.spawn(fetch(
                             self.fetcher.clone(),
+                            Arc::clone(&self.parsers),
                             url,
                             addr,
                             DoneJob::Robots { host_id },
@@ -349,6 +404,7 @@ impl Crawl {
                         let target = url.url.clone();
                         fetches.spawn(fetch(
                             self.fetcher.clone(),
+                            Arc::clone(&self.parsers),
                             target,
                             addr,
                             DoneJob::Page(url),
@@ -384,11 +440,16 @@ impl Crawl {
                 self.log_progress();
                 next_progress = now + self.config.progress_every;
             }
+            if now >= next_snapshot {
+                self.publish_progress();
+                next_snapshot = now + Duration::from_millis(200);
+            }
             let wake = self
                 .scheduler
                 .next_wakeup()
                 .unwrap_or(now + Duration::from_secs(3600))
                 .min(next_progress)
+                .min(if self.progress.is_some() { next_snapshot } else { next_progress })
                 .min(retry_at.unwrap_or(now + Duration::from_secs(3600)))
                 .max(now);
             tokio::select! {
@@ -510,6 +571,20 @@ impl Crawl {
         }
     }
 
+    fn publish_progress(&self) {
+        if let Some(tx) = &self.progress {
+            tx.send_replace(Progress {
+                pages_fetched: self.summary.pages_fetched,
+                errors: self.summary.errors,
+                queued: self.scheduler.queued(),
+                in_flight: self.scheduler.in_flight(),
+                open_sockets: self.fetcher.sockets().open(),
+                capsules_backed_off: self.summary.capsules_backed_off,
+                slow_downs: self.summary.slow_downs,
+            });
+        }
+    }
+
     fn log_progress(&self) {
         tracing::info!(
             fetched = self.summary.pages_fetched,
@@ -517,6 +592,8 @@ impl Crawl {
             in_flight = self.scheduler.in_flight(),
             errors = self.summary.errors,
             robots_excluded = self.summary.robots_excluded,
+            capsules_backed_off = self.summary.capsules_backed_off,
+            open_sockets = self.fetcher.sockets().open(),
             "crawl progress"
         );
     }
@@ -541,8 +618,16 @@ async fn lookup(
     (host_id, result)
 }
 
-/// One fetch task: the request, and for content the extraction too, so the loop only records.
-async fn fetch(fetcher: Fetcher, url: String, addr: SocketAddr, job: DoneJob) -> Done {
+/// One fetch task: the request, then, for content, the extraction on a blocking thread (at most
+/// `parsers` at once), so the loop only records and parsing never holds up the I/O threads. The
+/// socket is closed before the extraction starts.
+async fn fetch(
+    fetcher: Fetcher,
+    parsers: Arc<Semaphore>,
+    url: String,
+    addr: SocketAddr,
+    job: DoneJob,
+) -> Done {
     let began = Instant::now();
     let fetched_at = unix_now();
     let result = match Url::parse(&url) {
@@ -551,27 +636,59 @@ async fn fetch(fetcher: Fetcher, url: String, addr: SocketAddr, job: DoneJob) ->
         ))),
         Ok(parsed) => match fetcher.fetch(&parsed, addr).await {
             Err(e) => Err(e),
-            Ok(response) => {
-                let page = match (&job, &response.outcome) {
-                    (DoneJob::Page(_), Outcome::Success { meta, body }) => Some(ExtractedPage {
-                        extracted: content::extract(&parsed, meta, body),
-                        size: body.len() as u64,
-                        hash: crate::fetch::wants_body(meta)
-                            .then(|| crate::fetch::gemini::fingerprint_hex(body)),
-                    }),
+            Ok(mut response) => {
+                let took = began.elapsed();
+                let page = match (&job, &mut response.outcome) {
+                    (DoneJob::Page(_), Outcome::Success { meta, body }) => {
+                        let (meta, body) = (meta.clone(), std::mem::take(body));
+                        let _slot = parsers.acquire().await.expect("never closed");
+                        let extracted =
+                            tokio::task::spawn_blocking(move || extract(&parsed, &meta, &body))
+                                .await;
+                        match extracted {
+                            Ok(page) => Some(page),
+                            Err(e) => {
+                                return Done {
+                                    ip: addr.ip(),
+                                    began,
+                                    took,
+                                    job,
+                                    fetched_at,
+                                    result: Err(FetchError::Internal(format!(
+                                        "extraction failed: {e}"
+                                    ))),
+                                }
+                            }
+                        }
+                    }
                     _ => None,
                 };
-                Ok(Fetched { response, page })
+                return Done {
+                    ip: addr.ip(),
+                    began,
+                    took,
+                    job,
+                    fetched_at,
+                    result: Ok(Fetched { response, page }),
+                };
             }
         },
     };
-    let took = began.elapsed();
     Done {
         ip: addr.ip(),
         began,
-        took,
+        took: began.elapsed(),
         job,
         fetched_at,
         result,
+    }
+}
+
+/// The CPU part of a fetch: text, links and title, and the body's hash for duplicate detection.
+fn extract(url: &Url, meta: &str, body: &[u8]) -> ExtractedPage {
+    ExtractedPage {
+        extracted: content::extract(url, meta, body),
+        size: body.len() as u64,
+        hash: crate::fetch::wants_body(meta).then(|| crate::fetch::gemini::fingerprint_hex(body)),
     }
 }

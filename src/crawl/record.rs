@@ -48,6 +48,7 @@ impl Crawl {
         batch: &mut Batch<'_>,
         host_id: i64,
     ) -> Result<(), CrawlError> {
+        self.summary.capsules_backed_off += 1;
         let base = self.config.capsule_backoff.as_secs().max(1) as i64;
         batch.back_off_capsule(
             host_id,

@@ -14,10 +14,11 @@ use rustls::crypto::WebPkiSupportedAlgorithms;
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use rustls::{DigitallySignedStruct, SignatureScheme};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
+use tokio::net::{TcpSocket, TcpStream};
 use tokio::time::timeout;
 use tokio_rustls::TlsConnector;
 
+use super::sockets::{is_descriptor_exhaustion, SocketBudget};
 use super::{outcome_of, wants_body, FetchError, FetchLimits, Outcome, Response};
 
 /// Longest header line: two digits, a space, 1024 bytes of meta, CRLF.
@@ -30,10 +31,11 @@ const MAX_REQUEST_URL_BYTES: usize = 1024;
 pub struct GeminiFetcher {
     connector: TlsConnector,
     limits: FetchLimits,
+    budget: SocketBudget,
 }
 
 impl GeminiFetcher {
-    pub fn new(limits: FetchLimits) -> Self {
+    pub fn new(limits: FetchLimits, budget: SocketBudget) -> Self {
         let provider = Arc::new(rustls::crypto::ring::default_provider());
         let verifier = Arc::new(TofuVerifier {
             algorithms: provider.signature_verification_algorithms,
@@ -47,6 +49,7 @@ impl GeminiFetcher {
         GeminiFetcher {
             connector: TlsConnector::from(Arc::new(config)),
             limits,
+            budget,
         }
     }
 
@@ -58,7 +61,11 @@ impl GeminiFetcher {
         }
         let server_name = server_name(url)?;
         let started = Instant::now();
-        let tcp = match timeout(self.limits.connect_timeout, TcpStream::connect(addr)).await {
+        // Declared before the stream, so it is dropped after it: the socket counts until its
+        // descriptor is closed.
+        let _permit = self.budget.acquire().await;
+        let connect = connect(addr, self.limits.reset_on_close);
+        let tcp = match timeout(self.limits.connect_timeout, connect).await {
             Err(_) => return Err(FetchError::Timeout("connect")),
             Ok(Err(e)) => return Err(FetchError::Connect(e)),
             Ok(Ok(tcp)) => tcp,
@@ -108,6 +115,37 @@ impl GeminiFetcher {
             }
         }
         Ok((status, outcome, fingerprint))
+    }
+}
+
+/// Opens a TCP connection. When the OS is out of descriptors, waits and tries again (the caller's
+/// time limit bounds the waiting): that is back-pressure, not a failure of the URL.
+async fn connect(addr: SocketAddr, reset_on_close: bool) -> std::io::Result<TcpStream> {
+    let mut pause = std::time::Duration::from_millis(10);
+    loop {
+        let socket = if addr.is_ipv4() {
+            TcpSocket::new_v4()
+        } else {
+            TcpSocket::new_v6()
+        };
+        match socket {
+            Ok(socket) => {
+                if reset_on_close {
+                    // Deprecated because a non-zero linger blocks on close; zero never does.
+                    #[allow(deprecated)]
+                    socket.set_linger(Some(std::time::Duration::ZERO))?;
+                }
+                match socket.connect(addr).await {
+                    Err(e) if is_descriptor_exhaustion(&e) => {}
+                    other => return other,
+                }
+            }
+            Err(e) if is_descriptor_exhaustion(&e) => {}
+            Err(e) => return Err(e),
+        }
+        tracing::debug!(%addr, "out of file descriptors: waiting");
+        tokio::time::sleep(pause).await;
+        pause = (pause * 2).min(std::time::Duration::from_millis(500));
     }
 }
 

@@ -8,6 +8,7 @@
 
 pub mod dns;
 pub mod gemini;
+pub mod sockets;
 
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -23,6 +24,10 @@ pub struct FetchLimits {
     pub response_timeout: Duration,
     /// Largest body kept; a longer body is an error ([`FetchError::BodyTooLarge`]).
     pub max_body_bytes: usize,
+    /// Close sockets with a reset (SO_LINGER of zero), which frees them at once and leaves no
+    /// TIME_WAIT behind, instead of the OS's graceful close. A non-zero linger is not offered:
+    /// it would make closing block a runtime thread.
+    pub reset_on_close: bool,
 }
 
 impl Default for FetchLimits {
@@ -31,6 +36,7 @@ impl Default for FetchLimits {
             connect_timeout: Duration::from_secs(10),
             response_timeout: Duration::from_secs(30),
             max_body_bytes: 4 * 1024 * 1024,
+            reset_on_close: false,
         }
     }
 }
@@ -85,6 +91,9 @@ pub enum FetchError {
     BodyTooLarge(usize),
     #[error("no address for host {0}")]
     Unresolved(String),
+    /// A bug in geode met while handling the response (reported, never fatal to the crawl).
+    #[error("internal error: {0}")]
+    Internal(String),
 }
 
 impl FetchError {
@@ -100,6 +109,7 @@ impl FetchError {
             FetchError::MalformedHeader(_) => "malformed-header",
             FetchError::BodyTooLarge(_) => "body-too-large",
             FetchError::Unresolved(_) => "dns",
+            FetchError::Internal(_) => "internal",
         }
     }
 }
@@ -115,13 +125,21 @@ pub fn wants_body(meta: &str) -> bool {
 #[derive(Clone)]
 pub struct Fetcher {
     gemini: gemini::GeminiFetcher,
+    budget: sockets::SocketBudget,
 }
 
 impl Fetcher {
-    pub fn new(limits: FetchLimits) -> Self {
+    /// A fetcher whose sockets all count against `budget`.
+    pub fn new(limits: FetchLimits, budget: sockets::SocketBudget) -> Self {
         Fetcher {
-            gemini: gemini::GeminiFetcher::new(limits),
+            gemini: gemini::GeminiFetcher::new(limits, budget.clone()),
+            budget,
         }
+    }
+
+    /// The socket budget this fetcher draws from.
+    pub fn sockets(&self) -> &sockets::SocketBudget {
+        &self.budget
     }
 
     /// Fetches `url` from `addr`. The URL must already be normalised.
