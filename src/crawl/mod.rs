@@ -449,7 +449,11 @@ impl Crawl {
                 .next_wakeup()
                 .unwrap_or(now + Duration::from_secs(3600))
                 .min(next_progress)
-                .min(if self.progress.is_some() { next_snapshot } else { next_progress })
+                .min(if self.progress.is_some() {
+                    next_snapshot
+                } else {
+                    next_progress
+                })
                 .min(retry_at.unwrap_or(now + Duration::from_secs(3600)))
                 .max(now);
             tokio::select! {

@@ -28,6 +28,8 @@ pub struct NofileLimit {
 }
 
 /// Raises the soft RLIMIT_NOFILE to the hard limit, as far as the OS allows.
+// `rlim_t` is not u64 on every platform, so the casts are kept.
+#[allow(clippy::unnecessary_cast)]
 pub fn raise_nofile_limit() -> std::io::Result<NofileLimit> {
     let mut lim = libc::rlimit {
         rlim_cur: 0,
@@ -56,6 +58,7 @@ pub fn raise_nofile_limit() -> std::io::Result<NofileLimit> {
 }
 
 /// The current soft RLIMIT_NOFILE.
+#[allow(clippy::unnecessary_cast)]
 pub fn nofile_limit() -> std::io::Result<u64> {
     let mut lim = libc::rlimit {
         rlim_cur: 0,

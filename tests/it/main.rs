@@ -5,4 +5,5 @@
 mod cli;
 mod crawl;
 mod resume;
+mod sockets;
 mod support;
