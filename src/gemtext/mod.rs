@@ -9,11 +9,16 @@
 //! - A heading with no text (`#` alone) is kept by [`parse`] but never becomes a title and is left
 //!   out of [`Page::headings`] and [`Page::body`].
 //! - The text of a preformatted block is its lines joined with `\n`, without a final newline.
+//!
+//! [`extract`] leaves ASCII art out of the body: the [`art`] classifier judges each
+//! preformatted block and each line of text.
 
 use std::borrow::Cow;
 
 use ::url::Url;
 use unicode_segmentation::UnicodeSegmentation;
+
+pub mod art;
 
 /// One element of a gemtext document. A preformatted block is kept whole, because later stages
 /// (the ASCII-art classifier) judge blocks, not lines.
@@ -159,7 +164,9 @@ pub struct PageLink {
 pub struct Page {
     pub title: String,
     /// Readable text of the page (text, list, quote, heading lines and preformatted blocks),
-    /// one gemtext line per line.
+    /// one gemtext line per line. Preformatted blocks that [`art::classify`] judges to be art
+    /// are left out (an informative alt text stands in for them, see [`art::caption`]), and so
+    /// are text lines that are pure decoration ([`art::is_decoration_line`]).
     pub body: String,
     pub headings: Vec<String>,
     pub links: Vec<PageLink>,
@@ -170,23 +177,41 @@ pub struct Page {
 /// Link labels are not part of the body (they travel with their link). Runs of blank lines in
 /// the body collapse into one, and the body neither starts nor ends with a blank line. Links
 /// that do not resolve are skipped; the others are kept whatever their scheme, in order,
-/// duplicates included.
+/// duplicates included. A preformatted block counts as *leading* for the art classifier when no
+/// link, heading, list item, block or non-decorative text line comes before it.
 pub fn extract(base: &Url, src: &str) -> Page {
     let lines = parse(src);
     let mut body = Body::default();
     let mut headings = Vec::new();
     let mut links = Vec::new();
+    // Whether anything with content came before the current line: blocks before it are not
+    // leading.
+    let mut seen_content = false;
 
     for line in &lines {
         match line {
-            Line::Text(t) | Line::ListItem(t) | Line::Quote(t) => body.push(t),
+            Line::Text(t) | Line::Quote(t) => {
+                if !art::is_decoration_line(t) {
+                    body.push(t);
+                    seen_content |= !t.trim().is_empty();
+                }
+            }
+            Line::ListItem(t) => {
+                // `* * *` parses as a list item holding `* *`: judge the line as written.
+                if !art::is_decoration_line(&format!("* {t}")) {
+                    body.push(t);
+                    seen_content = true;
+                }
+            }
             Line::Heading { text, .. } => {
+                seen_content = true;
                 if !text.is_empty() {
                     body.push(text);
                     headings.push(text.clone());
                 }
             }
             Line::Link { target, label } => {
+                seen_content = true;
                 if let Ok(url) = crate::urlnorm::resolve(base, target) {
                     links.push(PageLink {
                         url,
@@ -195,11 +220,14 @@ pub fn extract(base: &Url, src: &str) -> Page {
                 }
             }
             Line::Preformatted { alt, text, .. } => {
-                if block_in_body(alt, text) {
+                if block_in_body(alt, text, !seen_content) {
                     for l in text.split('\n') {
                         body.push(l);
                     }
+                } else if let Some(caption) = art::caption(alt) {
+                    body.push(caption);
                 }
+                seen_content = true;
             }
         }
     }
@@ -212,11 +240,10 @@ pub fn extract(base: &Url, src: &str) -> Page {
     }
 }
 
-/// Whether a preformatted block's text is readable prose or code worth indexing. Every block
-/// counts for now; this is where the ASCII-art classifier will decide.
-fn block_in_body(alt: &str, text: &str) -> bool {
-    let _ = (alt, text);
-    true
+/// Whether a preformatted block's text is readable prose, code or data worth indexing, rather
+/// than ASCII art.
+fn block_in_body(alt: &str, text: &str, leading: bool) -> bool {
+    !art::classify(&art::Block { alt, text, leading }).art
 }
 
 /// The body being built: lines joined with `\n`, with blank runs collapsed as they arrive.
@@ -252,7 +279,8 @@ impl Body {
 /// The title rule: first heading, else first non-empty text line, else the URL's last segment.
 ///
 /// More precisely: the first non-empty heading of any level, else the first Text line that is
-/// not blank, else the last non-empty path segment of `base` (percent-decoded), else its host.
+/// neither blank nor decoration (`=====`), else the last non-empty path segment of `base`
+/// (percent-decoded), else its host.
 /// Whitespace runs become single spaces and the result is cut to [`MAX_TITLE_CHARS`]; it is
 /// empty only when `base` has no host.
 pub fn title_of(lines: &[Line], base: &Url) -> String {
@@ -262,7 +290,7 @@ pub fn title_of(lines: &[Line], base: &Url) -> String {
     });
     let text = || {
         lines.iter().find_map(|l| match l {
-            Line::Text(t) => non_blank(t),
+            Line::Text(t) if !art::is_decoration_line(t) => non_blank(t),
             _ => None,
         })
     };
@@ -570,10 +598,9 @@ mod tests {
         let page = extract(&url("gemini://h/"), src);
         assert_eq!(page.title, "Title");
         assert_eq!(page.headings, vec!["Title".to_string(), "Sub".to_string()]);
-        assert_eq!(
-            page.body,
-            "Title\n\nIntro text.\n\none\ntwo\nsaid\nSub\n  /\\_/\\\n\n ( o.o )"
-        );
+        // The `ascii` block is a drawing of a cat: art by design, so it stays out of the body
+        // (its alt text says nothing more, so no caption either).
+        assert_eq!(page.body, "Title\n\nIntro text.\n\none\ntwo\nsaid\nSub");
         assert!(
             !page.body.contains("Link label"),
             "link labels stay out of the body"

@@ -94,6 +94,23 @@ async fn crawl_then_search_stats_and_backlinks_from_the_command_line() {
         .expect("the image is found by the words of its path");
     assert_eq!(png["mime"], "image/png");
 
+    // ASCII art is left out of the index and the snippets; code stays searchable.
+    assert!(
+        search_json(data.path(), "\"fourth floor\"").is_empty(),
+        "the banner's caption art"
+    );
+    let home = &search_json(data.path(), "\"quietly stubborn kettle\"")[0];
+    let snippet = home["snippet"].as_str().unwrap();
+    assert!(
+        !snippet.contains("|_") && !snippet.contains("__"),
+        "art in the snippet: {snippet}"
+    );
+    assert_eq!(
+        first_url(&search_json(data.path(), "next_unseen")),
+        Some("gemini://beta.test/notes/borrow-checker.gmi"),
+        "an identifier from a code block"
+    );
+
     // robots.txt kept the private diary out of the index.
     assert!(search_json(data.path(), "walrus itinerary").is_empty());
 
