@@ -4,6 +4,7 @@
 
 mod cli;
 mod crawl;
+mod polite;
 mod resume;
 mod sockets;
 mod support;
