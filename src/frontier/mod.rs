@@ -453,7 +453,11 @@ impl Batch<'_> {
         excluded: Option<&str>,
         budget: u64,
     ) -> Result<(i64, bool)> {
-        if let Some(&id) = self.url_ids.get(new.url).or_else(|| self.new_urls.get(new.url)) {
+        if let Some(&id) = self
+            .url_ids
+            .get(new.url)
+            .or_else(|| self.new_urls.get(new.url))
+        {
             return Ok((id, false));
         }
         let existing: Option<i64> = self

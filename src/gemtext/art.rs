@@ -200,7 +200,12 @@ pub fn classify(block: &Block<'_>) -> Verdict {
 pub fn is_decoration_line(line: &str) -> bool {
     // Fast path for prose: two ASCII letters or digits are two alphanumeric graphemes, which no
     // decoration line has. This runs on every text line of every page.
-    if line.bytes().filter(u8::is_ascii_alphanumeric).nth(1).is_some() {
+    if line
+        .bytes()
+        .filter(u8::is_ascii_alphanumeric)
+        .nth(1)
+        .is_some()
+    {
         return false;
     }
     let graphemes: Vec<&str> = line
