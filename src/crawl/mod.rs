@@ -653,54 +653,31 @@ async fn fetch(
 ) -> Done {
     let began = Instant::now();
     let fetched_at = unix_now();
-    let result = match Url::parse(&url) {
-        Err(e) => Err(FetchError::MalformedHeader(format!(
-            "stored URL does not parse: {e}"
-        ))),
-        Ok(parsed) => match fetcher.fetch(&parsed, addr).await {
-            Err(e) => Err(e),
-            Ok(mut response) => {
-                let took = began.elapsed();
-                let page = match (&job, &mut response.outcome) {
-                    (DoneJob::Page(_), Outcome::Success { meta, body }) => {
-                        let (meta, body) = (meta.clone(), std::mem::take(body));
-                        let _slot = parsers.acquire().await.expect("never closed");
-                        let extracted =
-                            tokio::task::spawn_blocking(move || extract(&parsed, &meta, &body))
-                                .await;
-                        match extracted {
-                            Ok(page) => Some(page),
-                            Err(e) => {
-                                return Done {
-                                    ip: addr.ip(),
-                                    began,
-                                    took,
-                                    job,
-                                    fetched_at,
-                                    result: Err(FetchError::Internal(format!(
-                                        "extraction failed: {e}"
-                                    ))),
-                                }
-                            }
-                        }
-                    }
-                    _ => None,
-                };
-                return Done {
-                    ip: addr.ip(),
-                    began,
-                    took,
-                    job,
-                    fetched_at,
-                    result: Ok(Fetched { response, page }),
-                };
+    let mut took = None;
+    let result = async {
+        let parsed = Url::parse(&url)
+            .map_err(|e| FetchError::Internal(format!("stored URL does not parse: {e}")))?;
+        let mut response = fetcher.fetch(&parsed, addr).await?;
+        took = Some(began.elapsed());
+        let page = match (&job, &mut response.outcome) {
+            (DoneJob::Page(_), Outcome::Success { meta, body }) => {
+                let (meta, body) = (meta.clone(), std::mem::take(body));
+                let _slot = parsers.acquire().await.expect("never closed");
+                let page = tokio::task::spawn_blocking(move || extract(&parsed, &meta, &body))
+                    .await
+                    .map_err(|e| FetchError::Internal(format!("extraction failed: {e}")))?;
+                Some(page)
             }
-        },
-    };
+            _ => None,
+        };
+        Ok(Fetched { response, page })
+    }
+    .await;
+    let took = took.unwrap_or_else(|| began.elapsed());
     Done {
         ip: addr.ip(),
         began,
-        took: began.elapsed(),
+        took,
         job,
         fetched_at,
         result,

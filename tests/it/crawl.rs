@@ -5,7 +5,6 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use geode::crawl::StopReason;
-use geode::fixture::audit::politeness_breaches;
 use geode::frontier::UrlState;
 use geode::index::SearchIndex;
 
@@ -120,15 +119,7 @@ async fn one_connection_per_ip_and_the_delay_between_starts_holds() {
     assert_eq!(ips.len(), 3, "all three addresses were crawled");
     // The server stamps the accept time; the crawler stamps its own start a little earlier, so
     // allow a few milliseconds of scheduling noise on a delay of 120.
-    let breaches = politeness_breaches(&requests, delay, Duration::from_millis(8));
-    assert!(
-        breaches.is_empty(),
-        "{}",
-        breaches
-            .iter()
-            .map(|b| format!("{b}\n"))
-            .collect::<String>()
-    );
+    support::assert_polite(&requests, delay);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

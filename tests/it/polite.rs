@@ -9,7 +9,6 @@ use std::time::{Duration, Instant};
 
 use geode::crawl::{CrawlConfig, StopReason};
 use geode::fetch::dns::{Overrides, Target};
-use geode::fixture::audit::politeness_breaches;
 use geode::fixture::{FixtureConfig, FixtureServer, RequestRecord};
 use geode::frontier::UrlState;
 
@@ -143,15 +142,7 @@ async fn the_politeness_geminispace_is_crawled_exactly_and_politely() {
 
     // 2. Per IP: one connection at a time, starts at least DELAY apart, nothing during a 44 wait.
     // The server stamps times a little after the crawler acts: 8 ms of slack.
-    let breaches = politeness_breaches(&log, DELAY, Duration::from_millis(8));
-    assert!(
-        breaches.is_empty(),
-        "{}",
-        breaches
-            .iter()
-            .map(|b| format!("{b}\n"))
-            .collect::<String>()
-    );
+    support::assert_polite(&log, DELAY);
     let slow_downs = log.iter().filter(|r| r.status == Some(44)).count();
     assert!(slow_downs >= 3, "slow.test answered 44 three times");
 

@@ -109,3 +109,12 @@ pub fn host_and_path(request: &str) -> Option<(String, String)> {
 pub fn geode_bin() -> &'static str {
     env!("CARGO_BIN_EXE_geode")
 }
+
+/// Fails with every breach of politeness in a server log: two connections to one IP at once,
+/// starts closer than `delay`, requests during a 44 wait. The server stamps times a little after
+/// the crawler acts, so 8 ms of each gap are forgiven.
+pub fn assert_polite(log: &[RequestRecord], delay: Duration) {
+    let breaches = geode::fixture::audit::politeness_breaches(log, delay, Duration::from_millis(8));
+    let listed: String = breaches.iter().map(|b| format!("{b}\n")).collect();
+    assert!(breaches.is_empty(), "{listed}");
+}
