@@ -27,10 +27,8 @@ pub struct NofileLimit {
     pub hard: u64,
 }
 
-/// Raises the soft RLIMIT_NOFILE to the hard limit, as far as the OS allows.
-// `rlim_t` is not u64 on every platform, so the casts are kept.
-#[allow(clippy::unnecessary_cast)]
-pub fn raise_nofile_limit() -> std::io::Result<NofileLimit> {
+/// Reads RLIMIT_NOFILE.
+fn nofile_rlimit() -> std::io::Result<libc::rlimit> {
     let mut lim = libc::rlimit {
         rlim_cur: 0,
         rlim_max: 0,
@@ -39,6 +37,14 @@ pub fn raise_nofile_limit() -> std::io::Result<NofileLimit> {
     if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } != 0 {
         return Err(std::io::Error::last_os_error());
     }
+    Ok(lim)
+}
+
+/// Raises the soft RLIMIT_NOFILE to the hard limit, as far as the OS allows.
+// `rlim_t` is not u64 on every platform, so the casts are kept.
+#[allow(clippy::unnecessary_cast)]
+pub fn raise_nofile_limit() -> std::io::Result<NofileLimit> {
+    let mut lim = nofile_rlimit()?;
     let before = lim.rlim_cur as u64;
     if lim.rlim_cur < lim.rlim_max {
         let raised = libc::rlimit {
@@ -60,15 +66,7 @@ pub fn raise_nofile_limit() -> std::io::Result<NofileLimit> {
 /// The current soft RLIMIT_NOFILE.
 #[allow(clippy::unnecessary_cast)]
 pub fn nofile_limit() -> std::io::Result<u64> {
-    let mut lim = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: getrlimit writes into the struct we own and reads nothing else.
-    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } != 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    Ok(lim.rlim_cur as u64)
+    Ok(nofile_rlimit()?.rlim_cur as u64)
 }
 
 /// The number of sockets a process with this descriptor limit may have open for crawling.
