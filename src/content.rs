@@ -111,15 +111,7 @@ pub fn decode<'a>(body: &'a [u8], charset: Option<&str>) -> std::borrow::Cow<'a,
 /// The words of a URL's path, for files indexed without their content: `/pics/red-fox.png`
 /// gives `pics red fox png`.
 fn path_words(url: &Url) -> String {
-    let path = ::url::form_urlencoded::parse(url.path().as_bytes())
-        .map(|(k, v)| {
-            if v.is_empty() {
-                k.into_owned()
-            } else {
-                format!("{k}={v}")
-            }
-        })
-        .collect::<String>();
+    let path = gemtext::percent_decode(url.path());
     path.split(|c: char| !c.is_alphanumeric())
         .filter(|w| !w.is_empty())
         .collect::<Vec<_>>()

@@ -348,7 +348,7 @@ fn clean_title(s: &str) -> String {
 
 /// Percent-decodes a path segment; bytes that do not form UTF-8 become U+FFFD and malformed
 /// escapes are kept as written.
-fn percent_decode(s: &str) -> String {
+pub(crate) fn percent_decode(s: &str) -> String {
     let bytes = s.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
     let mut i = 0;
