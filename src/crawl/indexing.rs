@@ -22,8 +22,6 @@ pub enum IndexMsg {
     Upsert { url_id: i64, doc: Box<PageDoc> },
     /// Remove a page, if the index holds it; `url_id` is already recorded `removing`.
     Delete { url_id: i64, url: String },
-    /// Commit now and report when done.
-    Flush(tokio::sync::oneshot::Sender<()>),
 }
 
 /// When to commit.
@@ -79,35 +77,29 @@ fn run(
             Some(since) => policy.max_age.saturating_sub(since.elapsed()),
             None => Duration::from_secs(3600),
         };
-        match rx.recv_timeout(wait) {
+        let url_id = match rx.recv_timeout(wait) {
             Ok(IndexMsg::Upsert { url_id, doc }) => {
                 indexer.upsert(&doc)?;
-                pending.ids.push(url_id);
-                pending.since.get_or_insert_with(Instant::now);
                 summary.documents += 1;
-                if pending.ids.len() >= policy.max_docs {
-                    commit(&mut indexer, &mut frontier, &mut pending, &mut summary)?;
-                }
+                url_id
             }
             Ok(IndexMsg::Delete { url_id, url }) => {
                 indexer.delete(&url)?;
-                pending.ids.push(url_id);
-                pending.since.get_or_insert_with(Instant::now);
-                if pending.ids.len() >= policy.max_docs {
-                    commit(&mut indexer, &mut frontier, &mut pending, &mut summary)?;
-                }
-            }
-            Ok(IndexMsg::Flush(done)) => {
-                commit(&mut indexer, &mut frontier, &mut pending, &mut summary)?;
-                let _ = done.send(());
+                url_id
             }
             Err(RecvTimeoutError::Timeout) => {
                 commit(&mut indexer, &mut frontier, &mut pending, &mut summary)?;
+                continue;
             }
             Err(RecvTimeoutError::Disconnected) => {
                 commit(&mut indexer, &mut frontier, &mut pending, &mut summary)?;
                 return Ok(summary);
             }
+        };
+        pending.ids.push(url_id);
+        pending.since.get_or_insert_with(Instant::now);
+        if pending.ids.len() >= policy.max_docs {
+            commit(&mut indexer, &mut frontier, &mut pending, &mut summary)?;
         }
     }
 }

@@ -268,7 +268,7 @@ pub async fn run_observed(
         indexing::spawn(indexer, Frontier::open(&db)?, config.commit, 1024);
     let mut crawl = Crawl {
         fetcher: Fetcher::new(config.limits.clone(), SocketBudget::new(socket_budget)),
-        progress: None,
+        progress,
         parsers: Arc::new(Semaphore::new(
             std::thread::available_parallelism()
                 .map(|n| n.get())
@@ -293,7 +293,6 @@ pub async fn run_observed(
         },
         config,
     };
-    crawl.progress = progress;
     let outcome = crawl.run_loop(&mut frontier, shutdown).await;
     // Whatever happened, let the indexing thread commit what it has, then settle the frontier.
     crawl.index_tx = None;
