@@ -27,13 +27,33 @@ pub enum Command {
     Crawl(CrawlArgs),
     /// Search the index.
     ///
-    /// Every word must match. Quotes search for a phrase; field:term limits a term to a field
-    /// (title, headings, body, link_labels).
+    /// Every word must match (in any form: "running" also finds "runs"). The query language:
+    ///
+    ///   "exact phrase"      the words in a row, exactly as written
+    ///   a OR b              either; AND binds tighter than OR; ( ) group
+    ///   -word, NOT word     exclude
+    ///   site:HOST[/~user]   pages of a capsule, its subdomains, or a user directory
+    ///   lang:xx             language (declared by the server, else detected)
+    ///   mime:TYPE           text/gemini, text/plain, image ... (alias content_type:)
+    ///   filetype:EXT        URL extension: gmi, txt, pdf ...
+    ///   intitle:WORD        in the title (intitle:"a phrase" too); inurl:WORD in the URL
+    ///   size:>N, size:<N    body size in bytes; K, M, G suffixes (size:>10K)
+    ///
+    /// Results are ranked by text relevance, link authority and a home-page prior, with at
+    /// most two results of one capsule in each block of ten.
+    #[command(verbatim_doc_comment)]
     Search(SearchArgs),
     /// Show what the index and the crawl database hold.
     Stats(StatsArgs),
     /// List the pages that link to a URL, with their link labels.
     Backlinks(BacklinksArgs),
+    /// Answer Gemini clients: search, backlinks and statistics over TLS.
+    ///
+    /// Prints "listening on ADDR" for each address, then serves until Ctrl-C or SIGTERM. The
+    /// index is read live: pages a running crawl commits appear without a restart. Without
+    /// --cert/--key, a self-signed certificate for --hostname is made on first start and kept in
+    /// DIR/serve/ so clients that trusted it on first use keep trusting it.
+    Serve(ServeArgs),
 }
 
 #[derive(Debug, Args)]
@@ -95,17 +115,23 @@ pub struct CrawlArgs {
 pub struct SearchArgs {
     #[command(flatten)]
     pub data: DataDir,
-    /// Print one JSON object per result line (url, title, snippet, score, host, mime, ...).
+    /// Print the results as one JSON object: query, total, took_ms, hits (url, title, snippet,
+    /// score and its parts, host, mime, lang, size, fetched_at).
     #[arg(long)]
     pub json: bool,
+    /// Result order: full (text relevance, authority, home-page prior, capsule diversity) or
+    /// bm25 (text relevance only, for comparison).
+    #[arg(long, value_name = "MODE", default_value = "full", value_parser = ["full", "bm25"])]
+    pub ranking: String,
     /// Results to show.
     #[arg(long, value_name = "N", default_value_t = 10)]
     pub limit: usize,
     /// Results to skip (for paging).
     #[arg(long, value_name = "N", default_value_t = 0)]
     pub offset: usize,
-    /// The query words.
-    #[arg(required = true, value_name = "QUERY")]
+    /// The query (several arguments are joined with spaces; quote phrases for the shell:
+    /// geode search '"gemini protocol"' site:example.org).
+    #[arg(required = true, value_name = "QUERY", allow_hyphen_values = true)]
     pub query: Vec<String>,
 }
 
@@ -128,6 +154,96 @@ pub struct BacklinksArgs {
     /// The URL whose backlinks to list.
     #[arg(value_name = "URL")]
     pub url: String,
+}
+
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    #[command(flatten)]
+    pub data: DataDir,
+    /// Address to listen on, e.g. 0.0.0.0:1965 or [::]:1965 (port 0 picks a free port).
+    /// Repeat to listen on several addresses (IPv4 and IPv6).
+    #[arg(long, value_name = "ADDR:PORT", required = true)]
+    pub listen: Vec<std::net::SocketAddr>,
+    /// The host name clients use to reach this server (in its certificate; requests for other
+    /// hosts are refused with 53).
+    #[arg(long, value_name = "NAME", value_parser = parse_hostname)]
+    pub hostname: String,
+    /// PEM certificate chain to serve (with --key) instead of the kept self-signed one.
+    #[arg(long, value_name = "FILE", requires = "key")]
+    pub cert: Option<PathBuf>,
+    /// PEM private key of --cert.
+    #[arg(long, value_name = "FILE", requires = "cert")]
+    pub key: Option<PathBuf>,
+    /// Connections open at once, across all clients.
+    #[arg(long, value_name = "N", default_value_t = 256, value_parser = clap::value_parser!(u32).range(1..=65536))]
+    pub max_connections: u32,
+    /// Connections open at once from one client (IPv4 address or IPv6 /64); 0 for no cap.
+    #[arg(long, value_name = "N", default_value_t = 32)]
+    pub max_client_connections: u32,
+    /// Requests per second allowed to one client (IPv4 address or IPv6 /64), in bursts of up
+    /// to --rate-burst; faster clients are answered 44 with the seconds to wait. 0 turns the
+    /// limit off (for benchmarks).
+    #[arg(long, value_name = "PER_SEC", default_value_t = 5.0, value_parser = parse_rate)]
+    pub rate_limit: f64,
+    /// Requests one client may make at once before --rate-limit applies.
+    #[arg(long, value_name = "N", default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..))]
+    pub rate_burst: u32,
+}
+
+impl ServeArgs {
+    pub fn config(&self) -> geode::serve::ServeConfig {
+        let mut config =
+            geode::serve::ServeConfig::new(&self.data.data, self.listen.clone(), &self.hostname);
+        if let (Some(cert), Some(key)) = (&self.cert, &self.key) {
+            config.cert = geode::serve::cert::CertSource::Files {
+                cert: cert.clone(),
+                key: key.clone(),
+            };
+        }
+        config.max_connections = self.max_connections as usize;
+        config.max_connections_per_client = self.max_client_connections as usize;
+        config.rate_limit = (self.rate_limit > 0.0).then_some(geode::serve::ratelimit::RateLimit {
+            per_second: self.rate_limit,
+            burst: self.rate_burst,
+        });
+        config
+    }
+}
+
+/// A host name or IP address for certificates and request checks: lower case, no trailing dot,
+/// no brackets around IPv6.
+fn parse_hostname(s: &str) -> Result<String, String> {
+    let name = s.trim().trim_end_matches('.').to_ascii_lowercase();
+    let bare = name.trim_start_matches('[').trim_end_matches(']');
+    if bare.parse::<std::net::IpAddr>().is_ok() {
+        return Ok(bare.to_string());
+    }
+    let valid = !name.is_empty()
+        && name.len() <= 253
+        && name.split('.').all(|label| {
+            !label.is_empty()
+                && label.len() <= 63
+                && label
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'-')
+        });
+    if valid {
+        Ok(name)
+    } else {
+        Err(format!(
+            "{s:?} is not a host name (ASCII letters, digits, hyphens and dots; use the \
+             punycode form of international names) or an IP address"
+        ))
+    }
+}
+
+fn parse_rate(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(r) if r.is_finite() && r >= 0.0 => Ok(r),
+        _ => Err(format!(
+            "{s:?} is not a rate (a number of requests per second, 0 for none)"
+        )),
+    }
 }
 
 fn parse_resolve(s: &str) -> Result<(String, Target), String> {
@@ -163,6 +279,89 @@ mod tests {
         assert!(parse_resolve("h").is_err());
         assert!(parse_resolve("=1.2.3.4").is_err());
         assert!(parse_resolve("h=localhost").is_err());
+    }
+
+    #[test]
+    fn serve_arguments_parse_into_a_config() {
+        let cli = Cli::try_parse_from([
+            "geode",
+            "serve",
+            "--data",
+            "d",
+            "--listen",
+            "127.0.0.1:1965",
+            "--listen",
+            "[::1]:0",
+            "--hostname",
+            "Geode.Example.",
+            "--rate-limit",
+            "0",
+        ])
+        .expect("valid");
+        let Command::Serve(args) = cli.command else {
+            panic!("not serve");
+        };
+        let config = args.config();
+        assert_eq!(config.hostname, "geode.example");
+        assert_eq!(config.listen.len(), 2);
+        assert_eq!(config.rate_limit, None);
+        assert_eq!(
+            config.cert,
+            geode::serve::cert::CertSource::SelfSigned {
+                dir: PathBuf::from("d").join("serve")
+            }
+        );
+        for bad in [
+            &["geode", "serve", "--hostname", "h"][..],
+            &["geode", "serve", "--listen", "127.0.0.1:1965"],
+            &[
+                "geode",
+                "serve",
+                "--listen",
+                "localhost:1965",
+                "--hostname",
+                "h",
+            ],
+            &[
+                "geode",
+                "serve",
+                "--listen",
+                "127.0.0.1:1",
+                "--hostname",
+                "a b",
+            ],
+            &[
+                "geode",
+                "serve",
+                "--listen",
+                "127.0.0.1:1",
+                "--hostname",
+                "caf\u{e9}.test",
+            ],
+            &[
+                "geode",
+                "serve",
+                "--listen",
+                "127.0.0.1:1",
+                "--hostname",
+                "h",
+                "--cert",
+                "c",
+            ],
+            &[
+                "geode",
+                "serve",
+                "--listen",
+                "127.0.0.1:1",
+                "--hostname",
+                "h",
+                "--rate-limit",
+                "-1",
+            ],
+        ] {
+            assert!(Cli::try_parse_from(bad).is_err(), "{bad:?}");
+        }
+        assert_eq!(parse_hostname("[::1]").as_deref(), Ok("::1"));
     }
 
     #[test]

@@ -16,5 +16,8 @@ pub mod fixture;
 pub mod frontier;
 pub mod gemtext;
 pub mod index;
+pub mod query;
+pub mod rank;
 pub mod robots;
+pub mod serve;
 pub mod urlnorm;

@@ -10,12 +10,12 @@ use std::time::{Duration, Instant};
 use anyhow::{anyhow, Context};
 use clap::Parser;
 
-use cli::{BacklinksArgs, Cli, Command, CrawlArgs, SearchArgs, StatsArgs};
+use cli::{BacklinksArgs, Cli, Command, CrawlArgs, SearchArgs, ServeArgs, StatsArgs};
 use geode::crawl::policy::Exclusions;
 use geode::crawl::{self, CrawlConfig};
 use geode::fetch::dns;
 use geode::frontier::Frontier;
-use geode::index::{IndexError, SearchIndex};
+use geode::index::{IndexError, Ranking, SearchIndex, SearchOptions};
 use geode::urlnorm;
 
 /// An error with the exit code it deserves.
@@ -34,7 +34,7 @@ impl From<anyhow::Error> for Failure {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let default_level = if matches!(cli.command, Command::Crawl(_)) {
+    let default_level = if matches!(cli.command, Command::Crawl(_) | Command::Serve(_)) {
         "info"
     } else {
         "warn"
@@ -52,6 +52,7 @@ fn main() -> ExitCode {
         Command::Search(args) => search(args),
         Command::Stats(args) => stats(args),
         Command::Backlinks(args) => backlinks(args),
+        Command::Serve(args) => serve(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -209,26 +210,61 @@ async fn interrupted() {
 
 fn search(args: SearchArgs) -> Result<(), Failure> {
     let query = args.query.join(" ");
+    // Check the query before opening the index: a typo is reported the same with or without one.
+    if let Err(e) = geode::query::parse(&query) {
+        return Err(Failure::Usage(anyhow!(
+            "malformed query: {e}\n{}",
+            e.caret_line(&query)
+        )));
+    }
     let index = SearchIndex::open(&crawl::index_path(&args.data.data)).map_err(index_failure)?;
+    let options = SearchOptions {
+        limit: args.limit,
+        offset: args.offset,
+        ranking: if args.ranking == "bm25" {
+            Ranking::Bm25
+        } else {
+            Ranking::Full
+        },
+    };
     let started = Instant::now();
     let results = index
-        .search(&query, args.limit, args.offset)
+        .search_with(&query, &options)
         .map_err(index_failure)?;
-    let took = started.elapsed();
+    let took_ms = started.elapsed().as_secs_f64() * 1000.0;
     let mut out = std::io::stdout().lock();
     if args.json {
-        for hit in &results.hits {
-            let line = serde_json::to_string(hit).context("encoding JSON")?;
-            writeln!(out, "{line}").context("writing results")?;
-        }
+        let doc = serde_json::json!({
+            "query": query,
+            "total": results.total,
+            "offset": args.offset,
+            "limit": args.limit,
+            "took_ms": (took_ms * 1000.0).round() / 1000.0,
+            "hits": results.hits,
+        });
+        let line = serde_json::to_string(&doc).context("encoding JSON")?;
+        writeln!(out, "{line}").context("writing results")?;
         return Ok(());
     }
     for (i, hit) in results.hits.iter().enumerate() {
-        writeln!(out, "{}. {}", args.offset + i + 1, hit.title).context("writing results")?;
+        let title = if hit.title.is_empty() {
+            hit.url.as_str()
+        } else {
+            hit.title.as_str()
+        };
+        writeln!(out, "{}. {title}", args.offset + i + 1).context("writing results")?;
         writeln!(out, "   {}", hit.url).context("writing results")?;
-        for line in hit.snippet.lines().filter(|l| !l.trim().is_empty()) {
-            writeln!(out, "   {}", line.trim()).context("writing results")?;
+        if !hit.snippet.is_empty() {
+            writeln!(out, "   {}", hit.snippet).context("writing results")?;
         }
+        writeln!(
+            out,
+            "   {} · {} · {}",
+            hit.host,
+            hit.mime,
+            human_size(hit.size)
+        )
+        .context("writing results")?;
         writeln!(out).context("writing results")?;
     }
     let shown = results.hits.len();
@@ -240,10 +276,23 @@ fn search(args: SearchArgs) -> Result<(), Failure> {
         if results.total == 1 { "" } else { "s" },
         first,
         args.offset + shown,
-        took.as_secs_f64() * 1000.0
+        took_ms
     )
     .context("writing results")?;
     Ok(())
+}
+
+/// A byte count for people: 512 B, 3.4 KiB, 1.2 MiB.
+fn human_size(bytes: u64) -> String {
+    const KIB: f64 = 1024.0;
+    let b = bytes as f64;
+    if b < KIB {
+        format!("{bytes} B")
+    } else if b < KIB * KIB {
+        format!("{:.1} KiB", b / KIB)
+    } else {
+        format!("{:.1} MiB", b / (KIB * KIB))
+    }
 }
 
 fn index_failure(e: IndexError) -> Failure {
@@ -366,4 +415,42 @@ fn backlinks(args: BacklinksArgs) -> Result<(), Failure> {
         .context("writing backlinks")?;
     }
     Ok(())
+}
+
+fn serve(args: ServeArgs) -> Result<(), Failure> {
+    use geode::serve::cert::CertError;
+    use geode::serve::{ServeError, Server};
+    let config = args.config();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?;
+    runtime.block_on(async {
+        let server = Server::bind(config).await.map_err(|e| match e {
+            // The operator's files or host name are wrong: a usage error.
+            ServeError::Cert(
+                CertError::Read { .. }
+                | CertError::NoCertificate(_)
+                | CertError::Unusable(_)
+                | CertError::Generate { .. },
+            ) => Failure::Usage(e.into()),
+            other => Failure::Runtime(other.into()),
+        })?;
+        let identity = server.identity();
+        tracing::info!(
+            "certificate {} (SHA-256 fingerprint {})",
+            identity.origin,
+            identity.fingerprint
+        );
+        {
+            let mut out = std::io::stdout().lock();
+            for addr in server.local_addrs() {
+                writeln!(out, "listening on {addr}").context("writing to stdout")?;
+            }
+            // Scripts wait for these lines through a pipe, where stdout is block-buffered.
+            out.flush().context("writing to stdout")?;
+        }
+        server.run(interrupted()).await;
+        Ok(())
+    })
 }

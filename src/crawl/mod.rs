@@ -304,10 +304,38 @@ pub async fn run_observed(
     let indexed = indexed?;
     frontier.release_queued()?;
     frontier.set_meta("last_crawl_finished", &unix_now().to_string())?;
+    update_authority(frontier, index_path(&crawl.config.data_dir)).await;
     crawl.summary.documents_indexed = indexed.documents;
     crawl.summary.peak_sockets = crawl.fetcher.sockets().high_water();
     crawl.summary.elapsed_secs = started.elapsed().as_secs_f64();
     Ok(crawl.summary)
+}
+
+/// Recomputes link authority over the whole link graph ([`crate::rank`]) and writes it beside
+/// the index, on a blocking thread. A failure is logged, never returned: the crawl's work is
+/// done and the next crawl tries again.
+async fn update_authority(frontier: Frontier, index_dir: PathBuf) {
+    let started = Instant::now();
+    let computed = tokio::task::spawn_blocking(move || -> Result<(usize, usize), CrawlError> {
+        let graph = frontier.link_graph()?;
+        let scores = crate::rank::authority(&graph);
+        let pairs: Vec<(u64, f32)> = graph
+            .urls()
+            .map(crate::index::authority::url_hash)
+            .zip(scores)
+            .collect();
+        crate::index::authority::write(&index_dir, &pairs)?;
+        frontier.set_meta("authority_pages", &graph.len().to_string())?;
+        frontier.set_meta("authority_computed_at", &unix_now().to_string())?;
+        Ok((graph.len(), graph.links().len()))
+    })
+    .await;
+    let secs = started.elapsed().as_secs_f64();
+    match computed {
+        Ok(Ok((pages, links))) => tracing::info!(pages, links, secs, "link authority updated"),
+        Ok(Err(e)) => tracing::warn!(error = %e, "link authority not updated"),
+        Err(e) => tracing::warn!(error = %e, "link authority not updated"),
+    }
 }
 
 fn add_seeds(frontier: &mut Frontier, config: &CrawlConfig) -> Result<(), CrawlError> {

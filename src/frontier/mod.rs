@@ -16,6 +16,7 @@
 //! sequence number stored in the index's last commit, so a page is `indexed` exactly when the
 //! index holds it.
 
+mod graph;
 mod stats;
 
 use std::collections::HashMap;
@@ -24,7 +25,7 @@ use std::time::Duration;
 
 use rusqlite::{params, Connection, OpenFlags, OptionalExtension, TransactionBehavior};
 
-pub use stats::{Backlink, Stats};
+pub use stats::{Backlink, KnownHost, Stats};
 
 /// Errors of the crawl database.
 #[derive(Debug, thiserror::Error)]

@@ -34,6 +34,15 @@ pub struct Stats {
     pub last_crawl_finished: Option<String>,
 }
 
+/// A capsule with indexed pages, for the list of known capsules.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct KnownHost {
+    /// Capsule key: host, or host:port for a non-default port.
+    pub name: String,
+    pub pages_indexed: u64,
+    pub urls_known: u64,
+}
+
 /// A page linking to another.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Backlink {
@@ -99,6 +108,25 @@ impl Frontier {
             last_crawl_started: self.meta("last_crawl_started")?,
             last_crawl_finished: self.meta("last_crawl_finished")?,
         })
+    }
+
+    /// The capsules with at least one indexed page, sorted by name, with their page counts.
+    pub fn known_hosts(&self) -> Result<Vec<KnownHost>> {
+        let mut stmt = self.conn.prepare(
+            "SELECT h.name, SUM(u.state = 'indexed'), COUNT(*) FROM hosts h
+             JOIN urls u ON u.host_id = h.id
+             WHERE u.url LIKE 'gemini://%'
+             GROUP BY h.id HAVING SUM(u.state = 'indexed') > 0
+             ORDER BY h.name",
+        )?;
+        let rows = stmt.query_map([], |r| {
+            Ok(KnownHost {
+                name: r.get(0)?,
+                pages_indexed: r.get::<_, i64>(1)?.max(0) as u64,
+                urls_known: r.get::<_, i64>(2)?.max(0) as u64,
+            })
+        })?;
+        Ok(rows.collect::<std::result::Result<_, _>>()?)
     }
 
     /// Every URL in `state`, sorted.

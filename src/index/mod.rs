@@ -7,27 +7,36 @@
 //!
 //! # Schema
 //!
-//! | field         | type | options                       | purpose                                    |
-//! |---------------|------|-------------------------------|--------------------------------------------|
-//! | `url`         | text | `STRING \| STORED`            | raw, exact-match key for upsert and delete |
-//! | `host`        | text | `STRING \| STORED`            | capsule key (`host` or `host:port`)        |
-//! | `title`       | text | `geode_text`, stored          | searched, boost 3                          |
-//! | `body`        | text | `geode_text`, stored          | searched, boost 1; stored for snippets     |
-//! | `headings`    | text | `geode_text`, stored          | searched, boost 2                          |
-//! | `link_labels` | text | `geode_text`                  | searched, boost 1.5; not stored            |
-//! | `mime`        | text | `STRING \| STORED`            | MIME type without parameters               |
-//! | `lang`        | text | `STRING \| STORED`            | absent when the server named no language   |
-//! | `size`        | u64  | `INDEXED \| STORED \| FAST`   | body size in bytes                         |
-//! | `fetched_at`  | i64  | `STORED \| FAST`              | fetch time, seconds since the Unix epoch   |
+//! | field         | type | options                        | purpose                                         |
+//! |---------------|------|--------------------------------|-------------------------------------------------|
+//! | `url`         | text | `STRING \| STORED`             | raw, exact-match key for upsert and delete      |
+//! | `url_text`    | text | `geode_text`, positions        | words of the URL, for `inurl:`                  |
+//! | `site`        | text | `STRING`, several values       | host, each parent domain, `host/~user`: `site:` |
+//! | `host`        | text | `STRING \| STORED`             | capsule key (`host` or `host:port`)             |
+//! | `host_hash`   | u64  | `FAST`                         | capsule, for result diversity                   |
+//! | `url_hash`    | u64  | `FAST`                         | [`authority::url_hash`], to look up authority   |
+//! | `title`       | text | `geode_text`, stored           | searched, boost 3; cleaned of decoration        |
+//! | `body`        | text | `geode_text`, stored           | searched, boost 1; stored for snippets          |
+//! | `headings`    | text | `geode_text`, stored           | searched, boost 2                               |
+//! | `link_labels` | text | `geode_text`                   | labels of links pointing here, boost 1.5        |
+//! | `stem`        | text | pre-tokenized, freqs           | `xx:stem` of all the text, for the page's language |
+//! | `mime`        | text | `STRING \| STORED`, 2 values   | `text/gemini` and `text`: `mime:` either form   |
+//! | `ext`         | text | `STRING`                       | file name extension of the URL: `filetype:`     |
+//! | `lang`        | text | `STRING \| STORED`             | primary language subtag, declared or detected   |
+//! | `size`        | u64  | `INDEXED \| STORED \| FAST`    | body size in bytes: `size:`                     |
+//! | `depth`       | u64  | `FAST`                         | path segments, for the home-page prior          |
+//! | `fetched_at`  | i64  | `STORED \| FAST`               | fetch time, seconds since the Unix epoch        |
 //!
-//! Text fields index positions, so phrase queries work. Every text field is searched with
-//! all query terms required by default (see [`SearchIndex::search`]).
+//! Text fields index positions, so phrase queries work. How a query becomes a Tantivy query is
+//! `compile`'s business; how results are ordered is `search`'s (see ARCHITECTURE.md, "Ranking").
 //!
-//! `geode_text` splits on non-alphanumeric characters, drops tokens over 40 bytes, lowercases and
-//! folds accents to ASCII (`Café` and `cafe` are the same term). It is defined in
-//! `register_tokenizers` and registered from `open_index` / `create_index` only (Tantivy does
-//! not persist tokenizers, so every opened `Index` needs it), so a change of analysis (stemming,
-//! CJK) happens in one place. Changing it changes the terms on disk: old indexes must be rebuilt.
+//! `geode_text` ([`analysis::text_analyzer`]) splits words, drops tokens over 40 bytes,
+//! lowercases, folds accents to ASCII and cuts CJK runs into unigrams and bigrams. Stemming goes
+//! to the separate `stem` field, whose tokens carry their language (`en:run`, `de:haus`), so a
+//! query word is matched exactly in the text fields and by stem in every language at once.
+//! Tokenizers are registered from `open_index` / `create_index` only (Tantivy does not persist
+//! them). Changing the analysis changes the terms on disk: [`SCHEMA_VERSION`] goes up, and an
+//! index of another version is refused with a message saying to crawl again.
 //!
 //! Not here: deciding what to index (the crawl and `content` do that) and which pages a commit
 //! holds (the frontier does, from the sequence number).
@@ -39,15 +48,18 @@ use tantivy::schema::{
     Field, IndexRecordOption, NumericOptions, Schema, TextFieldIndexing, TextOptions, STORED,
     STRING,
 };
-use tantivy::tokenizer::{
-    AsciiFoldingFilter, LowerCaser, RemoveLongFilter, SimpleTokenizer, TextAnalyzer,
-};
 use tantivy::{Index, TantivyError};
 
+pub mod analysis;
+pub mod authority;
 mod search;
+pub mod snippet;
 mod writer;
 
-pub use search::{Hit, SearchIndex, SearchResults};
+mod compile;
+
+pub use authority::url_hash;
+pub use search::{Hit, Ranking, ScoreParts, SearchIndex, SearchOptions, SearchResults};
 pub use writer::Indexer;
 
 /// A page as the index stores it.
@@ -90,27 +102,37 @@ pub enum IndexError {
     Io(#[from] std::io::Error),
     #[error("tantivy: {0}")]
     Tantivy(#[from] tantivy::TantivyError),
+    /// A file of the index directory that geode writes itself (the authority file) is damaged.
+    #[error("corrupt index file {0}")]
+    Corrupt(String),
 }
 
 /// Name under which the text analyzer of the searchable fields is registered.
 pub(crate) const TEXT_TOKENIZER: &str = "geode_text";
 
-/// Tokens longer than this (in bytes) are dropped: they are base64 blobs, hashes or ASCII art,
-/// never words anyone searches for, and they bloat the term dictionary.
-const MAX_TOKEN_BYTES: usize = 40;
+/// Version of the schema and analysis, kept in the index directory (`geode-schema`). Bumped by
+/// any change that alters the terms on disk, not just the field list.
+pub(crate) const SCHEMA_VERSION: u32 = 2;
 
 /// Handles to the schema's fields, resolved once.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Fields {
     pub url: Field,
+    pub url_text: Field,
+    pub site: Field,
     pub host: Field,
+    pub host_hash: Field,
+    pub url_hash: Field,
     pub title: Field,
     pub body: Field,
     pub headings: Field,
     pub link_labels: Field,
+    pub stem: Field,
     pub mime: Field,
+    pub ext: Field,
     pub lang: Field,
     pub size: Field,
+    pub depth: Field,
     pub fetched_at: Field,
 }
 
@@ -125,15 +147,28 @@ pub(crate) fn build_schema() -> (Schema, Fields) {
         .set_indexing_options(text_indexing.clone())
         .set_stored();
     let text_unstored = TextOptions::default().set_indexing_options(text_indexing);
+    // Stems need frequencies for BM25 but no positions: phrases are matched exactly.
+    let stem = TextOptions::default().set_indexing_options(
+        TextFieldIndexing::default()
+            .set_tokenizer("raw")
+            .set_index_option(IndexRecordOption::WithFreqs),
+    );
+    let fast_u64 = || NumericOptions::default().set_fast();
 
     let fields = Fields {
         url: b.add_text_field("url", STRING | STORED),
+        url_text: b.add_text_field("url_text", text_unstored.clone()),
+        site: b.add_text_field("site", STRING),
         host: b.add_text_field("host", STRING | STORED),
+        host_hash: b.add_u64_field("host_hash", fast_u64()),
+        url_hash: b.add_u64_field("url_hash", fast_u64()),
         title: b.add_text_field("title", text_stored.clone()),
         body: b.add_text_field("body", text_stored.clone()),
         headings: b.add_text_field("headings", text_stored),
         link_labels: b.add_text_field("link_labels", text_unstored),
+        stem: b.add_text_field("stem", stem),
         mime: b.add_text_field("mime", STRING | STORED),
+        ext: b.add_text_field("ext", STRING),
         lang: b.add_text_field("lang", STRING | STORED),
         size: b.add_u64_field(
             "size",
@@ -142,6 +177,7 @@ pub(crate) fn build_schema() -> (Schema, Fields) {
                 .set_stored()
                 .set_fast(),
         ),
+        depth: b.add_u64_field("depth", fast_u64()),
         fetched_at: b.add_i64_field(
             "fetched_at",
             NumericOptions::default().set_stored().set_fast(),
@@ -153,12 +189,9 @@ pub(crate) fn build_schema() -> (Schema, Fields) {
 /// Registers geode's analyzers on an index. Tantivy does not persist tokenizers, so this must
 /// run on every `Index` value before it indexes or parses a query.
 pub(crate) fn register_tokenizers(index: &Index) {
-    let analyzer = TextAnalyzer::builder(SimpleTokenizer::default())
-        .filter(RemoveLongFilter::limit(MAX_TOKEN_BYTES))
-        .filter(LowerCaser)
-        .filter(AsciiFoldingFilter)
-        .build();
-    index.tokenizers().register(TEXT_TOKENIZER, analyzer);
+    index
+        .tokenizers()
+        .register(TEXT_TOKENIZER, analysis::text_analyzer());
 }
 
 /// Opens the index in `dir` without taking any lock. `Ok(None)` when `dir` does not exist or
@@ -182,11 +215,13 @@ pub(crate) fn open_index(dir: &Path) -> Result<Option<(Index, Fields)>, IndexErr
         return Ok(None);
     };
     let (schema, fields) = build_schema();
-    // An index written by an older geode with a different schema would fail later with
-    // confusing field errors; say it plainly instead.
-    if index.schema() != schema {
+    // An index written by another geode version would fail later with confusing field errors
+    // or, worse, silently match nothing (same fields, other terms); say it plainly instead.
+    let version = read_schema_version(dir)?;
+    if index.schema() != schema || version != SCHEMA_VERSION {
         return Err(IndexError::Tantivy(TantivyError::SchemaError(format!(
-            "the index at {} was built with a different schema; delete it and crawl again",
+            "the index at {} was built by another version of geode (schema {version}, this \
+             geode reads schema {SCHEMA_VERSION}); delete that directory and crawl again",
             dir.display()
         ))));
     }
@@ -198,8 +233,21 @@ pub(crate) fn open_index(dir: &Path) -> Result<Option<(Index, Fields)>, IndexErr
 pub(crate) fn create_index(dir: &Path) -> Result<(Index, Fields), IndexError> {
     let (schema, fields) = build_schema();
     let index = Index::create_in_dir(dir, schema)?;
+    std::fs::write(dir.join(SCHEMA_VERSION_FILE), format!("{SCHEMA_VERSION}\n"))?;
     register_tokenizers(&index);
     Ok((index, fields))
+}
+
+/// File beside Tantivy's own, holding [`SCHEMA_VERSION`] of the index in its directory.
+const SCHEMA_VERSION_FILE: &str = "geode-schema";
+
+/// The schema version an index was written with; 1 (before the file existed) when absent.
+fn read_schema_version(dir: &Path) -> Result<u32, IndexError> {
+    match std::fs::read_to_string(dir.join(SCHEMA_VERSION_FILE)) {
+        Ok(text) => Ok(text.trim().parse().unwrap_or(0)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(1),
+        Err(e) => Err(e.into()),
+    }
 }
 
 /// Parses a commit payload as written by [`Indexer::commit`].

@@ -12,9 +12,21 @@
 use std::path::Path;
 
 use tantivy::directory::error::LockError;
+use tantivy::tokenizer::{PreTokenizedString, Token};
 use tantivy::{Index, IndexWriter, TantivyDocument, TantivyError, Term};
+use url::Url;
 
-use super::{create_index, open_index, parse_payload, Fields, IndexError, PageDoc};
+use super::analysis;
+use super::snippet::clean_title;
+use super::{create_index, open_index, parse_payload, url_hash, Fields, IndexError, PageDoc};
+
+/// Text looked at to detect a page's language: enough for a confident guess, little enough to
+/// stay cheap on every page.
+const DETECT_SAMPLE_BYTES: usize = 2048;
+
+/// Stems are computed over at most this much of a body: the `stem` field widens recall, and the
+/// start of a long page says what it is about.
+const STEM_BODY_BYTES: usize = 256 * 1024;
 
 /// Total indexing memory. Tantivy flushes a segment when a thread's share is full; 96 MB keeps
 /// segments reasonably large without crowding a small machine.
@@ -58,21 +70,57 @@ impl Indexer {
         })
     }
 
-    /// Adds a page, replacing any earlier document with the same URL.
+    /// Adds a page, replacing any earlier document with the same URL. Derives the fields the
+    /// page does not carry itself: the effective language (declared, else detected), stems,
+    /// `site:` keys, URL words, extension, path depth and the hashes ranking looks up.
     pub fn upsert(&mut self, doc: &PageDoc) -> Result<(), IndexError> {
         let f = &self.fields;
         let mut d = TantivyDocument::default();
+        let url = Url::parse(&doc.url).ok();
         d.add_text(f.url, &doc.url);
+        d.add_text(f.url_text, &doc.url);
+        for key in site_keys(url.as_ref(), &doc.host) {
+            d.add_text(f.site, &key);
+        }
         d.add_text(f.host, &doc.host);
-        d.add_text(f.title, &doc.title);
+        d.add_u64(f.host_hash, url_hash(&doc.host));
+        d.add_u64(f.url_hash, url_hash(&doc.url));
+        d.add_text(f.title, clean_title(&doc.title));
         d.add_text(f.body, &doc.body);
         d.add_text(f.headings, &doc.headings);
         d.add_text(f.link_labels, &doc.link_labels);
-        d.add_text(f.mime, &doc.mime);
-        if let Some(lang) = &doc.lang {
+
+        let lang = doc
+            .lang
+            .as_deref()
+            .and_then(analysis::normalize_lang)
+            .or_else(|| detect_page_lang(doc).map(str::to_string));
+        if let Some(lang) = lang.as_deref().filter(|l| analysis::has_stemmer(l)) {
+            let tokens = stem_all(doc, lang);
+            if !tokens.is_empty() {
+                d.add_pre_tokenized_text(
+                    f.stem,
+                    PreTokenizedString {
+                        text: String::new(),
+                        tokens,
+                    },
+                );
+            }
+        }
+        if let Some(lang) = &lang {
             d.add_text(f.lang, lang);
         }
+
+        let mime = doc.mime.to_ascii_lowercase();
+        d.add_text(f.mime, &mime);
+        if let Some((top, _)) = mime.split_once('/') {
+            d.add_text(f.mime, top);
+        }
+        if let Some(ext) = url.as_ref().and_then(extension) {
+            d.add_text(f.ext, ext);
+        }
         d.add_u64(f.size, doc.size);
+        d.add_u64(f.depth, url.as_ref().map_or(0, path_depth));
         d.add_i64(f.fetched_at, doc.fetched_at);
         // Tantivy applies a delete to every document added before it (by opstamp), in this
         // commit or earlier ones, so delete-then-add leaves exactly the new document.
@@ -104,6 +152,106 @@ impl Indexer {
     pub fn committed_seq(&self) -> u64 {
         self.committed
     }
+}
+
+/// The `site:` keys of a page: its host, every parent domain (`b.example.org` gives
+/// `example.org` and `org`), the capsule key when it carries a port, and `host/~user` for pages
+/// under a user directory of a shared host.
+fn site_keys(url: Option<&Url>, capsule: &str) -> Vec<String> {
+    let mut keys = Vec::new();
+    let Some(host) = url.and_then(Url::host_str) else {
+        keys.push(capsule.to_ascii_lowercase());
+        return keys;
+    };
+    let host = host.trim_end_matches('.').to_ascii_lowercase();
+    let is_name = url.is_some_and(|u| matches!(u.host(), Some(url::Host::Domain(_))));
+    if is_name {
+        let mut rest = host.as_str();
+        while let Some((_, parent)) = rest.split_once('.') {
+            if !parent.is_empty() {
+                keys.push(parent.to_string());
+            }
+            rest = parent;
+        }
+    }
+    if let Some(user) = url
+        .and_then(|u| u.path_segments())
+        .and_then(|mut segments| segments.next())
+        .filter(|s| s.len() > 1 && s.starts_with('~'))
+    {
+        keys.push(format!("{host}/{user}"));
+    }
+    if capsule.eq_ignore_ascii_case(&host) {
+        keys.push(host);
+    } else {
+        keys.push(host);
+        keys.push(capsule.to_ascii_lowercase());
+    }
+    keys
+}
+
+/// The URL path's file extension, lowercased: `gmi` for `/a/b.gmi`; none for directories.
+fn extension(url: &Url) -> Option<String> {
+    let last = url.path_segments()?.next_back()?;
+    let (stem, ext) = last.rsplit_once('.')?;
+    let ok = !stem.is_empty()
+        && (1..=10).contains(&ext.len())
+        && ext.bytes().all(|b| b.is_ascii_alphanumeric());
+    ok.then(|| ext.to_ascii_lowercase())
+}
+
+/// Non-empty path segments: 0 for a capsule's home page.
+fn path_depth(url: &Url) -> u64 {
+    url.path_segments()
+        .map_or(0, |s| s.filter(|seg| !seg.is_empty()).count() as u64)
+}
+
+/// Detects a page's language from its title and the start of its body.
+fn detect_page_lang(doc: &PageDoc) -> Option<&'static str> {
+    let mut sample = String::with_capacity(DETECT_SAMPLE_BYTES + doc.title.len() + 1);
+    sample.push_str(&doc.title);
+    sample.push('\n');
+    sample.push_str(prefix(&doc.body, DETECT_SAMPLE_BYTES));
+    analysis::detect_lang(&sample)
+}
+
+/// The stem tokens of every searchable text of a page, positions running on across the parts.
+fn stem_all(doc: &PageDoc, lang: &str) -> Vec<Token> {
+    let parts = [
+        doc.title.as_str(),
+        doc.headings.as_str(),
+        doc.link_labels.as_str(),
+        prefix(&doc.body, STEM_BODY_BYTES),
+    ];
+    let mut tokens = Vec::new();
+    let mut position_base = 0;
+    for part in parts {
+        let mut part_tokens = analysis::stem_tokens(part, lang);
+        let next_base = part_tokens
+            .last()
+            .map_or(position_base, |t| position_base + t.position + 1);
+        for t in &mut part_tokens {
+            t.position += position_base;
+            // Offsets are meaningless across parts and nobody reads them for this field.
+            t.offset_from = 0;
+            t.offset_to = 0;
+        }
+        tokens.append(&mut part_tokens);
+        position_base = next_base;
+    }
+    tokens
+}
+
+/// The longest prefix of `text` of at most `max` bytes that ends on a character boundary.
+fn prefix(text: &str, max: usize) -> &str {
+    if text.len() <= max {
+        return text;
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    &text[..end]
 }
 
 #[cfg(test)]

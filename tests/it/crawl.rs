@@ -66,6 +66,16 @@ async fn crawl_indexes_exactly_the_reachable_pages_and_nothing_forbidden() {
         expected.len(),
         "one document per URL"
     );
+    // Link authority is computed when the crawl ends: one score per indexed page, the most
+    // linked-to page scoring 1.
+    let authority =
+        geode::index::authority::Authority::load(&geode::crawl::index_path(data.path())).unwrap();
+    assert_eq!(authority.len(), expected.len(), "one authority score per page");
+    let best = expected
+        .iter()
+        .map(|u| authority.get(geode::index::authority::url_hash(u)))
+        .fold(0.0f32, f32::max);
+    assert_eq!(best, 1.0, "the scores are keyed by url_hash");
 
     let requests = space.requests();
     // robots.txt: delta forbids /private/ to indexers; geode never asks for it.

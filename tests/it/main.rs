@@ -6,5 +6,6 @@ mod cli;
 mod crawl;
 mod polite;
 mod resume;
+mod serve;
 mod sockets;
 mod support;

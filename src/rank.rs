@@ -1,0 +1,733 @@
+//! Link authority: a PageRank over the crawl's link graph, damped so that a capsule, a site or a
+//! link farm cannot vote for itself. Pure computation: the graph comes from the frontier
+//! ([`crate::frontier::Frontier::link_graph`]), the scores go to the index directory
+//! ([`crate::index::authority`]); nothing here does I/O.
+//!
+//! It is not a relevance score: authority says how much geminispace points at a page, whatever
+//! the query. Search multiplies it into the text score.
+//!
+//! # The walk
+//!
+//! Pages are the indexed pages; a link is a deduplicated (source page, target page) pair without
+//! self-links. Each page splits its rank evenly over its out-links, and each link passes on only
+//! a fraction `w` of its share:
+//!
+//! - `w = 1.0` for a link between two sites, `w = 0.1` ([`INTERNAL_WEIGHT`]) for a link inside
+//!   one site. A site groups capsules by their registrable-ish domain ([`site_of`]), so
+//!   `a.example.org -> b.example.org` is internal.
+//! - `w` is then divided by the number of pages of the source's site that link to the same target
+//!   page: a site casts about one vote per target however many pages it has, so a 1000-page farm
+//!   counts like one page.
+//!
+//! What a link does not pass on, the rank of pages without out-links, and the teleportation share
+//! `1 - d` are spread uniformly over all pages. With `N` pages, damping `d = 0.85`
+//! ([`DAMPING`]), out-degree `out(s)` and `in(t)` the (weighted) links into `t`:
+//!
+//! ```text
+//! pr'(t) = d * sum over s in in(t) of pr(s) * w(s, t) / out(s)  +  (total - d * passed) / N
+//! ```
+//!
+//! where `total` is the sum of `pr` (1) and `passed` what all links passed on in this round, so
+//! no rank is created or lost. It starts from `1 / N` everywhere and iterates until the L1 change
+//! is below `1e-6` ([`TOLERANCE`]) or for 100 rounds ([`MAX_ITERATIONS`]).
+//!
+//! # The score
+//!
+//! Raw ranks span orders of magnitude, so the score is logarithmic, relative to the smallest
+//! rank (that of a page nothing links to):
+//!
+//! ```text
+//! authority(p) = ln(pr(p) / pr_min) / ln(pr_max / pr_min)      in [0, 1]
+//! ```
+//!
+//! A page nothing links to scores 0, the most linked-to page 1. When all ranks are equal (no
+//! links, one page, a symmetric cycle) every page scores 0: no page stands out.
+
+use std::collections::HashMap;
+use std::net::Ipv4Addr;
+
+/// The probability that the walk follows a link rather than jumping to a random page.
+pub const DAMPING: f64 = 0.85;
+
+/// The weight of a link inside one site, against 1.0 for a link between sites.
+pub const INTERNAL_WEIGHT: f64 = 0.1;
+
+/// The walk stops when the L1 change of the ranks in a round falls below this...
+pub const TOLERANCE: f64 = 1e-6;
+
+/// ...or after this many rounds.
+pub const MAX_ITERATIONS: usize = 100;
+
+/// Second-level labels under which a country-code domain is registered (`example.co.uk`,
+/// `example.com.au`): a site is then the last three labels instead of two.
+const GENERIC_SECOND_LEVEL: &[&str] = &[
+    "ac", "co", "com", "edu", "gob", "go", "gov", "mil", "ne", "net", "nic", "or", "org",
+];
+
+/// The indexed pages and the links between them. Build one with [`LinkGraphBuilder`].
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LinkGraph {
+    urls: Vec<String>,
+    /// Index into `capsules`, per page.
+    capsule_of: Vec<u32>,
+    capsules: Vec<String>,
+    /// (source, target) page ids, sorted, distinct, no self-links.
+    links: Vec<(u32, u32)>,
+}
+
+impl LinkGraph {
+    /// Number of pages.
+    pub fn len(&self) -> usize {
+        self.urls.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.urls.is_empty()
+    }
+
+    /// The pages' URLs, in page-id order (the order of [`authority`]'s scores).
+    pub fn urls(&self) -> impl ExactSizeIterator<Item = &str> {
+        self.urls.iter().map(String::as_str)
+    }
+
+    /// The URL of a page.
+    pub fn url(&self, page: u32) -> Option<&str> {
+        self.urls.get(page as usize).map(String::as_str)
+    }
+
+    /// The capsule key of a page.
+    pub fn capsule(&self, page: u32) -> Option<&str> {
+        let capsule = *self.capsule_of.get(page as usize)?;
+        self.capsules.get(capsule as usize).map(String::as_str)
+    }
+
+    /// The links as (source, target) page ids, sorted, distinct, without self-links.
+    pub fn links(&self) -> &[(u32, u32)] {
+        &self.links
+    }
+}
+
+/// Collects pages and links into a [`LinkGraph`].
+#[derive(Debug, Default)]
+pub struct LinkGraphBuilder {
+    graph: LinkGraph,
+    capsule_ids: HashMap<String, u32>,
+}
+
+impl LinkGraphBuilder {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds a page and returns its id (ids count up from 0). The caller adds each URL once.
+    /// A graph holds at most `u32::MAX - 1` pages; beyond that the page is dropped and the id
+    /// returned is `u32::MAX`, which [`LinkGraphBuilder::add_link`] ignores.
+    pub fn add_page(&mut self, url: impl Into<String>, capsule: &str) -> u32 {
+        let Ok(id) = u32::try_from(self.graph.urls.len()) else {
+            return u32::MAX;
+        };
+        if id == u32::MAX {
+            return u32::MAX;
+        }
+        let capsule_id = match self.capsule_ids.get(capsule) {
+            Some(&c) => c,
+            None => {
+                let c = self.graph.capsules.len() as u32;
+                self.graph.capsules.push(capsule.to_string());
+                self.capsule_ids.insert(capsule.to_string(), c);
+                c
+            }
+        };
+        self.graph.urls.push(url.into());
+        self.graph.capsule_of.push(capsule_id);
+        id
+    }
+
+    /// Adds a link between two pages. Self-links and unknown page ids are ignored; duplicates
+    /// are removed by [`LinkGraphBuilder::build`].
+    pub fn add_link(&mut self, source: u32, target: u32) {
+        let pages = self.graph.urls.len();
+        if source != target && (source as usize) < pages && (target as usize) < pages {
+            self.graph.links.push((source, target));
+        }
+    }
+
+    pub fn build(mut self) -> LinkGraph {
+        self.graph.links.sort_unstable();
+        self.graph.links.dedup();
+        self.graph.links.shrink_to_fit();
+        self.graph
+    }
+}
+
+/// The site of a capsule key (`host` or `host:port`): the port is dropped; an IP address is its
+/// own site; a name with up to two labels is its own site; otherwise the last two labels
+/// (`a.b.example.org` -> `example.org`), or the last three when the top-level label has two
+/// letters (a country code) and the second-level one is a generic registration label such as
+/// `co`, `com`, `org` or `ac` (`www.example.co.uk` -> `example.co.uk`).
+///
+/// This is deliberately not the Public Suffix List: geminispace has few names, and a shared
+/// hosting domain (`user.flounder.online`) counting as one site errs on the side of not letting
+/// neighbours vote for each other.
+pub fn site_of(capsule: &str) -> &str {
+    if capsule.starts_with('[') {
+        // An IPv6 literal, with or without a port.
+        return match capsule.find(']') {
+            Some(end) => &capsule[..=end],
+            None => capsule,
+        };
+    }
+    let host = match capsule.rsplit_once(':') {
+        Some((host, _port)) => host,
+        None => capsule,
+    };
+    let host = host.strip_suffix('.').unwrap_or(host);
+    if host.parse::<Ipv4Addr>().is_ok() {
+        return host;
+    }
+    let mut dots = host.rmatch_indices('.').map(|(i, _)| i);
+    let (Some(last), Some(second)) = (dots.next(), dots.next()) else {
+        return host;
+    };
+    let tld = &host[last + 1..];
+    let sld = &host[second + 1..last];
+    if tld.len() == 2 && GENERIC_SECOND_LEVEL.contains(&sld) {
+        return match dots.next() {
+            Some(third) => &host[third + 1..],
+            None => host,
+        };
+    }
+    &host[second + 1..]
+}
+
+/// The raw outcome of the walk.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PageRank {
+    /// Rank per page id; sums to 1 (for a non-empty graph).
+    pub ranks: Vec<f64>,
+    /// Rounds run.
+    pub iterations: usize,
+    /// Whether the change fell below [`TOLERANCE`] before [`MAX_ITERATIONS`].
+    pub converged: bool,
+}
+
+/// Runs the damped walk described in the module documentation.
+pub fn pagerank(graph: &LinkGraph) -> PageRank {
+    let n = graph.len();
+    if n == 0 {
+        return PageRank {
+            ranks: Vec::new(),
+            iterations: 0,
+            converged: true,
+        };
+    }
+    let links = graph.links();
+    let share = link_shares(graph);
+    let uniform = 1.0 / n as f64;
+    let mut ranks = vec![uniform; n];
+    let mut next = vec![0.0; n];
+    let mut iterations = 0;
+    let mut converged = false;
+    while iterations < MAX_ITERATIONS {
+        iterations += 1;
+        next.fill(0.0);
+        let mut passed = 0.0;
+        for (&(source, target), &share) in links.iter().zip(&share) {
+            let vote = ranks[source as usize] * share;
+            next[target as usize] += vote;
+            passed += vote;
+        }
+        let total: f64 = ranks.iter().sum();
+        let spread = (total - DAMPING * passed) / n as f64;
+        let mut change = 0.0;
+        for (new, old) in next.iter_mut().zip(&ranks) {
+            *new = DAMPING * *new + spread;
+            change += (*new - old).abs();
+        }
+        std::mem::swap(&mut ranks, &mut next);
+        if change < TOLERANCE {
+            converged = true;
+            break;
+        }
+    }
+    PageRank {
+        ranks,
+        iterations,
+        converged,
+    }
+}
+
+/// The authority score in [0, 1] of every page, in page-id order (see the module documentation
+/// for the formula).
+pub fn authority(graph: &LinkGraph) -> Vec<f32> {
+    normalize(&pagerank(graph).ranks)
+}
+
+/// Maps raw ranks to `ln(pr / min) / ln(max / min)`, or 0 everywhere when they are all equal.
+pub fn normalize(ranks: &[f64]) -> Vec<f32> {
+    let positive = || ranks.iter().copied().filter(|r| r.is_finite() && *r > 0.0);
+    let (Some(min), Some(max)) = (
+        positive().min_by(f64::total_cmp),
+        positive().max_by(f64::total_cmp),
+    ) else {
+        return vec![0.0; ranks.len()];
+    };
+    let span = (max / min).ln();
+    // Ranks that differ only by rounding are equal. (Every rank is at least the teleportation
+    // share, so the span is never infinite in practice.)
+    if !span.is_finite() || span <= 1e-9 {
+        return vec![0.0; ranks.len()];
+    }
+    ranks
+        .iter()
+        .map(|&r| {
+            if r.is_finite() && r > 0.0 {
+                ((r / min).ln() / span).clamp(0.0, 1.0) as f32
+            } else {
+                0.0
+            }
+        })
+        .collect()
+}
+
+/// For every link, the fraction of its source's rank it passes on: its weight (internal or
+/// between sites, divided by how many pages of the source's site link to the same target) over
+/// the source's out-degree.
+fn link_shares(graph: &LinkGraph) -> Vec<f64> {
+    let links = graph.links();
+    // Sites, interned per capsule and then per page.
+    let mut site_ids: HashMap<&str, u32> = HashMap::new();
+    let site_of_capsule: Vec<u32> = graph
+        .capsules
+        .iter()
+        .map(|capsule| {
+            let next = site_ids.len() as u32;
+            *site_ids.entry(site_of(capsule)).or_insert(next)
+        })
+        .collect();
+    let site = |page: u32| site_of_capsule[graph.capsule_of[page as usize] as usize];
+
+    // How many pages of one site link to one target: sort the links by (target, source site)
+    // and count the runs.
+    let mut keyed: Vec<(u64, u32)> = links
+        .iter()
+        .enumerate()
+        .map(|(i, &(source, target))| {
+            (
+                (u64::from(target) << 32) | u64::from(site(source)),
+                i as u32,
+            )
+        })
+        .collect();
+    keyed.sort_unstable();
+    let mut voters = vec![1u32; links.len()];
+    for run in keyed.chunk_by(|a, b| a.0 == b.0) {
+        for &(_, link) in run {
+            voters[link as usize] = run.len() as u32;
+        }
+    }
+
+    let mut out_degree = vec![0u32; graph.len()];
+    for &(source, _) in links {
+        out_degree[source as usize] += 1;
+    }
+    links
+        .iter()
+        .zip(&voters)
+        .map(|(&(source, target), &voters)| {
+            let weight = if site(source) == site(target) {
+                INTERNAL_WEIGHT
+            } else {
+                1.0
+            };
+            weight / f64::from(voters) / f64::from(out_degree[source as usize])
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A graph from (url, capsule) pages and (source, target) links given by URL.
+    fn graph(pages: &[(&str, &str)], links: &[(&str, &str)]) -> LinkGraph {
+        let mut b = LinkGraphBuilder::new();
+        let mut ids = HashMap::new();
+        for (url, capsule) in pages {
+            ids.insert(url.to_string(), b.add_page(*url, capsule));
+        }
+        for (s, t) in links {
+            b.add_link(ids[*s], ids[*t]);
+        }
+        b.build()
+    }
+
+    fn score_of(g: &LinkGraph, scores: &[f32], url: &str) -> f32 {
+        let i = g.urls().position(|u| u == url).expect("page in graph");
+        scores[i]
+    }
+
+    #[test]
+    fn sites() {
+        let cases: &[(&str, &str)] = &[
+            ("example.org", "example.org"),
+            ("a.example.org", "example.org"),
+            ("a.b.example.org", "example.org"),
+            ("a.example.org:1966", "example.org"),
+            ("localhost", "localhost"),
+            ("localhost:1966", "localhost"),
+            ("www.example.co.uk", "example.co.uk"),
+            ("example.co.uk", "example.co.uk"),
+            ("co.uk", "co.uk"),
+            ("x.y.example.com.au", "example.com.au"),
+            ("foo.bar.de", "bar.de"),
+            ("user.flounder.online", "flounder.online"),
+            ("example.org.", "example.org"),
+            ("127.0.0.1", "127.0.0.1"),
+            ("127.0.0.1:1966", "127.0.0.1"),
+            ("10.1.2.3", "10.1.2.3"),
+            ("[::1]", "[::1]"),
+            ("[::1]:1966", "[::1]"),
+            ("[2001:db8::1]:1965", "[2001:db8::1]"),
+            ("", ""),
+            ("[broken", "[broken"),
+        ];
+        for (capsule, site) in cases {
+            assert_eq!(site_of(capsule), *site, "capsule {capsule:?}");
+        }
+    }
+
+    #[test]
+    fn builder_drops_self_links_duplicates_and_unknown_ids() {
+        let mut b = LinkGraphBuilder::new();
+        let a = b.add_page("gemini://a.test/", "a.test");
+        let c = b.add_page("gemini://c.test/", "c.test");
+        b.add_link(a, c);
+        b.add_link(a, c);
+        b.add_link(c, a);
+        b.add_link(a, a);
+        b.add_link(a, 7);
+        let g = b.build();
+        assert_eq!(g.links(), &[(0, 1), (1, 0)]);
+        assert_eq!(g.len(), 2);
+        assert_eq!(g.capsule(c), Some("c.test"));
+        assert_eq!(g.url(a), Some("gemini://a.test/"));
+        assert_eq!(g.url(9), None);
+    }
+
+    /// `winner` must outrank `loser`, in graphs built to tempt a naive PageRank the other way.
+    #[test]
+    fn who_outranks_whom() {
+        type Case = (
+            &'static str,
+            Vec<(String, String)>,
+            Vec<(String, String)>,
+            &'static str,
+            &'static str,
+        );
+        let mut cases: Vec<Case> = Vec::new();
+        let p = |url: &str| {
+            let capsule = url.trim_start_matches("gemini://");
+            let capsule = capsule.split('/').next().unwrap_or("");
+            (url.to_string(), capsule.to_string())
+        };
+        let l = |s: &str, t: &str| (s.to_string(), t.to_string());
+
+        // Many capsules against one.
+        let mut pages = vec![p("gemini://x.org/"), p("gemini://y.org/")];
+        let mut links = Vec::new();
+        for i in 0..4 {
+            let src = format!("gemini://s{i}.net/");
+            pages.push(p(&src));
+            links.push(l(&src, "gemini://x.org/"));
+        }
+        pages.push(p("gemini://lone.net/"));
+        links.push(l("gemini://lone.net/", "gemini://y.org/"));
+        cases.push((
+            "many capsules",
+            pages,
+            links,
+            "gemini://x.org/",
+            "gemini://y.org/",
+        ));
+
+        // A 1000-page farm in one capsule (its pages also linking each other) against five
+        // distinct capsules.
+        let mut pages = vec![p("gemini://x.org/"), p("gemini://y.org/")];
+        let mut links = Vec::new();
+        for i in 0..1000 {
+            let src = format!("gemini://farm.net/{i}");
+            pages.push(p(&src));
+            links.push(l(&src, "gemini://x.org/"));
+            links.push(l(&src, &format!("gemini://farm.net/{}", (i + 1) % 1000)));
+            links.push(l(&src, "gemini://farm.net/0"));
+        }
+        for i in 0..5 {
+            let src = format!("gemini://s{i}.net/");
+            pages.push(p(&src));
+            links.push(l(&src, "gemini://y.org/"));
+        }
+        cases.push((
+            "link farm",
+            pages,
+            links,
+            "gemini://y.org/",
+            "gemini://x.org/",
+        ));
+
+        // Fifty subdomains of one site against five sites.
+        let mut pages = vec![p("gemini://x.org/"), p("gemini://y.org/")];
+        let mut links = Vec::new();
+        for i in 0..50 {
+            let src = format!("gemini://a{i}.farm.net/");
+            pages.push(p(&src));
+            links.push(l(&src, "gemini://x.org/"));
+        }
+        for i in 0..5 {
+            let src = format!("gemini://s{i}.net/");
+            pages.push(p(&src));
+            links.push(l(&src, "gemini://y.org/"));
+        }
+        cases.push((
+            "subdomain farm",
+            pages,
+            links,
+            "gemini://y.org/",
+            "gemini://x.org/",
+        ));
+
+        // Ten pages of its own capsule against one page of another site.
+        let mut pages = vec![p("gemini://x.org/"), p("gemini://y.org/")];
+        let mut links = Vec::new();
+        for i in 0..10 {
+            let src = format!("gemini://x.org/{i}");
+            pages.push(p(&src));
+            links.push(l(&src, "gemini://x.org/"));
+        }
+        pages.push(p("gemini://other.net/"));
+        links.push(l("gemini://other.net/", "gemini://y.org/"));
+        cases.push((
+            "internal links",
+            pages,
+            links,
+            "gemini://y.org/",
+            "gemini://x.org/",
+        ));
+
+        // A page linked by a well-linked page beats one linked by an unknown page.
+        let mut pages = vec![
+            p("gemini://x.org/"),
+            p("gemini://y.org/"),
+            p("gemini://hub.net/"),
+            p("gemini://nobody.net/"),
+        ];
+        let mut links = vec![
+            l("gemini://hub.net/", "gemini://x.org/"),
+            l("gemini://nobody.net/", "gemini://y.org/"),
+        ];
+        for i in 0..6 {
+            let src = format!("gemini://fan{i}.net/");
+            pages.push(p(&src));
+            links.push(l(&src, "gemini://hub.net/"));
+        }
+        cases.push((
+            "rank flows",
+            pages,
+            links,
+            "gemini://x.org/",
+            "gemini://y.org/",
+        ));
+
+        for (name, pages, links, winner, loser) in &cases {
+            let pages: Vec<(&str, &str)> = pages
+                .iter()
+                .map(|(u, c)| (u.as_str(), c.as_str()))
+                .collect();
+            let links: Vec<(&str, &str)> = links
+                .iter()
+                .map(|(s, t)| (s.as_str(), t.as_str()))
+                .collect();
+            let g = graph(&pages, &links);
+            let pr = pagerank(&g);
+            assert!(pr.converged, "{name}: converged");
+            let total: f64 = pr.ranks.iter().sum();
+            assert!(
+                (total - 1.0).abs() < 1e-9,
+                "{name}: rank is conserved ({total})"
+            );
+            let scores = authority(&g);
+            assert!(
+                scores.iter().all(|s| (0.0..=1.0).contains(s)),
+                "{name}: in [0, 1]"
+            );
+            let (w, l) = (score_of(&g, &scores, winner), score_of(&g, &scores, loser));
+            assert!(w > l, "{name}: {winner} ({w}) should outrank {loser} ({l})");
+        }
+    }
+
+    #[test]
+    fn without_the_damping_the_farm_would_win() {
+        // The farm test above means something: counted naively, the farm's votes beat five
+        // capsules by far.
+        let mut b = LinkGraphBuilder::new();
+        let x = b.add_page("gemini://x.org/", "x.org");
+        let y = b.add_page("gemini://y.org/", "y.org");
+        for i in 0..1000 {
+            let s = b.add_page(format!("gemini://farm.net/{i}"), "farm.net");
+            b.add_link(s, x);
+        }
+        for i in 0..5 {
+            let s = b.add_page(format!("gemini://s{i}.net/"), &format!("s{i}.net"));
+            b.add_link(s, y);
+        }
+        let g = b.build();
+        let in_degree = |page: u32| g.links().iter().filter(|l| l.1 == page).count();
+        assert!(in_degree(x) > 100 * in_degree(y));
+        let scores = authority(&g);
+        assert!(scores[y as usize] > scores[x as usize]);
+    }
+
+    #[test]
+    fn edge_cases() {
+        // Empty graph.
+        let g = LinkGraphBuilder::new().build();
+        assert!(authority(&g).is_empty());
+        assert_eq!(pagerank(&g).iterations, 0);
+
+        // One page.
+        let g = graph(&[("gemini://a.test/", "a.test")], &[]);
+        assert_eq!(authority(&g), vec![0.0]);
+        assert!((pagerank(&g).ranks[0] - 1.0).abs() < 1e-12);
+
+        // Pages without links: all equal.
+        let g = graph(
+            &[
+                ("gemini://a.test/", "a.test"),
+                ("gemini://b.test/", "b.test"),
+            ],
+            &[],
+        );
+        assert_eq!(authority(&g), vec![0.0, 0.0]);
+
+        // A symmetric cycle: all equal.
+        let pages = [
+            ("gemini://a.test/", "a.test"),
+            ("gemini://b.test/", "b.test"),
+            ("gemini://c.test/", "c.test"),
+        ];
+        let cycle = [
+            ("gemini://a.test/", "gemini://b.test/"),
+            ("gemini://b.test/", "gemini://c.test/"),
+            ("gemini://c.test/", "gemini://a.test/"),
+        ];
+        let g = graph(&pages, &cycle);
+        assert!(pagerank(&g).converged);
+        assert_eq!(authority(&g), vec![0.0, 0.0, 0.0]);
+
+        // The same cycle with a tail into a: a leads, then b (fed by a), then c, then the tail.
+        let mut pages = pages.to_vec();
+        pages.push(("gemini://d.test/", "d.test"));
+        let mut links = cycle.to_vec();
+        links.push(("gemini://d.test/", "gemini://a.test/"));
+        let g = graph(&pages, &links);
+        let s = authority(&g);
+        assert!(pagerank(&g).converged);
+        assert!(s[0] > s[1] && s[1] > s[2] && s[2] > s[3], "{s:?}");
+        assert_eq!(s[0], 1.0);
+        assert_eq!(s[3], 0.0);
+
+        // A two-page loop inside one capsule: both pages equal, no NaN.
+        let g = graph(
+            &[
+                ("gemini://a.test/1", "a.test"),
+                ("gemini://a.test/2", "a.test"),
+            ],
+            &[
+                ("gemini://a.test/1", "gemini://a.test/2"),
+                ("gemini://a.test/2", "gemini://a.test/1"),
+            ],
+        );
+        assert_eq!(authority(&g), vec![0.0, 0.0]);
+    }
+
+    #[test]
+    fn normalize_is_logarithmic_from_the_minimum() {
+        let cases: &[(&[f64], &[f32])] = &[
+            (&[], &[]),
+            (&[0.5, 0.5], &[0.0, 0.0]),
+            (&[1.0, 10.0, 100.0], &[0.0, 0.5, 1.0]),
+            (&[0.0, f64::NAN, 1.0, 4.0], &[0.0, 0.0, 0.0, 1.0]),
+        ];
+        for (ranks, want) in cases {
+            let got = normalize(ranks);
+            assert_eq!(got.len(), want.len());
+            for (g, w) in got.iter().zip(*want) {
+                assert!(
+                    (g - w).abs() < 1e-6,
+                    "{ranks:?}: got {got:?}, want {want:?}"
+                );
+            }
+        }
+    }
+
+    /// A pseudo-random graph: `pages` pages on `pages / 20` capsules over `pages / 60` sites,
+    /// `links` links (fixed seed, no dependency).
+    fn synthetic(pages: u32, links: usize) -> LinkGraph {
+        let mut state: u64 = 0x9E37_79B9_7F4A_7C15;
+        let mut next = move || {
+            state = state
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            (state >> 33) as u32
+        };
+        let mut b = LinkGraphBuilder::new();
+        for i in 0..pages {
+            let capsule = format!("c{}.s{}.example", i / 20, i / 60);
+            b.add_page(format!("gemini://{capsule}/{i}"), &capsule);
+        }
+        for _ in 0..links {
+            let source = next() % pages;
+            // Half the links stay in the capsule; targets elsewhere favour low ids (popular).
+            let target = if next() % 2 == 0 {
+                source - source % 20 + next() % 20
+            } else {
+                let a = next() % pages;
+                a.min(next() % pages)
+            };
+            b.add_link(source, target.min(pages - 1));
+        }
+        b.build()
+    }
+
+    #[test]
+    fn deterministic() {
+        let g = synthetic(2_000, 20_000);
+        let a = authority(&g);
+        let b = authority(&g.clone());
+        assert_eq!(a, b);
+        assert!(a.iter().all(|s| (0.0..=1.0).contains(s)));
+        assert!(a.contains(&1.0));
+    }
+
+    /// Timing at scale: `cargo test --lib rank::tests::scale -- --ignored --nocapture`.
+    #[test]
+    #[ignore]
+    fn scale() {
+        let started = std::time::Instant::now();
+        let g = synthetic(100_000, 1_000_000);
+        let built = started.elapsed();
+        let started = std::time::Instant::now();
+        let pr = pagerank(&g);
+        let scores = normalize(&pr.ranks);
+        let ranked = started.elapsed();
+        println!(
+            "100k pages, {} distinct links: graph built in {built:?}, ranked in {ranked:?} \
+             ({} iterations, converged: {})",
+            g.links().len(),
+            pr.iterations,
+            pr.converged
+        );
+        assert_eq!(scores.len(), 100_000);
+        assert!(pr.converged);
+    }
+}

@@ -1,0 +1,1008 @@
+//! The pages of `geode serve`, rendered as gemtext, and the escaping that keeps text from pages
+//! and queries from ever becoming markup.
+//!
+//! Pure: every function takes the data it shows (search results, statistics, backlinks) and
+//! returns the page body. Not here: routing and statuses (`request.rs`, `mod.rs`), reading the
+//! index or the crawl database.
+//!
+//! # Escaping
+//!
+//! Gemtext decides a line's kind by its first characters: `=>` link, `#` heading, `*` item, `>`
+//! quote, three backticks a preformatted fence (and `=:` a prompt in some clients). Every line
+//! written here starts with a prefix this module chose; text that came from a crawled page or a
+//! query is only ever placed after it, in one of three ways:
+//!
+//! - [`one_line`]: control characters (CR, LF, tabs, NEL), Unicode line and paragraph separators
+//!   and bidirectional overrides become spaces, blank runs collapse, the ends are trimmed. Used
+//!   for everything that follows a prefix (`=> URL `, `# `, `> `, `* `).
+//! - [`neutral`]: [`one_line`], and when the result starts with a markup character (`=`, `#`,
+//!   `*`, `>`, a backtick) a ZERO WIDTH SPACE (U+200B) goes in front. Clients that trim leading
+//!   blanks before classifying a line do not trim U+200B (it is not White_Space in Unicode), and
+//!   it shows nothing. Used for text lines that would otherwise start with outside text.
+//! - [`safe_url`]: a URL from the index is written after `=> ` only with its blanks and control
+//!   characters percent-encoded, so it ends where the label begins.
+//!
+//! Snippets carry `**` around matched words; Gemini has no emphasis, so result pages drop the
+//! marks and show the snippet as a quote line, and the verbose page keeps them to show what
+//! matched.
+
+use std::fmt::Write as _;
+use std::time::Duration;
+
+use crate::frontier::{Backlink, KnownHost, Stats};
+use crate::index::{Hit, SearchResults};
+
+use super::request::{percent_encode, MAX_PAGE, PAGE_SIZE};
+
+/// Longest stretch of a query echoed in a heading, in characters.
+const ECHO_MAX_CHARS: usize = 120;
+
+/// Longest title shown as a link label, in characters.
+const TITLE_MAX_CHARS: usize = 160;
+
+/// Most backlinks listed on one page.
+pub const MAX_BACKLINKS_SHOWN: usize = 500;
+
+/// Zero width space: put in front of text that would otherwise read as markup.
+const NEUTRALISER: char = '\u{200b}';
+
+/// Text on one line: no line breaks, no control characters, no bidi overrides, blanks collapsed.
+pub fn one_line(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut pending_space = false;
+    for c in text.chars() {
+        let blank = c.is_whitespace() || c.is_control() || is_bidi_control(c);
+        if blank {
+            pending_space = !out.is_empty();
+            continue;
+        }
+        if pending_space {
+            out.push(' ');
+            pending_space = false;
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// Bidirectional embedding, override and isolate controls: they could make a label read as
+/// something else on screen (or flip a URL around).
+fn is_bidi_control(c: char) -> bool {
+    matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{200e}' | '\u{200f}')
+}
+
+/// [`one_line`], made safe to start a text line with.
+pub fn neutral(text: &str) -> String {
+    let line = one_line(text);
+    if line.starts_with(['=', '#', '*', '>', '`']) {
+        format!("{NEUTRALISER}{line}")
+    } else {
+        line
+    }
+}
+
+/// A URL that cannot leave the link's URL field: blanks and control characters percent-encoded.
+pub fn safe_url(url: &str) -> String {
+    let mut out = String::with_capacity(url.len());
+    for c in url.chars() {
+        if c.is_whitespace() || c.is_control() || is_bidi_control(c) {
+            let mut buf = [0u8; 4];
+            for b in c.encode_utf8(&mut buf).bytes() {
+                let _ = write!(out, "%{b:02X}");
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// Snippet text without the `**` match marks.
+pub fn strip_marks(snippet: &str) -> String {
+    snippet.replace("**", "")
+}
+
+/// At most `max` characters of `text`, with an ellipsis when cut.
+fn truncate(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        Some((cut, _)) => format!("{}…", &text[..cut]),
+        None => text.to_string(),
+    }
+}
+
+/// A gemtext page under construction. Each method writes whole lines, escaped as the module doc
+/// says, so no caller can produce a line of the wrong kind.
+#[derive(Debug, Default)]
+pub struct Gemtext {
+    out: String,
+}
+
+impl Gemtext {
+    pub fn new() -> Gemtext {
+        Gemtext::default()
+    }
+
+    /// `#`, `##` or `###` heading (levels outside 1-3 are clamped).
+    pub fn heading(&mut self, level: usize, text: &str) -> &mut Self {
+        let hashes = &"###"[..level.clamp(1, 3)];
+        self.line(&format!("{hashes} {}", one_line(text)))
+    }
+
+    /// A text line; text starting like markup is neutralised.
+    pub fn text(&mut self, text: &str) -> &mut Self {
+        let line = neutral(text);
+        self.line(&line)
+    }
+
+    /// A quote line (`> text`).
+    pub fn quote(&mut self, text: &str) -> &mut Self {
+        self.line(&format!("> {}", neutral(text)))
+    }
+
+    /// A list item (`* text`).
+    pub fn item(&mut self, text: &str) -> &mut Self {
+        self.line(&format!("* {}", neutral(text)))
+    }
+
+    /// A link line; without a usable label, the URL is its own label.
+    pub fn link(&mut self, url: &str, label: &str) -> &mut Self {
+        let url = safe_url(url.trim());
+        if url.is_empty() {
+            return self.text(label);
+        }
+        let label = one_line(label);
+        if label.is_empty() {
+            self.line(&format!("=> {url}"))
+        } else {
+            self.line(&format!("=> {url} {label}"))
+        }
+    }
+
+    /// A preformatted block. No line inside can close it: lines starting with a backtick (after
+    /// blanks) are neutralised, control characters become spaces.
+    pub fn preformatted(&mut self, alt: &str, text: &str) -> &mut Self {
+        self.line(&format!("```{}", one_line(alt)));
+        for line in text.lines() {
+            let line: String = line
+                .chars()
+                .map(|c| {
+                    if c.is_control() || is_bidi_control(c) {
+                        ' '
+                    } else {
+                        c
+                    }
+                })
+                .collect();
+            let line = line.trim_end();
+            if line.trim_start().starts_with('`') {
+                self.line(&format!("{NEUTRALISER}{line}"));
+            } else {
+                self.line(line);
+            }
+        }
+        self.line("```")
+    }
+
+    pub fn blank(&mut self) -> &mut Self {
+        self.line("")
+    }
+
+    fn line(&mut self, line: &str) -> &mut Self {
+        self.out.push_str(line);
+        self.out.push('\n');
+        self
+    }
+
+    pub fn finish(&mut self) -> String {
+        std::mem::take(&mut self.out)
+    }
+}
+
+/// What the home page says about the index.
+#[derive(Debug, Clone, Default)]
+pub struct Summary {
+    pub documents: u64,
+    pub capsules: u64,
+    /// Unix time the last crawl finished (or started, if none finished).
+    pub last_crawl: Option<i64>,
+}
+
+/// A search to show: the query, which page, what the index answered and how fast.
+#[derive(Debug, Clone, Copy)]
+pub struct ResultsView<'a> {
+    pub query: &'a str,
+    pub page: usize,
+    pub results: &'a SearchResults,
+    pub elapsed: Duration,
+    /// The `/v/search` page: scores, crawl times, match marks.
+    pub verbose: bool,
+}
+
+/// The link to page `page` of `query`: `/search?Q` for the first, `/search/N?Q` after.
+pub fn search_link(query: &str, page: usize, verbose: bool) -> String {
+    let base = if verbose { "/v/search" } else { "/search" };
+    let q = percent_encode(query);
+    if page <= 1 {
+        format!("{base}?{q}")
+    } else {
+        format!("{base}/{page}?{q}")
+    }
+}
+
+pub fn home(summary: Option<&Summary>, now: i64) -> String {
+    let mut g = Gemtext::new();
+    g.heading(1, "geode")
+        .blank()
+        .text("A search engine for geminispace.")
+        .blank()
+        .link("/search", "Search")
+        .link("/about", "How to search, and how geode crawls")
+        .blank();
+    match summary {
+        Some(s) => {
+            let mut line = format!(
+                "The index holds {} from {}.",
+                plural(s.documents, "page"),
+                plural(s.capsules, "capsule")
+            );
+            if let Some(t) = s.last_crawl {
+                let _ = write!(line, " Last crawl: {}.", when(t, now));
+            }
+            g.text(&line);
+        }
+        None => {
+            g.text("The index is empty: no crawl has run yet.");
+        }
+    }
+    g.link("/stats", "Statistics")
+        .link("/known-hosts", "Known capsules")
+        .finish()
+}
+
+pub fn results(view: ResultsView<'_>, now: i64) -> String {
+    let ResultsView {
+        query,
+        page,
+        results,
+        elapsed,
+        verbose,
+    } = view;
+    let mut g = Gemtext::new();
+    g.heading(
+        1,
+        &format!("Results for “{}”", truncate(query, ECHO_MAX_CHARS)),
+    )
+    .blank();
+    let first = (page - 1) * PAGE_SIZE + 1;
+    let last = first + results.hits.len().saturating_sub(1);
+    let took = format!("{:.1} ms", elapsed.as_secs_f64() * 1000.0);
+    if results.total == 0 {
+        g.text(&format!("No page matches ({took})."))
+            .blank()
+            .link("/about", "Query syntax and tips")
+            .link("/search", "New search")
+            .link("/", "geode home");
+        return g.finish();
+    }
+    if results.hits.is_empty() {
+        g.text(&format!(
+            "{} in all; page {page} is past the end ({took}).",
+            plural(results.total as u64, "result")
+        ));
+    } else {
+        g.text(&format!(
+            "{}, {first}-{last} shown ({took}).",
+            plural(results.total as u64, "result")
+        ));
+    }
+    g.blank();
+    for hit in &results.hits {
+        hit_lines(&mut g, hit, verbose, now);
+        g.blank();
+    }
+    if page > 1 {
+        g.link(
+            &search_link(query, page - 1, verbose),
+            &format!(
+                "Previous page (results {}-{})",
+                first - PAGE_SIZE,
+                first - 1
+            ),
+        );
+    }
+    let shown_so_far = (page - 1) * PAGE_SIZE + results.hits.len();
+    if results.total > shown_so_far && page < MAX_PAGE && !results.hits.is_empty() {
+        let next_last = results.total.min(shown_so_far + PAGE_SIZE);
+        g.link(
+            &search_link(query, page + 1, verbose),
+            &format!("Next page (results {}-{next_last})", shown_so_far + 1),
+        );
+    }
+    if verbose {
+        g.link(
+            &search_link(query, page, false),
+            "The same page without scores",
+        );
+    } else {
+        g.link(
+            &search_link(query, page, true),
+            "The same page with scores and crawl times",
+        );
+    }
+    g.link("/search", "New search").link("/", "geode home");
+    g.finish()
+}
+
+fn hit_lines(g: &mut Gemtext, hit: &Hit, verbose: bool, now: i64) {
+    let title = truncate(&one_line(&hit.title), TITLE_MAX_CHARS);
+    g.link(&hit.url, if title.is_empty() { &hit.url } else { &title });
+    let snippet = if verbose {
+        hit.snippet.clone()
+    } else {
+        strip_marks(&hit.snippet)
+    };
+    if !one_line(&snippet).is_empty() {
+        g.quote(&snippet);
+    }
+    let mut facts = vec![hit.host.clone()];
+    if !hit.mime.is_empty() {
+        facts.push(hit.mime.clone());
+    }
+    facts.push(human_size(hit.size));
+    if let Some(lang) = &hit.lang {
+        facts.push(lang.clone());
+    }
+    if verbose {
+        facts.push(format!("crawled {}", when(hit.fetched_at, now)));
+    }
+    g.text(&facts.join(" · "));
+    if verbose {
+        let p = &hit.parts;
+        g.text(&format!(
+            "score {:.4} (text {:.4}, authority {:.4}, prior {:.4})",
+            hit.score, p.text, p.authority, p.prior
+        ));
+        g.link(
+            &format!("/backlinks?{}", percent_encode(&hit.url)),
+            "Pages linking here",
+        );
+    }
+}
+
+/// A query that could not be run: what is wrong, and the query shown with carets under the
+/// problem when its place is known (`shown`, several lines), else just the query.
+pub fn query_error(message: &str, shown: &str) -> String {
+    let mut g = Gemtext::new();
+    g.heading(1, "That query could not be read")
+        .blank()
+        .text(&format!(
+            "geode did not understand this query: {}.",
+            message.trim_end_matches('.')
+        ))
+        .preformatted("the query, marked where the problem is", shown)
+        .blank()
+        .link("/search", "Search again")
+        .link("/about", "Query syntax")
+        .link("/", "geode home");
+    g.finish()
+}
+
+/// A search while no index exists yet.
+pub fn no_index() -> String {
+    let mut g = Gemtext::new();
+    g.heading(1, "No index yet")
+        .blank()
+        .text("This geode has not finished a crawl yet, so there is nothing to search. Try again later.")
+        .blank()
+        .link("/", "geode home");
+    g.finish()
+}
+
+pub fn backlinks(url: &str, links: &[Backlink]) -> String {
+    let mut g = Gemtext::new();
+    g.heading(1, "Backlinks").blank();
+    g.text("Pages linking to:").link(url, url).blank();
+    if links.is_empty() {
+        g.text("No page known to geode links there.");
+    } else {
+        g.text(&format!("{} known:", plural(links.len() as u64, "link")));
+        for link in links.iter().take(MAX_BACKLINKS_SHOWN) {
+            let label = one_line(&link.label);
+            if label.is_empty() {
+                g.link(&link.url, &link.url);
+            } else {
+                g.link(&link.url, &format!("{} (as “{label}”)", link.url));
+            }
+        }
+        if links.len() > MAX_BACKLINKS_SHOWN {
+            g.text(&format!(
+                "… and {} more.",
+                links.len() - MAX_BACKLINKS_SHOWN
+            ));
+        }
+    }
+    g.blank()
+        .link(&format!("/backlinks?{}", percent_encode(url)), "Refresh")
+        .link("/backlinks", "Backlinks of another URL")
+        .link("/", "geode home");
+    g.finish()
+}
+
+/// `/backlinks?X` where X is no URL geode could look up.
+pub fn backlinks_bad_url(input: &str, reason: &str) -> String {
+    let mut g = Gemtext::new();
+    g.heading(1, "Backlinks")
+        .blank()
+        .text(&format!(
+            "“{}” is not a URL geode can look up: {reason}.",
+            truncate(input, ECHO_MAX_CHARS)
+        ))
+        .blank()
+        .link("/backlinks", "Try another URL")
+        .link("/", "geode home");
+    g.finish()
+}
+
+pub fn known_hosts(hosts: &[KnownHost], total_known: u64) -> String {
+    let mut g = Gemtext::new();
+    g.heading(1, "Known capsules").blank();
+    g.text(&format!(
+        "{} with indexed pages ({} known in all). Pages indexed in brackets.",
+        plural(hosts.len() as u64, "capsule"),
+        total_known
+    ))
+    .blank();
+    for host in hosts {
+        g.link(
+            &format!("gemini://{}/", host.name),
+            &format!("{} ({})", host.name, host.pages_indexed),
+        );
+    }
+    g.blank()
+        .link("/stats", "Statistics")
+        .link("/", "geode home");
+    g.finish()
+}
+
+/// The statistics page; `capsules` is how many capsules have indexed pages.
+pub fn stats(stats: &Stats, documents: u64, capsules: u64, now: i64) -> String {
+    let mut g = Gemtext::new();
+    g.heading(1, "Index statistics").blank();
+    g.item(&format!("{} in the index", plural(documents, "page")))
+        .item(&format!(
+            "{} with indexed pages",
+            plural(capsules, "capsule")
+        ))
+        .item(&format!("{} known", plural(stats.hosts, "capsule")))
+        .item(&format!("{} known", plural(stats.urls_known, "URL")))
+        .item(&format!(
+            "{} skipped as duplicates of another URL",
+            plural(stats.duplicates, "page")
+        ))
+        .item(&format!(
+            "{} asking for input (status 10 or 11)",
+            plural(stats.query_endpoints, "URL")
+        ))
+        .item(&format!(
+            "last crawl started: {}",
+            unix_text(stats.last_crawl_started.as_deref(), now)
+        ))
+        .item(&format!(
+            "last crawl finished: {}",
+            unix_text(stats.last_crawl_finished.as_deref(), now)
+        ));
+    if !stats.by_status.is_empty() {
+        g.blank().heading(2, "Answers by status");
+        for (status, n) in &stats.by_status {
+            g.item(&format!("{status} {}: {n}", status_name(*status)));
+        }
+    }
+    if !stats.errors.is_empty() {
+        g.blank().heading(2, "No answer (network, TLS, protocol)");
+        for (kind, n) in &stats.errors {
+            g.item(&format!("{kind}: {n}"));
+        }
+    }
+    if !stats.excluded.is_empty() {
+        g.blank().heading(2, "Not fetched");
+        for (why, n) in &stats.excluded {
+            g.item(&format!("{why}: {n}"));
+        }
+    }
+    g.blank().heading(2, "URLs by crawl state");
+    for (state, n) in &stats.by_state {
+        g.item(&format!("{state}: {n}"));
+    }
+    g.blank()
+        .link("/known-hosts", "Known capsules")
+        .link("/", "geode home");
+    g.finish()
+}
+
+pub fn about() -> String {
+    // TODO(lead): keep this in step with src/query.rs when the query language changes.
+    let mut g = Gemtext::new();
+    g.heading(1, "About geode")
+        .blank()
+        .text("geode is a search engine for geminispace. It crawls capsules politely, indexes their text, and answers here.")
+        .blank()
+        .heading(2, "Searching")
+        .item("Words: every word must appear (accents and case do not matter): bicycle repair")
+        .item("Phrases in double quotes: \"slow radio\"")
+        .item("Either of two: tea OR coffee")
+        .item("Leave out: bread -sourdough (or NOT sourdough)")
+        .item("Group with parentheses: (tea OR coffee) recipe")
+        .item("One capsule: site:example.org")
+        .item("Language: lang:fr")
+        .item("Media type: mime:text/plain, file type: filetype:txt")
+        .item("In the title or URL: intitle:gemlog, inurl:recipes")
+        .item("Size: size:>10K, size:<2M")
+        .blank()
+        .text("Result pages show ten results each. The verbose pages (/v/search) add scores and crawl times, and link to the pages linking to each result.")
+        .blank()
+        .heading(2, "Crawler policy")
+        .text("geode's crawler identifies as an indexer, in the sense of the robots.txt companion specification. It fetches a capsule's /robots.txt before anything else and obeys the rules for the user agents indexer, geode and * together.")
+        .blank()
+        .text("To keep geode out of all or part of a capsule, serve a /robots.txt such as:")
+        .preformatted("robots.txt", "User-agent: indexer\nDisallow: /")
+        .text("Pages already indexed leave the index when the crawler next sees they are disallowed or gone.")
+        .blank()
+        .text("The crawler keeps at most one connection per IP address, waits between requests, slows down when asked (44), never answers input prompts and never sends client certificates.")
+        .blank()
+        .link("/search", "Search")
+        .link("/", "geode home");
+    g.finish()
+}
+
+/// Keeps other crawlers out of the result pages (they are endless and cost the index).
+pub fn robots() -> &'static str {
+    "User-agent: *\nDisallow: /search\nDisallow: /v/\nDisallow: /backlinks\n"
+}
+
+fn plural(n: u64, noun: &str) -> String {
+    if n == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{n} {noun}s")
+    }
+}
+
+fn status_name(status: u8) -> &'static str {
+    match status {
+        10 => "input",
+        11 => "sensitive input",
+        20 => "success",
+        30 => "temporary redirect",
+        31 => "permanent redirect",
+        40 => "temporary failure",
+        41 => "server unavailable",
+        42 => "CGI error",
+        43 => "proxy error",
+        44 => "slow down",
+        50 => "permanent failure",
+        51 => "not found",
+        52 => "gone",
+        53 => "proxy request refused",
+        59 => "bad request",
+        60 => "client certificate required",
+        61 => "certificate not authorised",
+        62 => "certificate not valid",
+        _ => "other",
+    }
+}
+
+/// Bytes for people: `512 B`, `2.1 KiB`, `3.0 MiB`.
+pub fn human_size(bytes: u64) -> String {
+    const UNITS: [&str; 4] = ["KiB", "MiB", "GiB", "TiB"];
+    if bytes < 1024 {
+        return format!("{bytes} B");
+    }
+    let mut value = bytes as f64 / 1024.0;
+    let mut unit = 0;
+    while value >= 1024.0 && unit + 1 < UNITS.len() {
+        value /= 1024.0;
+        unit += 1;
+    }
+    format!("{value:.1} {}", UNITS[unit])
+}
+
+/// A stored unix time (text) for people, or "never".
+fn unix_text(stored: Option<&str>, now: i64) -> String {
+    match stored.and_then(|s| s.trim().parse::<i64>().ok()) {
+        Some(t) => when(t, now),
+        None => "never".to_string(),
+    }
+}
+
+/// `2024-05-01 12:34 UTC (3 h ago)`.
+pub fn when(unix: i64, now: i64) -> String {
+    let ago = now.saturating_sub(unix);
+    let relative = match ago {
+        s if s < 0 => String::new(),
+        s if s < 120 => format!(" ({s} s ago)"),
+        s if s < 7200 => format!(" ({} min ago)", s / 60),
+        s if s < 172_800 => format!(" ({} h ago)", s / 3600),
+        s => format!(" ({} days ago)", s / 86_400),
+    };
+    format!("{}{relative}", utc(unix))
+}
+
+/// `YYYY-MM-DD HH:MM UTC` for a unix time (proleptic Gregorian calendar).
+pub fn utc(unix: i64) -> String {
+    let days = unix.div_euclid(86_400);
+    let secs = unix.rem_euclid(86_400);
+    let (y, m, d) = civil_from_days(days);
+    format!(
+        "{y:04}-{m:02}-{d:02} {:02}:{:02} UTC",
+        secs / 3600,
+        secs % 3600 / 60
+    )
+}
+
+/// Days since 1970-01-01 to (year, month, day); Howard Hinnant's algorithm.
+fn civil_from_days(days: i64) -> (i64, u32, u32) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    // d is in 1..=31 and m in 1..=12 by construction.
+    (y, m as u32, d as u32)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::index::ScoreParts;
+
+    /// The kinds a gemtext client sees, by the rules of the spec plus the lenient ones some
+    /// clients apply (leading blanks trimmed, `=:` prompts).
+    fn kind(line: &str) -> &'static str {
+        for candidate in [line, line.trim_start()] {
+            if candidate.starts_with("=>") || candidate.starts_with("=:") {
+                return "link";
+            }
+            if candidate.starts_with("```") {
+                return "fence";
+            }
+            if candidate.starts_with('#') {
+                return "heading";
+            }
+            if candidate.starts_with("* ") {
+                return "item";
+            }
+            if candidate.starts_with('>') {
+                return "quote";
+            }
+        }
+        "text"
+    }
+
+    const HOSTILE: &[&str] = &[
+        "=> gemini://evil/ click",
+        "  => gemini://evil/",
+        "\t=>gemini://evil/",
+        "# Fake heading",
+        "* item",
+        "> quote",
+        "```",
+        "   ```pre",
+        "=: spartan://evil/",
+        "line one\n=> gemini://evil/",
+        "line one\r\n=> gemini://evil/",
+        "a\u{2028}=> gemini://evil/",
+        "a\u{85}=> gemini://evil/",
+        "\u{202e}=> gemini://evil/",
+        "\n\n```\n=> gemini://evil/",
+    ];
+
+    #[test]
+    fn escaped_text_never_becomes_markup_or_a_new_line() {
+        for input in HOSTILE {
+            let mut g = Gemtext::new();
+            g.text(input)
+                .quote(input)
+                .item(input)
+                .heading(2, input)
+                .link("gemini://ok.test/", input)
+                .link(input, "label");
+            let page = g.finish();
+            let lines: Vec<&str> = page.lines().collect();
+            assert_eq!(lines.len(), 6, "{input:?} made extra lines: {page:?}");
+            let kinds: Vec<&str> = lines.iter().map(|l| kind(l)).collect();
+            assert_eq!(
+                kinds,
+                ["text", "quote", "item", "heading", "link", "link"],
+                "{input:?}: {page:?}"
+            );
+            // The link whose URL was hostile still points nowhere but at an escaped URL.
+            assert!(!lines[5].contains(" gemini://evil/ "), "{}", lines[5]);
+            assert!(
+                lines[4].starts_with("=> gemini://ok.test/ "),
+                "{}",
+                lines[4]
+            );
+        }
+    }
+
+    #[test]
+    fn neutral_leaves_plain_text_alone_and_marks_markup() {
+        let cases = [
+            ("plain words", "plain words"),
+            ("  spaced   out  ", "spaced out"),
+            ("a\nb\r\nc", "a b c"),
+            ("=> x", "\u{200b}=> x"),
+            ("  # x", "\u{200b}# x"),
+            ("```", "\u{200b}```"),
+            ("", ""),
+        ];
+        for (input, want) in cases {
+            assert_eq!(neutral(input), want, "{input:?}");
+        }
+    }
+
+    #[test]
+    fn preformatted_blocks_cannot_be_closed_from_inside() {
+        let mut g = Gemtext::new();
+        g.preformatted("alt\n=> x", "fine\n```\n  ```\n=> inside is fine");
+        let page = g.finish();
+        let fences = page.lines().filter(|l| kind(l) == "fence").count();
+        assert_eq!(fences, 2, "{page}");
+        assert!(page.starts_with("```alt => x\n"), "{page}");
+    }
+
+    #[test]
+    fn urls_cannot_grow_a_label() {
+        assert_eq!(safe_url("gemini://a.test/x y"), "gemini://a.test/x%20y");
+        assert_eq!(safe_url("gemini://a.test/\n=>"), "gemini://a.test/%0A=>");
+        assert_eq!(safe_url("gemini://a.test/é"), "gemini://a.test/é");
+    }
+
+    fn hit(url: &str, title: &str, snippet: &str) -> Hit {
+        Hit {
+            url: url.to_string(),
+            title: title.to_string(),
+            snippet: snippet.to_string(),
+            score: 1.5,
+            parts: ScoreParts {
+                text: 2.0,
+                authority: 0.25,
+                prior: 1.0,
+            },
+            host: "a.test".to_string(),
+            mime: "text/gemini".to_string(),
+            lang: Some("en".to_string()),
+            size: 2150,
+            fetched_at: 1_700_000_000,
+        }
+    }
+
+    fn view(results: &SearchResults, query: &'static str, page: usize) -> String {
+        super::results(
+            ResultsView {
+                query,
+                page,
+                results,
+                elapsed: Duration::from_micros(1500),
+                verbose: false,
+            },
+            1_700_000_100,
+        )
+    }
+
+    #[test]
+    fn results_page_lists_hits_and_pages() {
+        let hits: Vec<Hit> = (0..10)
+            .map(|i| {
+                hit(
+                    &format!("gemini://a.test/{i}"),
+                    &format!("Page {i}"),
+                    "the **kettle** sings",
+                )
+            })
+            .collect();
+        let results = SearchResults { total: 25, hits };
+        let page = view(&results, "kettle", 2);
+        assert!(page.starts_with("# Results for “kettle”\n"), "{page}");
+        assert!(page.contains("25 results, 11-20 shown (1.5 ms)."), "{page}");
+        assert!(page.contains("=> gemini://a.test/3 Page 3\n> the kettle sings\na.test · text/gemini · 2.1 KiB · en\n"), "{page}");
+        assert!(
+            page.contains("=> /search?kettle Previous page (results 1-10)\n"),
+            "{page}"
+        );
+        assert!(
+            page.contains("=> /search/3?kettle Next page (results 21-25)\n"),
+            "{page}"
+        );
+        assert!(page.contains("=> /v/search/2?kettle "), "{page}");
+
+        let last = SearchResults {
+            total: 25,
+            hits: results.hits[..5].to_vec(),
+        };
+        let page = view(&last, "kettle", 3);
+        assert!(!page.contains("Next page"), "{page}");
+        assert!(
+            page.contains("=> /search/2?kettle Previous page (results 11-20)"),
+            "{page}"
+        );
+    }
+
+    #[test]
+    fn hostile_queries_and_titles_stay_text() {
+        let results = SearchResults {
+            total: 1,
+            hits: vec![hit(
+                "gemini://a.test/",
+                "Title\n=> gemini://evil/ got you",
+                "```\n# heading\n=> gemini://evil/",
+            )],
+        };
+        let page = view(&results, "\n=> gemini://evil/ x", 1);
+        for line in page.lines() {
+            if kind(line) == "link" {
+                let target = line.trim_start_matches("=>").split_whitespace().next();
+                assert_ne!(target, Some("gemini://evil/"), "{page}");
+            }
+            assert_ne!(kind(line), "fence", "{page}");
+        }
+        assert_eq!(
+            page.lines().filter(|l| kind(l) == "heading").count(),
+            1,
+            "{page}"
+        );
+        assert!(
+            page.contains("=> /v/search?%0A=%3E%20gemini://evil/%20x "),
+            "{page}"
+        );
+    }
+
+    #[test]
+    fn no_results_and_past_the_end() {
+        let none = SearchResults {
+            total: 0,
+            hits: vec![],
+        };
+        assert!(view(&none, "zzyzx", 1).contains("No page matches"));
+        let past = SearchResults {
+            total: 3,
+            hits: vec![],
+        };
+        let page = view(&past, "x", 5);
+        assert!(
+            page.contains("3 results in all; page 5 is past the end"),
+            "{page}"
+        );
+        assert!(!page.contains("Next page"), "{page}");
+    }
+
+    #[test]
+    fn verbose_keeps_marks_and_shows_scores() {
+        let results = SearchResults {
+            total: 1,
+            hits: vec![hit("gemini://a.test/x y", "T", "a **b** c")],
+        };
+        let page = super::results(
+            ResultsView {
+                query: "b",
+                page: 1,
+                results: &results,
+                elapsed: Duration::ZERO,
+                verbose: true,
+            },
+            1_700_000_100,
+        );
+        assert!(page.contains("> a **b** c\n"), "{page}");
+        assert!(
+            page.contains("\nscore 1.5000 (text 2.0000, authority 0.2500, prior 1.0000)\n"),
+            "{page}"
+        );
+        assert!(
+            page.contains("crawled 2023-11-14 22:13 UTC (100 s ago)"),
+            "{page}"
+        );
+        assert!(page.contains("=> gemini://a.test/x%20y T\n"), "{page}");
+        assert!(
+            page.contains("=> /backlinks?gemini://a.test/x%20y Pages linking here"),
+            "{page}"
+        );
+    }
+
+    #[test]
+    fn dates_and_sizes() {
+        assert_eq!(utc(0), "1970-01-01 00:00 UTC");
+        assert_eq!(utc(951_782_400), "2000-02-29 00:00 UTC");
+        assert_eq!(utc(1_700_000_000), "2023-11-14 22:13 UTC");
+        assert_eq!(utc(-86_400), "1969-12-31 00:00 UTC");
+        assert_eq!(human_size(0), "0 B");
+        assert_eq!(human_size(1023), "1023 B");
+        assert_eq!(human_size(2150), "2.1 KiB");
+        assert_eq!(human_size(5 << 20), "5.0 MiB");
+        assert_eq!(
+            when(1000, 1000 + 3 * 86_400),
+            "1970-01-01 00:16 UTC (3 days ago)"
+        );
+    }
+
+    #[test]
+    fn backlinks_and_hosts_render_links() {
+        let links = vec![
+            Backlink {
+                url: "gemini://a.test/".into(),
+                label: "Home\n=> gemini://evil/".into(),
+            },
+            Backlink {
+                url: "gemini://b.test/x".into(),
+                label: String::new(),
+            },
+        ];
+        let page = backlinks("gemini://c.test/", &links);
+        assert!(
+            page.contains("=> gemini://a.test/ gemini://a.test/ (as “Home => gemini://evil/”)\n"),
+            "{page}"
+        );
+        assert!(
+            page.contains("=> gemini://b.test/x gemini://b.test/x\n"),
+            "{page}"
+        );
+        assert!(page.contains("2 links known"), "{page}");
+        let hosts = vec![KnownHost {
+            name: "a.test:1966".into(),
+            pages_indexed: 3,
+            urls_known: 9,
+        }];
+        let page = known_hosts(&hosts, 4);
+        assert!(
+            page.contains("=> gemini://a.test:1966/ a.test:1966 (3)\n"),
+            "{page}"
+        );
+    }
+
+    #[test]
+    fn every_page_is_safe_gemtext() {
+        let stats = Stats {
+            by_status: vec![(20, 3), (51, 1)],
+            last_crawl_finished: Some("1700000000".into()),
+            ..Stats::default()
+        };
+        for page in [
+            home(None, 0),
+            home(
+                Some(&Summary {
+                    documents: 1,
+                    capsules: 1,
+                    last_crawl: Some(0),
+                }),
+                60,
+            ),
+            stats_page(&stats),
+            about(),
+            no_index(),
+            query_error("unbalanced quote\n=> x", "```oops\n^"),
+            backlinks_bad_url("not a url\n=> x", "relative URL without a base"),
+        ] {
+            let mut fenced = false;
+            for line in page.lines() {
+                if line.starts_with("```") {
+                    fenced = !fenced;
+                }
+            }
+            assert!(!fenced, "unclosed fence: {page}");
+            assert!(!page.contains('\r'), "{page}");
+        }
+        let s = stats_page(&stats);
+        assert!(s.contains("* 20 success: 3\n"), "{s}");
+        assert!(
+            s.contains("last crawl finished: 2023-11-14 22:13 UTC"),
+            "{s}"
+        );
+    }
+
+    fn stats_page(s: &Stats) -> String {
+        stats(s, 3, 1, 1_700_000_100)
+    }
+}
