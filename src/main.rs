@@ -228,9 +228,7 @@ fn search(args: SearchArgs) -> Result<(), Failure> {
         },
     };
     let started = Instant::now();
-    let results = index
-        .search_with(&query, &options)
-        .map_err(index_failure)?;
+    let results = index.search_with(&query, &options).map_err(index_failure)?;
     let took_ms = started.elapsed().as_secs_f64() * 1000.0;
     let mut out = std::io::stdout().lock();
     if args.json {

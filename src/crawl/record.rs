@@ -216,18 +216,18 @@ impl Crawl {
             })
             .collect();
         let added = batch.add_links(url.id, url.depth, &links, self.config.capsule_budget)?;
-        if hash.is_none() {
-            // A file known only by its header: the labels of links to it describe it.
-            let labels = batch.inbound_labels(doc_id)?;
-            if !labels.is_empty() {
-                extracted.body = format!("{}\n{}", extracted.body, labels.join("\n"));
-            }
+        // What the pages linking here call this page (those the crawl knows so far).
+        let anchors = batch.inbound_labels(doc_id, MAX_ANCHORS)?.join("\n");
+        if hash.is_none() && !anchors.is_empty() {
+            // A file known only by its header: the labels of links to it are its only text.
+            extracted.body = format!("{}\n{anchors}", extracted.body);
         }
         if url.canonical.is_some() {
             batch.finish_url(url.id, UrlState::Fetched, &result)?;
         }
         batch.finish_url(doc_id, UrlState::Pending, &result)?;
-        let doc = page_doc(doc_url, doc_host, &extracted, size, result.fetched_at);
+        let mut doc = page_doc(doc_url, doc_host, &extracted, size, result.fetched_at);
+        doc.anchors = anchors;
         docs.push(IndexMsg::Upsert {
             url_id: doc_id,
             doc: Box::new(doc),
@@ -340,6 +340,10 @@ impl Crawl {
     }
 }
 
+/// Most distinct inbound link labels indexed with a page: enough to say what others call it,
+/// bounded for pages every capsule links to.
+const MAX_ANCHORS: usize = 200;
+
 /// The index document for a page.
 fn page_doc(url: String, host: String, page: &Extracted, size: u64, now: i64) -> PageDoc {
     PageDoc {
@@ -359,5 +363,6 @@ fn page_doc(url: String, host: String, page: &Extracted, size: u64, now: i64) ->
         lang: page.lang.clone(),
         size,
         fetched_at: now,
+        anchors: String::new(),
     }
 }

@@ -303,5 +303,20 @@ mod tests {
         );
         assert_eq!(g.len(), pages as usize);
         assert!(g.links().len() > 900_000);
+
+        // The rest of the crawl's authority step: rank, hash, write.
+        let started = std::time::Instant::now();
+        let scores = crate::rank::authority(&g);
+        let ranked = started.elapsed();
+        let pairs: Vec<(u64, f32)> = g
+            .urls()
+            .map(crate::index::authority::url_hash)
+            .zip(scores)
+            .collect();
+        crate::index::authority::write(dir.path(), &pairs).unwrap();
+        println!(
+            "ranked in {ranked:?}, hashed and written in {:?}",
+            started.elapsed() - ranked
+        );
     }
 }

@@ -27,6 +27,14 @@ use rusqlite::{params, Connection, OpenFlags, OptionalExtension, TransactionBeha
 
 pub use stats::{Backlink, KnownHost, Stats};
 
+/// A recursive CTE `chain(id)`: URL `?1` and the URLs that redirected to it, following
+/// `discovered_from` back through redirect hops (`UNION` ends loops).
+pub(crate) const REDIRECT_CHAIN: &str = "chain(id) AS ( \
+     SELECT ?1 \
+     UNION \
+     SELECT u.discovered_from FROM urls u JOIN chain c ON u.id = c.id \
+     WHERE u.hops > 0 AND u.discovered_from IS NOT NULL)";
+
 /// Errors of the crawl database.
 #[derive(Debug, thiserror::Error)]
 pub enum FrontierError {
@@ -575,12 +583,16 @@ impl Batch<'_> {
             .optional()?)
     }
 
-    /// The distinct labels of the links that point to a URL.
-    pub fn inbound_labels(&mut self, id: i64) -> Result<Vec<String>> {
-        let mut stmt = self.tx.prepare_cached(
-            "SELECT DISTINCT label FROM links WHERE target = ?1 AND label != '' ORDER BY label",
-        )?;
-        let rows = stmt.query_map([id], |r| r.get(0))?;
+    /// The distinct labels of the links that point to a URL, or to a URL that redirected to
+    /// it (`=> /book The Book` names `/book/`), at most `limit` of them.
+    pub fn inbound_labels(&mut self, id: i64, limit: usize) -> Result<Vec<String>> {
+        let mut stmt = self.tx.prepare_cached(&format!(
+            "WITH RECURSIVE {REDIRECT_CHAIN} \
+             SELECT DISTINCT label FROM links WHERE target IN chain AND label != '' \
+             ORDER BY label LIMIT ?2"
+        ))?;
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let rows = stmt.query_map(rusqlite::params![id, limit], |r| r.get(0))?;
         Ok(rows.collect::<std::result::Result<_, _>>()?)
     }
 

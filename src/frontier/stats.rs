@@ -3,7 +3,9 @@
 use rusqlite::params;
 use serde::Serialize;
 
-use super::{Frontier, Result, UrlState};
+use rusqlite::OptionalExtension;
+
+use super::{Frontier, Result, UrlState, REDIRECT_CHAIN};
 
 /// The state of the crawl, for `geode stats`.
 #[derive(Debug, Clone, Default, Serialize)]
@@ -138,16 +140,27 @@ impl Frontier {
         Ok(rows.collect::<std::result::Result<_, _>>()?)
     }
 
-    /// The pages that link to `url` (normalised), with their labels, sorted by source URL.
+    fn url_id(&self, url: &str) -> Result<Option<i64>> {
+        Ok(self
+            .conn
+            .prepare_cached("SELECT id FROM urls WHERE url = ?1")?
+            .query_row([url], |r| r.get(0))
+            .optional()?)
+    }
+
+    /// The pages that link to `url` (normalised) or to a URL that redirected to it, with their
+    /// labels, sorted by source URL.
     pub fn backlinks(&self, url: &str) -> Result<Vec<Backlink>> {
-        let mut stmt = self.conn.prepare(
-            "SELECT s.url, l.label FROM urls t
-             JOIN links l ON l.target = t.id
-             JOIN urls s ON s.id = l.source
-             WHERE t.url = ?1 AND s.id != t.id
-             ORDER BY s.url, l.label",
-        )?;
-        let rows = stmt.query_map([url], |r| {
+        let mut stmt = self.conn.prepare(&format!(
+            "WITH RECURSIVE {REDIRECT_CHAIN} \
+                 SELECT DISTINCT s.url, l.label FROM links l JOIN urls s ON s.id = l.source \
+                 WHERE l.target IN chain AND s.id NOT IN chain \
+                 ORDER BY s.url, l.label"
+        ))?;
+        let Some(id) = self.url_id(url)? else {
+            return Ok(Vec::new());
+        };
+        let rows = stmt.query_map([id], |r| {
             Ok(Backlink {
                 url: r.get(0)?,
                 label: r.get(1)?,

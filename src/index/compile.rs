@@ -1,7 +1,7 @@
 //! From a parsed [`query::Query`](crate::query::Query) to a Tantivy query over geode's schema.
 //!
 //! - A word must match in one of the text fields (title, headings, link labels, body, each with
-//!   its boost) or, by stem, in the `stem` field in any language with a stemmer. A word the
+//!   its boost: title, headings, anchors, own link labels, body) or, by stem, in the `stem` field in any language with a stemmer. A word the
 //!   analyzer splits into several tokens (`e-mail`, a CJK word cut into bigrams) is a phrase.
 //! - A quoted phrase matches those tokens in a row, exactly (no stems), in one text field.
 //! - Filters restrict without scoring (`ConstScoreQuery` at 0), except `intitle:`, which is
@@ -28,10 +28,12 @@ use super::Fields;
 use crate::query::{Comparison, Filter, Query, TextValue};
 
 /// Per-field boosts: a word in the title says more about a page than one in its body, and the
-/// labels of links pointing at a page say what others think it is.
+/// labels of links pointing at a page say what others think it is. The labels of a page's own
+/// links say more about the pages they lead to than about it.
 pub(crate) const BOOST_TITLE: f32 = 3.0;
 pub(crate) const BOOST_HEADINGS: f32 = 2.0;
-pub(crate) const BOOST_LINK_LABELS: f32 = 1.5;
+pub(crate) const BOOST_ANCHORS: f32 = 1.5;
+pub(crate) const BOOST_LINK_LABELS: f32 = 0.5;
 pub(crate) const BOOST_BODY: f32 = 1.0;
 /// Words of the URL count a little for plain words (`gemlog`, a capsule's name).
 pub(crate) const BOOST_URL: f32 = 0.5;
@@ -100,11 +102,12 @@ impl Compiler<'_> {
     }
 
     /// The searchable text fields with their boosts.
-    fn text_fields(&self) -> [(Field, f32); 4] {
+    fn text_fields(&self) -> [(Field, f32); 5] {
         let f = self.fields;
         [
             (f.title, BOOST_TITLE),
             (f.headings, BOOST_HEADINGS),
+            (f.anchors, BOOST_ANCHORS),
             (f.link_labels, BOOST_LINK_LABELS),
             (f.body, BOOST_BODY),
         ]

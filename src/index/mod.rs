@@ -18,7 +18,8 @@
 //! | `title`       | text | `geode_text`, stored           | searched, boost 3; cleaned of decoration        |
 //! | `body`        | text | `geode_text`, stored           | searched, boost 1; stored for snippets          |
 //! | `headings`    | text | `geode_text`, stored           | searched, boost 2                               |
-//! | `link_labels` | text | `geode_text`                   | labels of links pointing here, boost 1.5        |
+//! | `link_labels` | text | `geode_text`                   | labels of the page's own links, boost 0.5       |
+//! | `anchors`     | text | `geode_text`                   | labels of links pointing here, boost 1.5        |
 //! | `stem`        | text | pre-tokenized, freqs           | `xx:stem` of all the text, for the page's language |
 //! | `mime`        | text | `STRING \| STORED`, 2 values   | `text/gemini` and `text`: `mime:` either form   |
 //! | `ext`         | text | `STRING`                       | file name extension of the URL: `filetype:`     |
@@ -74,6 +75,9 @@ pub struct PageDoc {
     pub headings: String,
     /// Labels of the links on the page, one per line.
     pub link_labels: String,
+    /// Labels of the links pointing to the page that the crawl knew when it indexed the page,
+    /// one per line: what other capsules call it.
+    pub anchors: String,
     /// MIME type without parameters, e.g. `text/gemini`.
     pub mime: String,
     /// First language tag, if the server named one.
@@ -127,6 +131,7 @@ pub(crate) struct Fields {
     pub body: Field,
     pub headings: Field,
     pub link_labels: Field,
+    pub anchors: Field,
     pub stem: Field,
     pub mime: Field,
     pub ext: Field,
@@ -165,7 +170,8 @@ pub(crate) fn build_schema() -> (Schema, Fields) {
         title: b.add_text_field("title", text_stored.clone()),
         body: b.add_text_field("body", text_stored.clone()),
         headings: b.add_text_field("headings", text_stored),
-        link_labels: b.add_text_field("link_labels", text_unstored),
+        link_labels: b.add_text_field("link_labels", text_unstored.clone()),
+        anchors: b.add_text_field("anchors", text_unstored),
         stem: b.add_text_field("stem", stem),
         mime: b.add_text_field("mime", STRING | STORED),
         ext: b.add_text_field("ext", STRING),

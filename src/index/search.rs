@@ -21,8 +21,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use tantivy::collector::{Count, TopDocs};
-use tantivy::columnar::ColumnValues;
 use tantivy::collector::{ScoreSegmentTweaker, ScoreTweaker};
+use tantivy::columnar::ColumnValues;
 use tantivy::schema::Value;
 use tantivy::{DocId, Index, IndexReader, ReloadPolicy, Score, SegmentReader, TantivyDocument};
 
@@ -627,11 +627,20 @@ mod tests {
             ("lang:de", &["gemini://de.example/haus.gmi"]),
             ("lang:ja", &["gemini://jp.example/"]),
             // mime: full type or top-level type; content_type: is an alias
-            ("river mime:text/plain", &["gemini://tilde.example/~alice/notes.txt"]),
+            (
+                "river mime:text/plain",
+                &["gemini://tilde.example/~alice/notes.txt"],
+            ),
             ("mime:image", &["gemini://files.example/pics/fox.png"]),
-            ("content_type:image/png", &["gemini://files.example/pics/fox.png"]),
+            (
+                "content_type:image/png",
+                &["gemini://files.example/pics/fox.png"],
+            ),
             // filetype: the URL's extension
-            ("river filetype:txt", &["gemini://tilde.example/~alice/notes.txt"]),
+            (
+                "river filetype:txt",
+                &["gemini://tilde.example/~alice/notes.txt"],
+            ),
             ("filetype:png", &["gemini://files.example/pics/fox.png"]),
             // size: with suffixes
             ("river size:>1M", &["gemini://tilde.example/~bob/index.gmi"]),
@@ -641,8 +650,14 @@ mod tests {
             ),
             // inurl: and intitle:
             ("inurl:pics", &["gemini://files.example/pics/fox.png"]),
-            ("river intitle:notes", &["gemini://tilde.example/~alice/notes.txt"]),
-            ("intitle:\"morning runs\"", &["gemini://blog.example.org/posts/runs.gmi"]),
+            (
+                "river intitle:notes",
+                &["gemini://tilde.example/~alice/notes.txt"],
+            ),
+            (
+                "intitle:\"morning runs\"",
+                &["gemini://blog.example.org/posts/runs.gmi"],
+            ),
             // NOT, -, OR and parentheses
             (
                 "river -trains",
@@ -662,7 +677,10 @@ mod tests {
                     "gemini://tilde.example/~bob/index.gmi",
                 ],
             ),
-            ("cycling OR tokyo OR 東京", &["gemini://example.org/", "gemini://jp.example/"]),
+            (
+                "cycling OR tokyo OR 東京",
+                &["gemini://example.org/", "gemini://jp.example/"],
+            ),
         ];
         for (query, want) in cases {
             let res = si.search(query, 10, 0).expect(query);
@@ -678,8 +696,16 @@ mod tests {
     #[test]
     fn an_exact_form_outranks_a_stem_only_match() {
         let (_tmp, si) = index_of(&[
-            page("gemini://a.example/x", "A", "The dogs were running all day long."),
-            page("gemini://b.example/x", "B", "The dog runs all day long, every day."),
+            page(
+                "gemini://a.example/x",
+                "A",
+                "The dogs were running all day long.",
+            ),
+            page(
+                "gemini://b.example/x",
+                "B",
+                "The dog runs all day long, every day.",
+            ),
         ]);
         let res = si.search("running", 10, 0).expect("search");
         assert_eq!(urls(&res), ["gemini://a.example/x", "gemini://b.example/x"]);
@@ -754,7 +780,11 @@ mod tests {
         for host in ["b.example", "c.example"] {
             pages.push(PageDoc {
                 host: host.to_string(),
-                ..page(&format!("gemini://{host}/p"), "Cats", "a lynx in the forest, once")
+                ..page(
+                    &format!("gemini://{host}/p"),
+                    "Cats",
+                    "a lynx in the forest, once",
+                )
             });
         }
         let (_tmp, si) = index_of(&pages);
@@ -904,7 +934,10 @@ mod tests {
                 !snippet.contains('\n') && !snippet.contains("  "),
                 "{snippet:?}"
             );
-            assert!(snippet.chars().count() <= SNIPPET_MAX_CHARS + 8, "{snippet:?}");
+            assert!(
+                snippet.chars().count() <= SNIPPET_MAX_CHARS + 8,
+                "{snippet:?}"
+            );
         }
     }
 

@@ -89,6 +89,7 @@ impl Indexer {
         d.add_text(f.body, &doc.body);
         d.add_text(f.headings, &doc.headings);
         d.add_text(f.link_labels, &doc.link_labels);
+        d.add_text(f.anchors, &doc.anchors);
 
         let lang = doc
             .lang
@@ -220,7 +221,7 @@ fn stem_all(doc: &PageDoc, lang: &str) -> Vec<Token> {
     let parts = [
         doc.title.as_str(),
         doc.headings.as_str(),
-        doc.link_labels.as_str(),
+        doc.anchors.as_str(),
         prefix(&doc.body, STEM_BODY_BYTES),
     ];
     let mut tokens = Vec::new();

@@ -24,8 +24,7 @@ fn search_json(data: &Path, query: &str) -> Vec<serde_json::Value> {
         "search {query:?}: {}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let doc: serde_json::Value =
-        serde_json::from_str(&stdout(&out)).expect("one JSON object");
+    let doc: serde_json::Value = serde_json::from_str(&stdout(&out)).expect("one JSON object");
     assert!(doc["total"].as_u64().is_some(), "{doc}");
     assert!(doc["took_ms"].as_f64().is_some(), "{doc}");
     doc["hits"].as_array().expect("hits").clone()
@@ -137,7 +136,10 @@ async fn crawl_then_search_stats_and_backlinks_from_the_command_line() {
     ]);
     let doc: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
     let page = doc["hits"].as_array().unwrap();
-    assert_eq!((doc["offset"].as_u64(), doc["limit"].as_u64()), (Some(2), Some(3)));
+    assert_eq!(
+        (doc["offset"].as_u64(), doc["limit"].as_u64()),
+        (Some(2), Some(3))
+    );
     assert_eq!(page.len(), 3);
     assert_eq!(page[0]["url"], all[2]["url"]);
 

@@ -70,7 +70,11 @@ async fn crawl_indexes_exactly_the_reachable_pages_and_nothing_forbidden() {
     // linked-to page scoring 1.
     let authority =
         geode::index::authority::Authority::load(&geode::crawl::index_path(data.path())).unwrap();
-    assert_eq!(authority.len(), expected.len(), "one authority score per page");
+    assert_eq!(
+        authority.len(),
+        expected.len(),
+        "one authority score per page"
+    );
     let best = expected
         .iter()
         .map(|u| authority.get(geode::index::authority::url_hash(u)))

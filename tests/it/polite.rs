@@ -197,6 +197,31 @@ async fn the_politeness_geminispace_is_crawled_exactly_and_politely() {
             "{url} not indexed; indexed: {indexed:#?}"
         );
     }
+    // A page reached through three 31s keeps the label of the link to the first hop, for
+    // backlinks and as anchor text.
+    let frontier =
+        geode::frontier::Frontier::open_read_only(&geode::crawl::database_path(data.path()))
+            .expect("crawl database");
+    let backlinks = frontier
+        .backlinks("gemini://redirects.test/chain/end.gmi")
+        .expect("backlinks");
+    assert!(
+        backlinks
+            .iter()
+            .any(|b| b.url == "gemini://redirects.test/" && b.label == "Three hops to a page"),
+        "{backlinks:?}"
+    );
+    let index =
+        geode::index::SearchIndex::open(&geode::crawl::index_path(data.path())).expect("index");
+    // Only the anchor says "hops to a page"; the page itself says "three-hop chain".
+    let hits = index.search("\"hops to a page\"", 10, 0).expect("search");
+    assert!(
+        hits.hits
+            .iter()
+            .any(|h| h.url == "gemini://redirects.test/chain/end.gmi"),
+        "{:?}",
+        hits.hits
+    );
     // A temporary redirect keeps its own URL as the page's name.
     assert!(
         indexed.contains("gemini://redirects.test/temporary"),
