@@ -113,6 +113,9 @@ async fn one_request(
     tls.write_all(request)
         .await
         .map_err(|e| format!("write: {}", e.kind()))?;
+    tls.flush()
+        .await
+        .map_err(|e| format!("flush: {}", e.kind()))?;
     let mut body = Vec::new();
     tls.read_to_end(&mut body)
         .await
