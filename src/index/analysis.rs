@@ -113,8 +113,39 @@ pub fn detect_lang(text: &str) -> Option<&'static str> {
     if sample.chars().filter(|c| c.is_alphabetic()).count() < DETECT_MIN_LETTERS {
         return None;
     }
+    if let Some(lang) = cjk_language(sample) {
+        return Some(lang);
+    }
     let info = whatlang::detect(sample)?;
     info.is_reliable().then(|| iso639_1(info.lang()))
+}
+
+/// Chinese, Japanese or Korean when CJK characters carry at least as much of `sample` as the
+/// other letters, a CJK character counting like three letters (it is about a word). whatlang
+/// compares raw character counts, so a Japanese page with an English paragraph would read as
+/// English. Kana means Japanese, Hangul Korean, Han alone Chinese.
+fn cjk_language(sample: &str) -> Option<&'static str> {
+    let (mut kana, mut hangul, mut han, mut other) = (0usize, 0usize, 0usize, 0usize);
+    for c in sample.chars() {
+        match u32::from(c) {
+            0x3040..=0x30FF | 0x31F0..=0x31FF | 0xFF66..=0xFF9F => kana += 1,
+            0x1100..=0x11FF | 0x3130..=0x318F | 0xAC00..=0xD7AF => hangul += 1,
+            0x3400..=0x4DBF | 0x4E00..=0x9FFF | 0xF900..=0xFAFF => han += 1,
+            _ if c.is_alphabetic() => other += 1,
+            _ => {}
+        }
+    }
+    let cjk = kana + hangul + han;
+    if cjk == 0 || cjk * 3 < other {
+        return None;
+    }
+    Some(if hangul > kana + han {
+        "ko"
+    } else if kana > 0 {
+        "ja"
+    } else {
+        "zh"
+    })
 }
 
 /// The ISO 639-1 code of a whatlang language.
@@ -920,6 +951,27 @@ mod tests {
                 "Это моя капсула. Здесь я пишу о старых компьютерах, о погоде в горах и о \
                  книгах, которые читаю этой зимой.",
                 Some("ru"),
+            ),
+            // CJK text with a longer aside in English is still CJK; an English page quoting
+            // a CJK word is English.
+            (
+                "季節の俳句\n友人が一年をかけて書いた俳句です。雪解けの郵便ポストという言葉が好きで、\
+                 毎年春になると思い出します。(In English: the snowmelt postbox, a red mailbox \
+                 standing in melting snow. Romaji: yukidoke no yuubin posuto.)",
+                Some("ja"),
+            ),
+            (
+                "我的胶囊主要写旧电脑和读书笔记。 (Notes on old computers.)",
+                Some("zh"),
+            ),
+            (
+                "오래된 컴퓨터와 책에 대해 씁니다. 매주 새 글을 올립니다.",
+                Some("ko"),
+            ),
+            (
+                "The word 雪解け means snowmelt; I learned it from a friend who writes haiku \
+                 every winter and sends them to me on postcards.",
+                Some("en"),
             ),
         ];
         for (text, want) in cases {

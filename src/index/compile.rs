@@ -186,7 +186,7 @@ impl Compiler<'_> {
                 // A URL fragment with no word in it (`inurl:/`) matches every URL.
                 Some(
                     self.phrase(text, &[(f.url_text, 1.0)])
-                        .map_or_else(|| Box::new(AllQuery) as Box<dyn TQuery>, zero_score),
+                        .map_or_else(|| zero_score(Box::new(AllQuery)), zero_score),
                 )
             }
             Filter::Size(cmp, n) => {

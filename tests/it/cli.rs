@@ -114,6 +114,86 @@ async fn crawl_then_search_stats_and_backlinks_from_the_command_line() {
     // robots.txt kept the private diary out of the index.
     assert!(search_json(data.path(), "walrus itinerary").is_empty());
 
+    // Every part of the query language, through the command line and --json.
+    let urls_of = |query: &str| -> Vec<String> {
+        let mut urls: Vec<String> = search_json(data.path(), query)
+            .iter()
+            .map(|h| h["url"].as_str().unwrap().to_string())
+            .collect();
+        urls.sort();
+        urls
+    };
+    let cases: &[(&str, &[&str])] = &[
+        (
+            "\"slow radio\" intitle:slow",
+            &["gemini://alpha.test/gemlog/2024-08-11-slow-radio.gmi"],
+        ),
+        (
+            "intitle:\"winter bread\"",
+            &["gemini://alpha.test/gemlog/2024-01-14-winter-bread.gmi"],
+        ),
+        (
+            "(bread OR bicycle) site:alpha.test inurl:gemlog",
+            &[
+                "gemini://alpha.test/gemlog/",
+                "gemini://alpha.test/gemlog/2024-01-14-winter-bread.gmi",
+                "gemini://alpha.test/gemlog/2024-03-02-bicycle-repair.gmi",
+            ],
+        ),
+        (
+            "(bread OR bicycle) inurl:gemlog -winter",
+            &["gemini://alpha.test/gemlog/2024-03-02-bicycle-repair.gmi"],
+        ),
+        ("lang:ja", &["gemini://gamma.test/ja/haiku.gmi"]),
+        (
+            "lang:de site:gamma.test",
+            &["gemini://gamma.test/de/wanderung.gmi"],
+        ),
+        // German stems: the page says "Wanderung"
+        ("wanderungen", &["gemini://gamma.test/de/wanderung.gmi"]),
+        // Japanese words inside unsegmented text
+        ("郵便", &["gemini://gamma.test/ja/haiku.gmi"]),
+        ("mime:image", &["gemini://alpha.test/images/desk-lamp.png"]),
+        (
+            "content_type:text/plain",
+            &["gemini://alpha.test/gemlog/reading-list.txt"],
+        ),
+        (
+            "filetype:txt",
+            &["gemini://alpha.test/gemlog/reading-list.txt"],
+        ),
+        (
+            "filetype:png",
+            &["gemini://alpha.test/images/desk-lamp.png"],
+        ),
+        (
+            "size:>1K site:beta.test",
+            &[
+                "gemini://beta.test/notes/borrow-checker.gmi",
+                "gemini://beta.test/notes/sqlite-wal.gmi",
+                "gemini://beta.test/notes/tls-by-hand.gmi",
+            ],
+        ),
+    ];
+    for (query, want) in cases {
+        assert_eq!(urls_of(query), *want, "query {query}");
+    }
+    // AND binds tighter than OR: without parentheses, bread anywhere matches.
+    assert!(urls_of("bread OR bicycle site:alpha.test inurl:gemlog")
+        .contains(&"gemini://gamma.test/".to_string()));
+    // Size filters agree with the sizes reported.
+    for hit in search_json(data.path(), "size:<600") {
+        assert!(hit["size"].as_u64().unwrap() < 600, "{hit}");
+    }
+    // A malformed query names the problem and points at it.
+    let out = geode(&["search", "--data", dir, "lang:english site:x"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("lang:english site:x\n") && err.contains("^"),
+        "{err}"
+    );
+
     // Plain output: title, URL, snippet, and a count line.
     let out = geode(&["search", "--data", dir, "stubborn", "kettle"]);
     let text = stdout(&out);
