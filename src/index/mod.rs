@@ -10,7 +10,7 @@
 //! | field         | type | options                        | purpose                                         |
 //! |---------------|------|--------------------------------|-------------------------------------------------|
 //! | `url`         | text | `STRING \| STORED`             | raw, exact-match key for upsert and delete      |
-//! | `url_text`    | text | `geode_text`, positions        | words of the URL, for `inurl:`                  |
+//! | `url_text`    | text | `geode_text`, positions        | words of the URL after the scheme: `inurl:`     |
 //! | `site`        | text | `STRING`, several values       | host, each parent domain, `host/~user`: `site:` |
 //! | `host`        | text | `STRING \| STORED`             | capsule key (`host` or `host:port`)             |
 //! | `host_hash`   | u64  | `FAST`                         | capsule, for result diversity                   |
@@ -116,7 +116,7 @@ pub(crate) const TEXT_TOKENIZER: &str = "geode_text";
 
 /// Version of the schema and analysis, kept in the index directory (`geode-schema`). Bumped by
 /// any change that alters the terms on disk, not just the field list.
-pub(crate) const SCHEMA_VERSION: u32 = 2;
+pub(crate) const SCHEMA_VERSION: u32 = 3;
 
 /// Handles to the schema's fields, resolved once.
 #[derive(Debug, Clone, Copy)]

@@ -650,6 +650,8 @@ mod tests {
             ),
             // inurl: and intitle:
             ("inurl:pics", &["gemini://files.example/pics/fox.png"]),
+            // the scheme is not a word of the URL: no page says "gemini"
+            ("inurl:gemini", &[]),
             (
                 "river intitle:notes",
                 &["gemini://tilde.example/~alice/notes.txt"],

@@ -78,7 +78,12 @@ impl Indexer {
         let mut d = TantivyDocument::default();
         let url = Url::parse(&doc.url).ok();
         d.add_text(f.url, &doc.url);
-        d.add_text(f.url_text, &doc.url);
+        // The scheme would make `gemini` match every page.
+        let without_scheme = doc
+            .url
+            .split_once("://")
+            .map_or(doc.url.as_str(), |(_, r)| r);
+        d.add_text(f.url_text, without_scheme);
         for key in site_keys(url.as_ref(), &doc.host) {
             d.add_text(f.site, &key);
         }
