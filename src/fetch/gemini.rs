@@ -10,7 +10,7 @@ use std::time::Instant;
 
 use ::url::Url;
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
-use rustls::crypto::WebPkiSupportedAlgorithms;
+use rustls::crypto::{CryptoProvider, WebPkiSupportedAlgorithms};
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use rustls::{DigitallySignedStruct, SignatureScheme};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
@@ -37,9 +37,7 @@ pub struct GeminiFetcher {
 impl GeminiFetcher {
     pub fn new(limits: FetchLimits, budget: SocketBudget) -> Self {
         let provider = Arc::new(rustls::crypto::ring::default_provider());
-        let verifier = Arc::new(TofuVerifier {
-            algorithms: provider.signature_verification_algorithms,
-        });
+        let verifier = Arc::new(TofuVerifier::new(&provider));
         let config = rustls::ClientConfig::builder_with_provider(provider)
             .with_safe_default_protocol_versions()
             .expect("the ring provider supports the default TLS versions")
@@ -257,10 +255,20 @@ async fn read_body<R: AsyncRead + Unpin>(
 }
 
 /// Accepts any certificate (Gemini is trust-on-first-use; pinning happens in the frontier) while
-/// still verifying the handshake signatures against it.
+/// still verifying the handshake signatures against it. Public so that the tests and tools
+/// that talk to geode's own servers (self-signed certificates) trust them the same way.
 #[derive(Debug)]
-struct TofuVerifier {
+pub struct TofuVerifier {
     algorithms: WebPkiSupportedAlgorithms,
+}
+
+impl TofuVerifier {
+    /// A verifier checking signatures with the algorithms of `provider`.
+    pub fn new(provider: &CryptoProvider) -> Self {
+        TofuVerifier {
+            algorithms: provider.signature_verification_algorithms,
+        }
+    }
 }
 
 impl ServerCertVerifier for TofuVerifier {
