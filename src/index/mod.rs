@@ -256,6 +256,19 @@ fn read_schema_version(dir: &Path) -> Result<u32, IndexError> {
     }
 }
 
+/// The longest prefix of `text` of at most `max` bytes that ends on a character boundary: how
+/// the writer and the snippets bound the part of a long body they read.
+pub(crate) fn prefix(text: &str, max: usize) -> &str {
+    if text.len() <= max {
+        return text;
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    text.get(..end).unwrap_or_default()
+}
+
 /// Parses a commit payload as written by [`Indexer::commit`].
 pub(crate) fn parse_payload(payload: Option<&str>) -> Option<u64> {
     payload.and_then(|p| p.trim().parse::<u64>().ok())

@@ -18,6 +18,7 @@ use std::collections::HashMap;
 use std::ops::Range;
 
 use super::analysis::{self, StemLang};
+use super::prefix;
 use crate::gemtext::art::is_decoration_line;
 
 /// How much of a body a snippet reads, in bytes: bodies can be 4 MiB, and a passage worth
@@ -175,18 +176,6 @@ pub fn snippet(body: &str, hl: &Highlighter, lang: Option<&str>, max_chars: usiz
             render(scan, &lines[..end], max_chars)
         }
     }
-}
-
-/// The longest prefix of `text` of at most `max` bytes that ends on a character boundary.
-fn prefix(text: &str, max: usize) -> &str {
-    if text.len() <= max {
-        return text;
-    }
-    let mut end = max;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    text.get(..end).unwrap_or_default()
 }
 
 /// Length in characters of `lines` joined by spaces with whitespace collapsed.

@@ -18,7 +18,9 @@ use url::Url;
 
 use super::analysis;
 use super::snippet::clean_title;
-use super::{create_index, open_index, parse_payload, url_hash, Fields, IndexError, PageDoc};
+use super::{
+    create_index, open_index, parse_payload, prefix, url_hash, Fields, IndexError, PageDoc,
+};
 
 /// Text looked at to detect a page's language: enough for a confident guess, little enough to
 /// stay cheap on every page.
@@ -187,12 +189,10 @@ fn site_keys(url: Option<&Url>, capsule: &str) -> Vec<String> {
     {
         keys.push(format!("{host}/{user}"));
     }
-    if capsule.eq_ignore_ascii_case(&host) {
-        keys.push(host);
-    } else {
-        keys.push(host);
+    if !capsule.eq_ignore_ascii_case(&host) {
         keys.push(capsule.to_ascii_lowercase());
     }
+    keys.push(host);
     keys
 }
 
@@ -246,18 +246,6 @@ fn stem_all(doc: &PageDoc, lang: &str) -> Vec<Token> {
         position_base = next_base;
     }
     tokens
-}
-
-/// The longest prefix of `text` of at most `max` bytes that ends on a character boundary.
-fn prefix(text: &str, max: usize) -> &str {
-    if text.len() <= max {
-        return text;
-    }
-    let mut end = max;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    &text[..end]
 }
 
 #[cfg(test)]
