@@ -211,12 +211,8 @@ async fn interrupted() {
 fn search(args: SearchArgs) -> Result<(), Failure> {
     let query = args.query.join(" ");
     // Check the query before opening the index: a typo is reported the same with or without one.
-    if let Err(e) = geode::query::parse(&query) {
-        return Err(Failure::Usage(anyhow!(
-            "malformed query: {e}\n{}",
-            e.caret_line(&query)
-        )));
-    }
+    let parsed = geode::query::parse(&query)
+        .map_err(|e| Failure::Usage(anyhow!("malformed query: {e}\n{}", e.caret_line(&query))))?;
     let index = SearchIndex::open(&crawl::index_path(&args.data.data)).map_err(index_failure)?;
     let options = SearchOptions {
         limit: args.limit,
@@ -228,7 +224,9 @@ fn search(args: SearchArgs) -> Result<(), Failure> {
         },
     };
     let started = Instant::now();
-    let results = index.search_with(&query, &options).map_err(index_failure)?;
+    let results = index
+        .search_parsed(&parsed, &options)
+        .map_err(index_failure)?;
     let took_ms = started.elapsed().as_secs_f64() * 1000.0;
     let mut out = std::io::stdout().lock();
     if args.json {

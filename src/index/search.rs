@@ -190,7 +190,16 @@ impl SearchIndex {
         options: &SearchOptions,
     ) -> Result<SearchResults, IndexError> {
         let parsed = query::parse(text).map_err(|e| IndexError::Query(e.to_string()))?;
-        let compiled = compile(&parsed, &self.fields).map_err(|_| {
+        self.search_parsed(&parsed, options)
+    }
+
+    /// Runs a query the caller has already parsed (to report its errors its own way).
+    pub fn search_parsed(
+        &self,
+        parsed: &query::Query,
+        options: &SearchOptions,
+    ) -> Result<SearchResults, IndexError> {
+        let compiled = compile(parsed, &self.fields).map_err(|_| {
             IndexError::Query("the query has no word that can be searched for".to_string())
         })?;
         let searcher = self.reader.searcher();
