@@ -20,10 +20,12 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Crawl geminispace from seeds and from every URL already known, updating the index.
+    /// Crawl geminispace from seeds and from every URL already known, keeping the index true.
     ///
-    /// A crawl can be stopped at any time (Ctrl-C, or even kill -9) and started again: it
-    /// continues where it was.
+    /// Each run fetches what is due plus everything new it finds: changed pages are indexed
+    /// again, unchanged ones wait longer before their next visit, pages that are gone leave the
+    /// index. Run it from cron every few days. A crawl can be stopped at any time (Ctrl-C, or
+    /// even kill -9) and started again: it continues where it was.
     Crawl(CrawlArgs),
     /// Search the index.
     ///
@@ -109,6 +111,31 @@ pub struct CrawlArgs {
     /// Commit the index at least this often, in seconds, while pages arrive.
     #[arg(long, value_name = "SECS", default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..))]
     pub commit_secs: u32,
+    /// How long a page waits before its first revisit. Pages found unchanged wait longer, up
+    /// to --revisit-max; pages found changed come back sooner, down to --revisit-min; feeds are
+    /// revisited at --revisit-min. Durations read 90s, 15m, 12h, 3d, 2w.
+    #[arg(long, value_name = "DURATION", default_value = "3d", value_parser = parse_duration)]
+    pub revisit: Duration,
+    /// The shortest revisit interval.
+    #[arg(long, value_name = "DURATION", default_value = "1d", value_parser = parse_duration)]
+    pub revisit_min: Duration,
+    /// The longest revisit interval (also when 51 pages and permanent redirects are checked
+    /// again).
+    #[arg(long, value_name = "DURATION", default_value = "30d", value_parser = parse_duration)]
+    pub revisit_max: Duration,
+    /// A page whose every visit has failed (network, TLS, 5x other than 51 and 52) for this
+    /// long leaves the index; until then it stays searchable.
+    #[arg(long, value_name = "DURATION", default_value = "14d", value_parser = parse_duration)]
+    pub remove_after: Duration,
+    /// Print the run's summary as one JSON object on stdout (fetched, new, changed, unchanged,
+    /// removed, failed, ended, ...); progress stays on stderr.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// A duration as people write it: 90s, 15m, 12h, 3d, 2w (humantime).
+fn parse_duration(s: &str) -> Result<Duration, String> {
+    humantime::parse_duration(s.trim()).map_err(|e| format!("{e} (write e.g. 90s, 15m, 12h, 3d)"))
 }
 
 #[derive(Debug, Args)]

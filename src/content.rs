@@ -1,6 +1,7 @@
 //! From a successful response to what the index stores: MIME parameters, text, title, headings
-//! and links. Pure: no I/O. `text/gemini` goes through the [`crate::gemtext`] parser, other
-//! `text/*` is indexed as plain text, and anything else is described by its URL alone.
+//! and links. Pure: no I/O. `text/gemini` goes through the [`crate::gemtext`] parser, Atom and
+//! RSS documents through [`crate::feed`], other `text/*` is indexed as plain text, and anything
+//! else is described by its URL alone.
 
 use ::url::Url;
 
@@ -58,15 +59,40 @@ pub struct Extracted {
     pub links: Vec<PageLink>,
     pub mime: String,
     pub lang: Option<String>,
+    /// A gemfeed, Atom or RSS feed: revisited often, its new entries fetched first.
+    pub feed: bool,
 }
 
 /// Extracts a page. `body` is empty for types whose body was not downloaded.
 pub fn extract(url: &Url, meta: &str, body: &[u8]) -> Extracted {
     let mime = parse_mime(meta);
     let text = decode(body, mime.charset.as_deref());
+    let xml_feed = crate::feed::is_xml_feed_type(&mime.essence)
+        .then(|| crate::feed::read_xml_feed(&text))
+        .flatten();
+    let mut feed = xml_feed.is_some();
     let (title, body, headings, links) = if mime.essence == "text/gemini" {
         let page = gemtext::extract(url, &text);
+        feed = page.feed;
         (page.title, page.body, page.headings, page.links)
+    } else if let Some(xml) = xml_feed {
+        let links = xml
+            .entries
+            .iter()
+            .filter_map(|(href, label)| {
+                Some(PageLink {
+                    url: crate::urlnorm::resolve(url, href).ok()?,
+                    label: label.clone(),
+                    entry: true,
+                })
+            })
+            .collect();
+        let title = if xml.title.is_empty() {
+            gemtext::title_of(&[], url)
+        } else {
+            xml.title
+        };
+        (title, xml.text, Vec::new(), links)
     } else if mime.essence.starts_with("text/") {
         let title = text
             .lines()
@@ -92,7 +118,15 @@ pub fn extract(url: &Url, meta: &str, body: &[u8]) -> Extracted {
         links,
         mime: mime.essence,
         lang: mime.lang,
+        feed,
     }
+}
+
+/// Whether the body of a response with this meta is downloaded and read: text, and the XML
+/// types feeds come in. Other types are indexed from their header, URL and inbound links.
+pub fn wants_body(meta: &str) -> bool {
+    let essence = parse_mime(meta).essence;
+    essence.starts_with("text/") || crate::feed::is_xml_feed_type(&essence)
 }
 
 /// Decodes a text body in its declared charset (UTF-8 when none is declared or the label is
@@ -173,6 +207,42 @@ mod tests {
         );
         assert_eq!(e.title, "Crème brûlée");
         assert_eq!(e.lang.as_deref(), Some("fr"));
+    }
+
+    #[test]
+    fn feeds_are_recognised() {
+        let url = Url::parse("gemini://h.test/gemlog/").unwrap();
+        let log = "# Log\n=> a.gmi 2024-01-01 First\n=> b.gmi 2024-02-01 Second\n=> / Home\n";
+        let e = extract(&url, "text/gemini", log.as_bytes());
+        assert!(e.feed);
+        let entries: Vec<bool> = e.links.iter().map(|l| l.entry).collect();
+        assert_eq!(entries, [true, true, false]);
+        let one = extract(&url, "text/gemini", b"=> a.gmi 2024-01-01 Only one\n");
+        assert!(!one.feed, "one dated link is a mention, not a feed");
+
+        let atom = b"<feed xmlns='http://www.w3.org/2005/Atom'><title>Log</title>\
+            <entry><title>First post</title><link href='a.gmi'/></entry></feed>";
+        let url = Url::parse("gemini://h.test/gemlog/atom.xml").unwrap();
+        let e = extract(&url, "application/atom+xml", atom);
+        assert!(e.feed);
+        assert_eq!(e.title, "Log");
+        assert_eq!(e.links[0].url.as_str(), "gemini://h.test/gemlog/a.gmi");
+        assert_eq!(e.links[0].label, "First post");
+        assert!(e.links[0].entry);
+        assert!(e.body.contains("First post"));
+        for meta in [
+            "text/gemini",
+            "",
+            "application/atom+xml",
+            "text/xml; charset=utf-8",
+        ] {
+            assert!(wants_body(meta), "{meta}");
+        }
+        assert!(!wants_body("image/png"));
+        // XML that is no feed is described by its path, like any other file.
+        let svg = extract(&url, "application/xml", b"<svg/>");
+        assert!(!svg.feed);
+        assert_eq!(svg.body, "gemlog atom xml");
     }
 
     #[test]

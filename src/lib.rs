@@ -5,12 +5,14 @@
 //! politeness rules, asks [`robots`] whether it may, and has the [`fetch`] layer retrieve them.
 //! [`content`] turns a response into text, links and a title (using the [`gemtext`] parser for
 //! `text/gemini`), the one [`index`] writer adds the page to Tantivy, and the frontier records the
-//! page as indexed only after the Tantivy commit that holds it. `geode search` reads the index.
+//! page as indexed only after the Tantivy commit that holds it. [`revisit`] decides when each URL
+//! is visited again, so that later crawls keep the index true. `geode search` reads the index.
 //!
 //! [`fixture`] is a small static Gemini server used by the tests, the demo and the benchmarks.
 
 pub mod content;
 pub mod crawl;
+pub mod feed;
 pub mod fetch;
 pub mod fixture;
 pub mod frontier;
@@ -18,6 +20,7 @@ pub mod gemtext;
 pub mod index;
 pub mod query;
 pub mod rank;
+pub mod revisit;
 pub mod robots;
 pub mod serve;
 pub mod urlnorm;

@@ -101,6 +101,16 @@ fn crawl(args: CrawlArgs) -> Result<(), Failure> {
     config.resolve = dns::Overrides::new(args.resolve.iter().cloned());
     config.commit.max_docs = args.commit_docs as usize;
     config.commit.max_age = Duration::from_secs(u64::from(args.commit_secs));
+    config.revisit = geode::revisit::RevisitPolicy {
+        initial: args.revisit,
+        min: args.revisit_min,
+        max: args.revisit_max,
+        remove_after: args.remove_after,
+    };
+    config
+        .revisit
+        .validate()
+        .map_err(|e| Failure::Usage(anyhow!(e)))?;
 
     config.limits.reset_on_close = args.reset_on_close;
     match geode::fetch::sockets::raise_nofile_limit() {
@@ -131,22 +141,30 @@ fn crawl(args: CrawlArgs) -> Result<(), Failure> {
             summary
         })
         .context("crawl failed")?;
+    if args.json {
+        let line = serde_json::to_string(&summary).context("encoding JSON")?;
+        println!("{line}");
+        return Ok(());
+    }
     println!(
-        "crawl ended ({}): {} pages fetched, {} documents indexed, {} URLs discovered, \
-         {} excluded by robots.txt, {} duplicates, {} slow-downs (44), {} errors, \
-         peak open sockets: {} (budget {}), {:.1} s",
-        match summary.stop {
-            crawl::StopReason::Exhausted => "nothing left to fetch",
-            crawl::StopReason::MaxPages => "--max-pages reached",
-            crawl::StopReason::Interrupted => "interrupted",
-        },
-        summary.pages_fetched,
-        summary.documents_indexed,
+        "crawl ended ({}): {} pages fetched: {} new, {} changed, {} unchanged, {} removed from \
+         the index, {} failed; {} documents rewritten with new anchors; {} URLs discovered, \
+         {} excluded by robots.txt, {} duplicates, {} slow-downs (44), {} capsules unreachable, \
+         {} certificate changes; peak open sockets: {} (budget {}), {:.1} s",
+        summary.ended.describe(),
+        summary.fetched,
+        summary.new,
+        summary.changed,
+        summary.unchanged,
+        summary.removed,
+        summary.failed,
+        summary.anchors_refreshed,
         summary.urls_discovered,
         summary.robots_excluded,
         summary.duplicates,
         summary.slow_downs,
-        summary.errors,
+        summary.capsules_unreachable,
+        summary.certificates_changed,
         summary.peak_sockets,
         summary.socket_budget,
         summary.elapsed_secs,
@@ -163,9 +181,13 @@ async fn show_progress(mut rx: tokio::sync::watch::Receiver<crawl::Progress>) {
         let p = rx.borrow_and_update().clone();
         let rate = p.pages_fetched as f64 / started.elapsed().as_secs_f64().max(0.001);
         bar.set_message(format!(
-            "{} pages ({rate:.0}/s), {} queued, {} in flight, {} sockets, {} errors, \
-             {} capsules backed off, {} slow-downs",
+            "{} pages ({rate:.0}/s): {} new, {} changed, {} unchanged, {} removed; {} queued, \
+             {} in flight, {} sockets, {} failed, {} capsules backed off, {} slow-downs",
             p.pages_fetched,
+            p.new,
+            p.changed,
+            p.unchanged,
+            p.removed,
             p.queued,
             p.in_flight,
             p.open_sockets,
@@ -325,7 +347,10 @@ fn stats(args: StatsArgs) -> Result<(), Failure> {
     row("URLs known", stats.urls_known.to_string());
     row("capsules", stats.hosts.to_string());
     row("capsules in back-off", stats.hosts_in_backoff.to_string());
-    row("certificate changes", stats.certificate_changes.to_string());
+    row(
+        "certificate changes",
+        format!("{} capsules", stats.certificate_changes),
+    );
     row("duplicate pages", stats.duplicates.to_string());
     row("query endpoints (10/11)", stats.query_endpoints.to_string());
     row("URLs awaiting a retry", stats.awaiting_retry.to_string());
@@ -355,6 +380,35 @@ fn stats(args: StatsArgs) -> Result<(), Failure> {
         out.push_str("\nnot fetched\n");
         for (why, n) in &stats.excluded {
             out.push_str(&format!("  {why:<26}{n}\n"));
+        }
+    }
+    let s = &stats.schedule;
+    out.push_str("\nrevisit schedule\n");
+    for (name, n) in [
+        ("due now", s.due_now),
+        ("due within a day", s.due_within_day),
+        ("due within a week", s.due_within_week),
+        ("never visited", s.never_visited),
+        ("never again (52, excluded)", s.never_again),
+        ("feeds", s.feeds),
+        ("failing, still searchable", s.failing_but_searchable),
+    ] {
+        out.push_str(&format!("  {name:<26}{n}\n"));
+    }
+    out.push_str("\nrevisit intervals\n");
+    for (bucket, n) in &s.intervals {
+        out.push_str(&format!("  {bucket:<26}{n}\n"));
+    }
+    if !stats.certificates_changed.is_empty() {
+        out.push_str("\ncertificates changed (accepted and pinned)\n");
+        for c in &stats.certificates_changed {
+            out.push_str(&format!(
+                "  {:<26}{} change(s); current one first seen {}, last seen {}\n",
+                c.host,
+                c.changes,
+                when(c.current_since.map(|t| t.to_string()).as_deref()),
+                when(c.last_seen.map(|t| t.to_string()).as_deref()),
+            ));
         }
     }
     print!("{out}");

@@ -5,7 +5,11 @@
 //! index in agreement after `Frontier::recover`:
 //! 1. tag the batch's URLs with the next sequence number in the frontier,
 //! 2. commit Tantivy with that sequence number as the commit payload,
-//! 3. mark the tagged URLs `indexed` (removals: `fetched`) in the frontier.
+//! 3. apply the tagged URLs' operations to `in_index` in the frontier.
+//!
+//! Anchor refreshes ([`IndexMsg::Refresh`]) rewrite committed documents; the crawl asks for them
+//! only after a [`IndexMsg::Flush`], and forgets the anchor updates only once the thread has
+//! committed them (when it ends), so a crash simply refreshes them again.
 
 use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender};
 use std::thread::JoinHandle;
@@ -20,8 +24,18 @@ use super::CrawlError;
 pub enum IndexMsg {
     /// Add (or replace) a page; `url_id` is its frontier id, already recorded `pending`.
     Upsert { url_id: i64, doc: Box<PageDoc> },
-    /// Remove a page, if the index holds it; `url_id` is already recorded `removing`.
+    /// Remove a page; `url_id` is already recorded with its `delete` operation.
     Delete { url_id: i64, url: String },
+    /// Rewrite a committed page with its current anchors (and own link labels, and a new body
+    /// for files known by their header).
+    Refresh {
+        url: String,
+        anchors: String,
+        link_labels: String,
+        body: Option<String>,
+    },
+    /// Commit now and say so: the crawl waits for this before reading what is committed.
+    Flush(SyncSender<()>),
 }
 
 /// When to commit.
@@ -36,6 +50,8 @@ pub struct CommitPolicy {
 pub struct IndexingSummary {
     pub documents: u64,
     pub commits: u64,
+    /// Documents rewritten with new anchors.
+    pub refreshed: u64,
 }
 
 /// Starts the thread. Dropping every sender makes it commit what is left and stop.
@@ -58,6 +74,8 @@ pub fn spawn(
 
 struct Pending {
     ids: Vec<i64>,
+    /// Refreshed documents since the last commit (no frontier operation to confirm).
+    refreshes: usize,
     since: Option<Instant>,
 }
 
@@ -70,6 +88,7 @@ fn run(
     let mut summary = IndexingSummary::default();
     let mut pending = Pending {
         ids: Vec::new(),
+        refreshes: 0,
         since: None,
     };
     loop {
@@ -87,6 +106,28 @@ fn run(
                 indexer.delete(&url)?;
                 url_id
             }
+            Ok(IndexMsg::Refresh {
+                url,
+                anchors,
+                link_labels,
+                body,
+            }) => {
+                if indexer.refresh(&url, &anchors, &link_labels, body.as_deref())? {
+                    summary.refreshed += 1;
+                    pending.since.get_or_insert_with(Instant::now);
+                    pending.refreshes += 1;
+                    if pending.ids.len() + pending.refreshes >= policy.max_docs {
+                        commit(&mut indexer, &mut frontier, &mut pending, &mut summary)?;
+                    }
+                }
+                continue;
+            }
+            Ok(IndexMsg::Flush(ack)) => {
+                commit(&mut indexer, &mut frontier, &mut pending, &mut summary)?;
+                // The crawl may have given up waiting; nothing to tell then.
+                let _ = ack.send(());
+                continue;
+            }
             Err(RecvTimeoutError::Timeout) => {
                 commit(&mut indexer, &mut frontier, &mut pending, &mut summary)?;
                 continue;
@@ -98,7 +139,7 @@ fn run(
         };
         pending.ids.push(url_id);
         pending.since.get_or_insert_with(Instant::now);
-        if pending.ids.len() >= policy.max_docs {
+        if pending.ids.len() + pending.refreshes >= policy.max_docs {
             commit(&mut indexer, &mut frontier, &mut pending, &mut summary)?;
         }
     }
@@ -110,16 +151,22 @@ fn commit(
     pending: &mut Pending,
     summary: &mut IndexingSummary,
 ) -> Result<(), CrawlError> {
-    if pending.ids.is_empty() {
+    if pending.ids.is_empty() && pending.refreshes == 0 {
         return Ok(());
     }
     let seq = indexer.committed_seq() + 1;
     frontier.assign_batch(&pending.ids, seq)?;
     indexer.commit(seq)?;
     frontier.mark_committed(seq)?;
-    tracing::debug!(seq, documents = pending.ids.len(), "index commit");
+    tracing::debug!(
+        seq,
+        documents = pending.ids.len(),
+        refreshed = pending.refreshes,
+        "index commit"
+    );
     summary.commits += 1;
     pending.ids.clear();
+    pending.refreshes = 0;
     pending.since = None;
     Ok(())
 }

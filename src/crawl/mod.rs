@@ -1,18 +1,22 @@
-//! The crawl loop: claims URLs from the frontier, schedules them per IP address under the
-//! politeness rules ([`scheduler`]), fetches them concurrently, records what happened in the
-//! frontier and hands pages to the indexing thread ([`indexing`]).
+//! The crawl loop: leases capsules with due work from the frontier, schedules their URLs per IP
+//! address under the politeness rules ([`scheduler`]), fetches them concurrently, records what
+//! each visit found and when the URL is due again ([`record`], [`crate::revisit`]) and hands
+//! pages, removals and anchor refreshes to the indexing thread ([`indexing`]).
 //!
-//! The loop is a single task that owns the scheduler and the frontier connection; fetches and DNS
-//! lookups run as their own tasks and report back. The crawl ends when nothing is in flight,
-//! nothing is queued and the frontier has nothing new (checked after the last results were
-//! recorded, so it never ends early), at `max_pages`, or when `shutdown` resolves.
+//! One run visits what is due plus everything new it finds, each URL at most once (retries of
+//! temporary failures aside): a crawl from cron keeps the index current. The loop is a single
+//! task that owns the scheduler and the frontier connection; fetches and DNS lookups run as their
+//! own tasks and report back. The run ends when nothing is in flight, nothing is queued and the
+//! frontier has nothing due (checked after the last results were recorded, so it never ends
+//! early), at `max_pages`, or when `shutdown` resolves. Then the pages whose inbound link labels
+//! changed get their documents rewritten from what is stored, without a request.
 
 pub mod indexing;
 pub mod policy;
 mod record;
 pub mod scheduler;
 
-use std::collections::HashSet;
+use std::collections::{BTreeSet, HashSet};
 use std::future::Future;
 use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};
@@ -26,8 +30,9 @@ use tokio::task::JoinSet;
 use crate::content::{self, Extracted};
 use crate::fetch::sockets::{self, SocketBudget};
 use crate::fetch::{dns, FetchError, FetchLimits, Fetcher, Outcome, Response};
-use crate::frontier::{FetchResult, Frontier, FrontierError, QueuedUrl, UrlState};
+use crate::frontier::{Frontier, FrontierError, QueuedUrl};
 use crate::index::{IndexError, Indexer};
+use crate::revisit::RevisitPolicy;
 use crate::robots::Robots;
 use crate::urlnorm;
 use indexing::{CommitPolicy, IndexMsg};
@@ -58,8 +63,18 @@ const BATCH_RESULTS: usize = 256;
 /// Redirects followed from one URL before giving up.
 pub const MAX_REDIRECT_HOPS: u32 = 5;
 
-/// How long a cached robots.txt stays valid.
-const ROBOTS_TTL: Duration = Duration::from_secs(24 * 3600);
+/// URLs of one capsule claimed at a time: enough to keep its IP busy between claims, few enough
+/// that memory stays bounded by the capsules in play rather than the URLs known.
+const PER_CAPSULE: usize = 32;
+
+/// Capsules leased at once, per request the crawl may have in flight.
+const CAPSULES_PER_SLOT: usize = 4;
+
+/// URLs of an unreachable capsule recorded as failed visits per transaction.
+const UNREACHABLE_CHUNK: usize = 512;
+
+/// Anchor updates read from the frontier at a time.
+const ANCHOR_CHUNK: usize = 500;
 
 /// Everything a crawl needs, decided once from the command line.
 #[derive(Debug, Clone)]
@@ -93,6 +108,8 @@ pub struct CrawlConfig {
     pub commit: CommitPolicy,
     /// How often a progress line is logged.
     pub progress_every: Duration,
+    /// When pages visited in this run are visited again.
+    pub revisit: RevisitPolicy,
 }
 
 impl CrawlConfig {
@@ -121,6 +138,7 @@ impl CrawlConfig {
                 max_age: Duration::from_secs(10),
             },
             progress_every: Duration::from_secs(5),
+            revisit: RevisitPolicy::default(),
         }
     }
 }
@@ -148,41 +166,77 @@ pub enum CrawlError {
     IndexerStopped(String),
 }
 
-/// Why a crawl ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+/// Why a crawl ended (`ended` in the JSON summary).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum StopReason {
-    /// Nothing was left to fetch.
-    Exhausted,
+    /// Nothing was left that is due.
+    #[default]
+    Done,
     MaxPages,
-    Interrupted,
+    /// Ctrl-C, SIGTERM or the caller's shutdown future.
+    Signal,
 }
 
-/// What a crawl did.
-#[derive(Debug, Clone, serde::Serialize)]
+impl StopReason {
+    pub fn describe(self) -> &'static str {
+        match self {
+            StopReason::Done => "nothing left that is due",
+            StopReason::MaxPages => "--max-pages reached",
+            StopReason::Signal => "interrupted",
+        }
+    }
+}
+
+/// What a crawl did. `geode crawl --json` prints it as one object; the first seven keys are a
+/// contract scripts rely on.
+#[derive(Debug, Clone, Default, serde::Serialize)]
 pub struct CrawlSummary {
-    pub pages_fetched: u64,
-    pub documents_indexed: u64,
+    /// Pages requested (robots.txt files not counted), whatever came back.
+    pub fetched: u64,
+    /// Pages indexed for the first time (or again after they had left the index).
+    pub new: u64,
+    /// Pages whose content changed, indexed again.
+    pub changed: u64,
+    /// Pages found as they were: no index write.
+    pub unchanged: u64,
+    /// Pages taken out of the index (51, 52, 31, robots.txt, failing past `--remove-after`,
+    /// duplicates, input prompts).
+    pub removed: u64,
+    /// Visits without a usable answer: network, TLS, DNS and protocol errors, other 5x,
+    /// temporary failures that never ended, pages of unreachable capsules.
+    pub failed: u64,
+    pub ended: StopReason,
+    /// Documents rewritten because the labels of links to them changed.
+    pub anchors_refreshed: u64,
     pub robots_fetched: u64,
     pub robots_excluded: u64,
-    pub errors: u64,
     /// Pages whose body was already indexed under another URL.
     pub duplicates: u64,
     /// 44 answers received.
     pub slow_downs: u64,
     /// Capsules set aside for a while (41, robots.txt or address unavailable).
     pub capsules_backed_off: u64,
+    /// Capsules that could not be reached at all (DNS, connection, TLS): their due pages count
+    /// as failed visits.
+    pub capsules_unreachable: u64,
+    /// Capsules that presented a certificate other than the one pinned.
+    pub certificates_changed: u64,
     /// The most crawler sockets open at once, and the budget they had.
     pub peak_sockets: usize,
     pub socket_budget: usize,
     pub urls_discovered: u64,
+    /// Claims of due work from the frontier, and the slowest one.
+    pub claims: u64,
+    pub claim_max_ms: f64,
+    pub claim_total_ms: f64,
     pub elapsed_secs: f64,
-    pub stop: StopReason,
 }
 
 /// What a fetch task reports.
 struct Done {
     ip: IpAddr,
+    host_id: i64,
     /// When the request really began (the task starts a little after it is handed out).
     began: Instant,
     /// How long it took.
@@ -194,7 +248,7 @@ struct Done {
 
 enum DoneJob {
     Robots { host_id: i64 },
-    Page(QueuedUrl),
+    Page(Box<QueuedUrl>),
 }
 
 /// A response, with the page already extracted when it was content.
@@ -210,7 +264,8 @@ struct ExtractedPage {
     hash: Option<String>,
 }
 
-fn unix_now() -> i64 {
+/// Seconds since the Unix epoch, the clock of the frontier and the revisit schedule.
+pub fn unix_now() -> i64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_secs() as i64)
@@ -230,6 +285,10 @@ pub async fn run(
 pub struct Progress {
     pub pages_fetched: u64,
     pub errors: u64,
+    pub new: u64,
+    pub changed: u64,
+    pub unchanged: u64,
+    pub removed: u64,
     /// URLs claimed from the frontier and waiting for their IP address.
     pub queued: usize,
     pub in_flight: usize,
@@ -252,12 +311,17 @@ pub async fn run_observed(
     let indexer = Indexer::open_or_create(&index_path(&config.data_dir))?;
     let db = database_path(&config.data_dir);
     let mut frontier = Frontier::open(&db)?;
-    let (confirmed, requeued) = frontier.recover(indexer.committed_seq())?;
-    if confirmed + requeued > 0 {
-        tracing::info!(confirmed, requeued, "resumed an interrupted crawl");
+    let run_started = unix_now();
+    let (confirmed, redone) = frontier.recover(indexer.committed_seq(), run_started)?;
+    if confirmed + redone > 0 {
+        tracing::info!(
+            confirmed,
+            redone,
+            "settled the index operations of an interrupted crawl"
+        );
     }
-    add_seeds(&mut frontier, &config)?;
-    frontier.set_meta("last_crawl_started", &unix_now().to_string())?;
+    add_seeds(&mut frontier, &config, run_started)?;
+    frontier.set_meta("last_crawl_started", &run_started.to_string())?;
 
     let socket_budget = match config.socket_budget {
         Some(n) => n,
@@ -277,23 +341,23 @@ pub async fn run_observed(
         scheduler: Scheduler::new(config.min_delay),
         index_tx: Some(index_tx),
         summary: CrawlSummary {
-            pages_fetched: 0,
-            documents_indexed: 0,
-            robots_fetched: 0,
-            robots_excluded: 0,
-            errors: 0,
-            duplicates: 0,
-            slow_downs: 0,
-            capsules_backed_off: 0,
-            peak_sockets: 0,
             socket_budget,
-            urls_discovered: 0,
-            elapsed_secs: 0.0,
-            stop: StopReason::Exhausted,
+            ..CrawlSummary::default()
         },
+        run_started,
+        effects: Effects::default(),
         config,
     };
-    let outcome = crawl.run_loop(&mut frontier, shutdown).await;
+    let mut outcome = crawl.run_loop(&mut frontier, shutdown).await;
+    // Pages whose inbound labels changed get their documents rewritten, unless the run was
+    // interrupted (the next run does it then: the updates stay recorded until committed).
+    let mut refreshed = Vec::new();
+    if outcome.is_ok() && crawl.summary.ended != StopReason::Signal {
+        match crawl.refresh_anchors(&frontier).await {
+            Ok(ids) => refreshed = ids,
+            Err(e) => outcome = Err(e),
+        }
+    }
     // Whatever happened, let the indexing thread commit what it has, then settle the frontier.
     crawl.index_tx = None;
     let indexed = tokio::task::spawn_blocking(move || index_thread.join())
@@ -302,10 +366,11 @@ pub async fn run_observed(
         .map_err(|_| CrawlError::IndexerStopped("it panicked".into()))?;
     outcome?;
     let indexed = indexed?;
-    frontier.release_queued()?;
+    frontier.clear_anchor_updates(&refreshed)?;
+    frontier.end_run()?;
     frontier.set_meta("last_crawl_finished", &unix_now().to_string())?;
     update_authority(frontier, index_path(&crawl.config.data_dir)).await;
-    crawl.summary.documents_indexed = indexed.documents;
+    crawl.summary.anchors_refreshed = indexed.refreshed;
     crawl.summary.peak_sockets = crawl.fetcher.sockets().high_water();
     crawl.summary.elapsed_secs = started.elapsed().as_secs_f64();
     Ok(crawl.summary)
@@ -338,7 +403,7 @@ async fn update_authority(frontier: Frontier, index_dir: PathBuf) {
     }
 }
 
-fn add_seeds(frontier: &mut Frontier, config: &CrawlConfig) -> Result<(), CrawlError> {
+fn add_seeds(frontier: &mut Frontier, config: &CrawlConfig, now: i64) -> Result<(), CrawlError> {
     let defaults: Vec<Url>;
     let seeds = if config.seeds.is_empty() && frontier.url_count()? == 0 {
         defaults = DEFAULT_SEEDS
@@ -350,7 +415,7 @@ fn add_seeds(frontier: &mut Frontier, config: &CrawlConfig) -> Result<(), CrawlE
         &config.seeds
     };
     for seed in seeds {
-        frontier.add_seed(seed.as_str(), &urlnorm::capsule_key(seed))?;
+        frontier.add_seed(seed.as_str(), &urlnorm::capsule_key(seed), now)?;
     }
     Ok(())
 }
@@ -364,6 +429,23 @@ struct Crawl {
     scheduler: Scheduler,
     index_tx: Option<std::sync::mpsc::SyncSender<IndexMsg>>,
     summary: CrawlSummary,
+    /// When this run began (unix seconds): robots.txt read before it is read again.
+    run_started: i64,
+    /// What recorded results ask the loop to do once their transaction is committed.
+    effects: Effects,
+}
+
+/// Follow-ups of recorded results, done after their transaction commits.
+#[derive(Debug, Default)]
+struct Effects {
+    /// New URLs were added: the frontier may have more due.
+    new_urls: bool,
+    /// Capsules that got new URLs: a leased one may be refilled.
+    wake: BTreeSet<i64>,
+    /// Entries new in a feed (URL id, capsule id), claimed ahead of their capsule's queue.
+    hubs: Vec<(i64, i64)>,
+    /// Capsules that could not be reached, with the error kind and message.
+    unreachable: Vec<(i64, String, String)>,
 }
 
 impl Crawl {
@@ -383,13 +465,19 @@ impl Crawl {
         let mut next_progress = Instant::now() + self.config.progress_every;
         let mut next_snapshot = Instant::now();
         let mut retry_at: Option<Instant> = None;
-        let low_water = self.config.concurrency.max(16) * 4;
+        let max_capsules = (self.config.concurrency * CAPSULES_PER_SLOT).max(16);
 
         loop {
-            if dispatching && frontier_has_more && self.scheduler.queued() < low_water {
-                let claimed = frontier.claim(low_water * 2, low_water, unix_now())?;
-                frontier_has_more = !claimed.is_empty();
-                self.take_claimed(frontier, claimed)?;
+            if dispatching {
+                frontier_has_more |= self.follow_up(frontier)?;
+                if frontier_has_more && self.scheduler.leased() < max_capsules {
+                    let want = max_capsules - self.scheduler.leased();
+                    let claimed = self
+                        .timed_claim(|f, now| f.claim_capsules(want, PER_CAPSULE, now), frontier)?;
+                    let capsules: HashSet<i64> = claimed.iter().map(|u| u.host_id).collect();
+                    frontier_has_more = capsules.len() >= want;
+                    self.take_claimed(frontier, claimed, false)?;
+                }
                 for (host_id, host) in self.scheduler.unresolved() {
                     if resolving.insert(host_id) {
                         lookups.spawn(lookup(
@@ -401,7 +489,8 @@ impl Crawl {
                 }
             }
 
-            let mut batch = frontier.batch()?;
+            let now_unix = unix_now();
+            let mut batch = frontier.batch(now_unix)?;
             let mut docs = Vec::new();
             while dispatching && self.scheduler.in_flight() < self.config.concurrency {
                 let Some(job) = self.scheduler.next_job(Instant::now()) else {
@@ -409,13 +498,7 @@ impl Crawl {
                 };
                 match job {
                     Job::Disallowed(url) => {
-                        let result = FetchResult {
-                            error: Some("robots".into()),
-                            meta: "disallowed by robots.txt".into(),
-                            ..FetchResult::default()
-                        };
-                        batch.finish_url(url.id, UrlState::Excluded, &result)?;
-                        self.summary.robots_excluded += 1;
+                        self.record_disallowed(&mut batch, url, now_unix, &mut docs)?;
                     }
                     Job::Robots {
                         host_id,
@@ -428,18 +511,21 @@ impl Crawl {
                             Arc::clone(&self.parsers),
                             url,
                             addr,
+                            host_id,
                             DoneJob::Robots { host_id },
                         ));
                     }
                     Job::Page { url, addr } => {
                         pages_started += 1;
                         let target = url.url.clone();
+                        let host_id = url.host_id;
                         fetches.spawn(fetch(
                             self.fetcher.clone(),
                             Arc::clone(&self.parsers),
                             target,
                             addr,
-                            DoneJob::Page(url),
+                            host_id,
+                            DoneJob::Page(Box::new(url)),
                         ));
                         if self
                             .config
@@ -447,14 +533,22 @@ impl Crawl {
                             .is_some_and(|max| pages_started >= max)
                         {
                             dispatching = false;
-                            self.summary.stop = StopReason::MaxPages;
+                            self.summary.ended = StopReason::MaxPages;
                         }
                     }
                 }
             }
             batch.commit()?;
+            for msg in docs.drain(..) {
+                self.send_to_index(msg)?;
+            }
 
             let idle = fetches.is_empty() && lookups.is_empty();
+            if idle && dispatching && self.scheduler.queued() == 0 && self.follow_up(frontier)? {
+                // Capsules were let go or URLs added: claim again before deciding to end.
+                frontier_has_more = true;
+                continue;
+            }
             if idle && (!dispatching || (self.scheduler.queued() == 0 && !frontier_has_more)) {
                 // Retries and back-offs that come due soon are worth waiting for.
                 retry_at = if dispatching {
@@ -490,8 +584,7 @@ impl Crawl {
                 .max(now);
             tokio::select! {
                 Some(joined) = fetches.join_next(), if !fetches.is_empty() => {
-                    let mut batch = frontier.batch()?;
-                    let mut new_urls = 0;
+                    let mut batch = frontier.batch(unix_now())?;
                     let mut next = Some(joined);
                     let mut recorded = 0;
                     // Record every result that is ready, and those arriving within a few
@@ -501,7 +594,7 @@ impl Crawl {
                     loop {
                         while let Some(joined) = next.take() {
                             if let Ok(done) = joined {
-                                new_urls += self.record(&mut batch, done, &mut docs)?;
+                                self.record(&mut batch, done, &mut docs)?;
                                 recorded += 1;
                             }
                             next = fetches.try_join_next();
@@ -515,9 +608,6 @@ impl Crawl {
                         }
                     }
                     batch.commit()?;
-                    if new_urls > 0 {
-                        frontier_has_more = true;
-                    }
                     for msg in docs.drain(..) {
                         self.send_to_index(msg)?;
                     }
@@ -533,7 +623,7 @@ impl Crawl {
                     tracing::info!("interrupted: stopping the crawl");
                     interrupted = true;
                     dispatching = false;
-                    self.summary.stop = StopReason::Interrupted;
+                    self.summary.ended = StopReason::Signal;
                     // Unfinished requests are dropped; their URLs stay queued and return to the
                     // frontier as new when the crawl ends.
                     fetches.abort_all();
@@ -552,39 +642,103 @@ impl Crawl {
     /// When the next retry or capsule back-off comes due, if that is within the horizon.
     fn due_retry(&self, frontier: &Frontier) -> Result<Option<Instant>, CrawlError> {
         let now = unix_now();
-        let Some(at) = frontier.next_retry(now)? else {
+        let Some(at) = frontier.next_wakeup(now)? else {
             return Ok(None);
         };
         let wait = Duration::from_secs((at - now).max(0) as u64);
         Ok((wait <= self.config.retry_horizon).then(|| Instant::now() + wait))
     }
 
-    /// Puts claimed URLs into the scheduler, with any cached robots.txt for new capsules.
+    /// Puts claimed URLs into the scheduler (at the front of their capsule's queue when
+    /// `first`), with robots.txt rules read earlier in this run for capsules it does not know.
     fn take_claimed(
         &mut self,
         frontier: &Frontier,
         claimed: Vec<QueuedUrl>,
+        first: bool,
     ) -> Result<(), CrawlError> {
         let now = Instant::now();
         for url in claimed {
             let host_id = url.host_id;
             let new_capsule = !self.scheduler.knows(host_id);
-            self.scheduler.push(url, now);
+            self.scheduler.push(url, first, now);
             if new_capsule {
+                // Rules read by an earlier run are read again: a capsule's robots.txt may have
+                // changed since, and pages it now disallows must leave the index.
                 if let Some(cached) = frontier.robots(host_id)? {
-                    let fresh = unix_now() - cached.fetched_at < ROBOTS_TTL.as_secs() as i64;
-                    if fresh && cached.status / 10 != 4 {
+                    let age = unix_now() - cached.fetched_at;
+                    let this_run = cached.fetched_at >= self.run_started;
+                    if this_run
+                        && age < scheduler::ROBOTS_TTL.as_secs() as i64
+                        && cached.status / 10 != 4
+                    {
                         let robots = cached
                             .text
                             .as_deref()
                             .map(Robots::parse)
                             .unwrap_or_default();
-                        self.scheduler.set_robots(host_id, robots, now);
+                        let read_at = now
+                            .checked_sub(Duration::from_secs(age.max(0) as u64))
+                            .unwrap_or(now);
+                        self.scheduler.set_robots(host_id, robots, read_at, now);
                     }
                 }
             }
         }
         Ok(())
+    }
+
+    /// Claims from the frontier, timing the claim for the summary.
+    fn timed_claim(
+        &mut self,
+        claim: impl FnOnce(&mut Frontier, i64) -> Result<Vec<QueuedUrl>, FrontierError>,
+        frontier: &mut Frontier,
+    ) -> Result<Vec<QueuedUrl>, CrawlError> {
+        let started = Instant::now();
+        let claimed = claim(frontier, unix_now())?;
+        let ms = started.elapsed().as_secs_f64() * 1000.0;
+        self.summary.claims += 1;
+        self.summary.claim_total_ms += ms;
+        self.summary.claim_max_ms = self.summary.claim_max_ms.max(ms);
+        Ok(claimed)
+    }
+
+    /// Does what recorded results asked for, then keeps the leased capsules fed: capsules whose
+    /// queue ran dry get more of their due URLs, and those with nothing left are let go.
+    /// Returns whether the frontier may have more capsules due.
+    fn follow_up(&mut self, frontier: &mut Frontier) -> Result<bool, CrawlError> {
+        let effects = std::mem::take(&mut self.effects);
+        let mut more = effects.new_urls;
+        for host_id in effects.wake {
+            self.scheduler.set_exhausted(host_id, false);
+        }
+        for (host_id, kind, message) in effects.unreachable {
+            self.record_unreachable(frontier, host_id, &kind, &message)?;
+            more = true;
+        }
+        // Entries of capsules not leased now come first when theirs is (they are hubs).
+        let hubs: Vec<i64> = effects
+            .hubs
+            .iter()
+            .filter(|(_, host_id)| self.scheduler.is_leased(*host_id))
+            .map(|&(id, _)| id)
+            .collect();
+        if !hubs.is_empty() {
+            let claimed = self.timed_claim(|f, now| f.claim_ids(&hubs, now), frontier)?;
+            self.take_claimed(frontier, claimed, true)?;
+        }
+        for host_id in self.scheduler.wanting_more() {
+            let urls =
+                self.timed_claim(|f, now| f.claim_more(host_id, PER_CAPSULE, now), frontier)?;
+            self.scheduler
+                .set_exhausted(host_id, urls.len() < PER_CAPSULE);
+            self.take_claimed(frontier, urls, false)?;
+        }
+        for host_id in self.scheduler.take_finished() {
+            frontier.release_capsule(host_id)?;
+            more = true;
+        }
+        Ok(more)
     }
 
     fn take_address(
@@ -597,12 +751,64 @@ impl Crawl {
             Ok(addr) => self.scheduler.set_address(host_id, addr, Instant::now()),
             Err(e) => {
                 tracing::debug!(host_id, error = %e, "no address");
-                let mut batch = frontier.batch()?;
-                self.set_aside(&mut batch, host_id)?;
-                batch.commit()?;
+                self.effects
+                    .unreachable
+                    .push((host_id, e.kind().to_string(), e.to_string()));
+                self.follow_up(frontier)?;
             }
         }
         Ok(())
+    }
+
+    /// Rewrites the documents of the pages whose inbound link labels changed, from what the
+    /// index and the frontier store: no request. Waits for the indexing thread to commit first,
+    /// so every page visited in this run is settled in the frontier and readable in the index.
+    /// Returns the anchor updates handled, to forget once the thread has committed them.
+    async fn refresh_anchors(&mut self, frontier: &Frontier) -> Result<Vec<i64>, CrawlError> {
+        let (ack_tx, ack_rx) = std::sync::mpsc::sync_channel(1);
+        self.send_to_index(IndexMsg::Flush(ack_tx))?;
+        tokio::task::spawn_blocking(move || ack_rx.recv())
+            .await
+            .map_err(|e| CrawlError::IndexerStopped(e.to_string()))?
+            .map_err(|_| CrawlError::IndexerStopped("it ended before committing".into()))?;
+        let mut handled = Vec::new();
+        let mut pages = HashSet::new();
+        let mut after = 0;
+        loop {
+            let updates = frontier.anchor_updates(after, ANCHOR_CHUNK)?;
+            let Some(last) = updates.last() else { break };
+            after = last.dirty_id;
+            for update in updates {
+                handled.push(update.dirty_id);
+                let Some(page) = update.page else { continue };
+                if !pages.insert(page.id) {
+                    continue;
+                }
+                let anchors = frontier
+                    .inbound_labels(page.id, record::MAX_ANCHORS)?
+                    .join("\n");
+                let link_labels = frontier.own_labels(page.id)?.join("\n");
+                // A file known by its header carries the labels of links to it in its body.
+                let body = match (page.header_only, Url::parse(&page.url)) {
+                    (true, Ok(url)) => {
+                        let described =
+                            content::extract(&url, page.mime.as_deref().unwrap_or(""), &[]).body;
+                        Some(format!("{described}\n{anchors}"))
+                    }
+                    _ => None,
+                };
+                self.send_to_index(IndexMsg::Refresh {
+                    url: page.url,
+                    anchors,
+                    link_labels,
+                    body,
+                })?;
+            }
+        }
+        if !pages.is_empty() {
+            tracing::info!(pages = pages.len(), "documents rewritten with new anchors");
+        }
+        Ok(handled)
     }
 
     fn send_to_index(&mut self, msg: IndexMsg) -> Result<(), CrawlError> {
@@ -624,8 +830,12 @@ impl Crawl {
     fn publish_progress(&self) {
         if let Some(tx) = &self.progress {
             tx.send_replace(Progress {
-                pages_fetched: self.summary.pages_fetched,
-                errors: self.summary.errors,
+                pages_fetched: self.summary.fetched,
+                errors: self.summary.failed,
+                new: self.summary.new,
+                changed: self.summary.changed,
+                unchanged: self.summary.unchanged,
+                removed: self.summary.removed,
                 queued: self.scheduler.queued(),
                 in_flight: self.scheduler.in_flight(),
                 open_sockets: self.fetcher.sockets().open(),
@@ -637,10 +847,14 @@ impl Crawl {
 
     fn log_progress(&self) {
         tracing::info!(
-            fetched = self.summary.pages_fetched,
+            fetched = self.summary.fetched,
+            new = self.summary.new,
+            changed = self.summary.changed,
+            unchanged = self.summary.unchanged,
+            removed = self.summary.removed,
+            failed = self.summary.failed,
             queued = self.scheduler.queued(),
             in_flight = self.scheduler.in_flight(),
-            errors = self.summary.errors,
             robots_excluded = self.summary.robots_excluded,
             capsules_backed_off = self.summary.capsules_backed_off,
             open_sockets = self.fetcher.sockets().open(),
@@ -676,6 +890,7 @@ async fn fetch(
     parsers: Arc<Semaphore>,
     url: String,
     addr: SocketAddr,
+    host_id: i64,
     job: DoneJob,
 ) -> Done {
     let began = Instant::now();
@@ -703,6 +918,7 @@ async fn fetch(
     let took = took.unwrap_or_else(|| began.elapsed());
     Done {
         ip: addr.ip(),
+        host_id,
         began,
         took,
         job,

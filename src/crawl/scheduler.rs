@@ -6,7 +6,12 @@
 //! `min_delay` apart, stretched to twice the last response time for slow servers (up to
 //! [`SLOW_GAP_CAP`]); after a 44 (slow down), nothing to that IP for the time asked, doubled on
 //! every 44 in a row, and the IP's gap doubled for the rest of the crawl; a capsule's robots.txt
-//! is fetched before any other URL of it; the capsules sharing an IP take turns.
+//! is fetched before any other URL of it, and again when what was read is a day old; the
+//! capsules sharing an IP take turns.
+//!
+//! It also tracks which capsules the crawl leases from the frontier: how many of their URLs are
+//! queued and in flight, and whether the frontier has more due for them now, so the crawl loop
+//! knows which capsules to refill and which to let go.
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap, VecDeque};
@@ -22,12 +27,16 @@ pub const SLOW_GAP_CAP: Duration = Duration::from_secs(10);
 pub const MAX_SLOW_DOWN: Duration = Duration::from_secs(3600);
 const MAX_IP_GAP: Duration = Duration::from_secs(60);
 
+/// How long robots.txt rules read in a run stay good before they are read again.
+pub const ROBOTS_TTL: Duration = Duration::from_secs(24 * 3600);
+
 /// Where a capsule's robots.txt stands.
 #[derive(Debug, Clone)]
 enum RobotsState {
     Unknown,
     Fetching,
-    Known(Robots),
+    /// The rules, and when they were read.
+    Known(Robots, Instant),
 }
 
 #[derive(Debug)]
@@ -38,6 +47,12 @@ struct Capsule {
     urls: VecDeque<QueuedUrl>,
     /// Whether the capsule is in its IP's rotation.
     in_rotation: bool,
+    /// Requests handed out and not finished.
+    in_flight: usize,
+    /// The crawl leases the capsule from the frontier.
+    leased: bool,
+    /// The frontier had nothing more due for it when last asked.
+    exhausted: bool,
 }
 
 #[derive(Debug)]
@@ -107,8 +122,9 @@ impl Scheduler {
         self.capsules.contains_key(&host_id)
     }
 
-    /// Adds a claimed URL. New capsules start with an unknown address and robots.txt.
-    pub fn push(&mut self, url: QueuedUrl, now: Instant) {
+    /// Adds a claimed URL to the back of its capsule's queue (to the front when `first`), and
+    /// marks the capsule leased. New capsules start with an unknown address and robots.txt.
+    pub fn push(&mut self, url: QueuedUrl, first: bool, now: Instant) {
         let host_id = url.host_id;
         let capsule = self.capsules.entry(host_id).or_insert_with(|| Capsule {
             name: url.host.clone(),
@@ -116,18 +132,66 @@ impl Scheduler {
             robots: RobotsState::Unknown,
             urls: VecDeque::new(),
             in_rotation: false,
+            in_flight: 0,
+            leased: false,
+            exhausted: false,
         });
-        capsule.urls.push_back(url);
+        capsule.leased = true;
+        if first {
+            capsule.urls.push_front(url);
+        } else {
+            capsule.urls.push_back(url);
+        }
         self.queued += 1;
         self.enter_rotation(host_id, now);
     }
 
-    /// Sets a capsule's robots rules (from the cache or a fetch).
-    pub fn set_robots(&mut self, host_id: i64, robots: Robots, now: Instant) {
+    /// Sets a capsule's robots rules (from the cache or a fetch), read at `read_at`.
+    pub fn set_robots(&mut self, host_id: i64, robots: Robots, read_at: Instant, now: Instant) {
         if let Some(c) = self.capsules.get_mut(&host_id) {
-            c.robots = RobotsState::Known(robots);
+            c.robots = RobotsState::Known(robots, read_at);
         }
         self.enter_rotation(host_id, now);
+    }
+
+    /// Leased capsules whose queue is empty and for which the frontier may have more now.
+    pub fn wanting_more(&self) -> Vec<i64> {
+        self.capsules
+            .iter()
+            .filter(|(_, c)| c.leased && !c.exhausted && c.urls.is_empty())
+            .map(|(&id, _)| id)
+            .collect()
+    }
+
+    /// Records that the frontier had nothing more due for a capsule (`true`), or may have again
+    /// (`false`: new URLs or a finished request).
+    pub fn set_exhausted(&mut self, host_id: i64, exhausted: bool) {
+        if let Some(c) = self.capsules.get_mut(&host_id) {
+            c.exhausted = exhausted;
+        }
+    }
+
+    /// Leased capsules with nothing queued, nothing in flight and nothing more due: done for
+    /// now. They are marked not leased (their robots rules stay, for the rest of the run).
+    pub fn take_finished(&mut self) -> Vec<i64> {
+        let mut done = Vec::new();
+        for (&id, c) in &mut self.capsules {
+            if c.leased && c.exhausted && c.urls.is_empty() && c.in_flight == 0 {
+                c.leased = false;
+                done.push(id);
+            }
+        }
+        done
+    }
+
+    /// Capsules the crawl leases.
+    pub fn leased(&self) -> usize {
+        self.capsules.values().filter(|c| c.leased).count()
+    }
+
+    /// Whether the crawl leases this capsule.
+    pub fn is_leased(&self, host_id: i64) -> bool {
+        self.capsules.get(&host_id).is_some_and(|c| c.leased)
     }
 
     /// Sets the address a capsule is fetched from.
@@ -180,7 +244,17 @@ impl Scheduler {
                 self.ready.push(Reverse((slot.next_start, ip)));
                 continue;
             }
-            if let Some(job) = self.job_for_ip(ip) {
+            if let Some(job) = self.job_for_ip(ip, now) {
+                if let Job::Robots { host_id, .. }
+                | Job::Page {
+                    url: QueuedUrl { host_id, .. },
+                    ..
+                } = &job
+                {
+                    if let Some(c) = self.capsules.get_mut(host_id) {
+                        c.in_flight += 1;
+                    }
+                }
                 if !matches!(job, Job::Disallowed(_)) {
                     let slot = self.ips.get_mut(&ip).expect("slot exists");
                     slot.busy = true;
@@ -200,8 +274,13 @@ impl Scheduler {
     /// a little after it was handed out) and took `took`, finished. The next one may start once
     /// the IP's gap, or twice the response time if that is longer (capped), has passed since the
     /// later of the two starts.
-    pub fn finished(&mut self, ip: IpAddr, began: Instant, took: Duration) {
+    pub fn finished(&mut self, ip: IpAddr, host_id: i64, began: Instant, took: Duration) {
         self.in_flight = self.in_flight.saturating_sub(1);
+        if let Some(c) = self.capsules.get_mut(&host_id) {
+            c.in_flight = c.in_flight.saturating_sub(1);
+            // What the request found may have given the capsule more work.
+            c.exhausted = false;
+        }
         if let Some(slot) = self.ips.get_mut(&ip) {
             slot.busy = false;
             let gap = slot.gap.max((took * 2).min(SLOW_GAP_CAP));
@@ -256,13 +335,17 @@ impl Scheduler {
     }
 
     /// Takes the next job from the capsules on `ip`, in turn.
-    fn job_for_ip(&mut self, ip: IpAddr) -> Option<Job> {
+    fn job_for_ip(&mut self, ip: IpAddr, now: Instant) -> Option<Job> {
         let slot = self.ips.get_mut(&ip)?;
         while let Some(host_id) = slot.rotation.pop_front() {
             let Some(capsule) = self.capsules.get_mut(&host_id) else {
                 continue;
             };
             let addr = capsule.addr?;
+            if matches!(capsule.robots, RobotsState::Known(_, at) if now.saturating_duration_since(at) >= ROBOTS_TTL)
+            {
+                capsule.robots = RobotsState::Unknown;
+            }
             let job = match &capsule.robots {
                 RobotsState::Fetching => None,
                 RobotsState::Unknown => {
@@ -273,7 +356,7 @@ impl Scheduler {
                         addr,
                     })
                 }
-                RobotsState::Known(robots) => capsule.urls.pop_front().map(|url| {
+                RobotsState::Known(robots, _) => capsule.urls.pop_front().map(|url| {
                     self.queued -= 1;
                     if robots.is_allowed(path_and_query(&url.url)) {
                         Job::Page { url, addr }
@@ -283,7 +366,7 @@ impl Scheduler {
                 }),
             };
             // The capsule goes to the back of the line if it still has work it can do.
-            let more = matches!(capsule.robots, RobotsState::Known(_)) && !capsule.urls.is_empty();
+            let more = matches!(capsule.robots, RobotsState::Known(..)) && !capsule.urls.is_empty();
             if more {
                 slot.rotation.push_back(host_id);
             } else {
@@ -305,7 +388,7 @@ impl Scheduler {
         let has_work = match capsule.robots {
             RobotsState::Unknown => true,
             RobotsState::Fetching => false,
-            RobotsState::Known(_) => !capsule.urls.is_empty(),
+            RobotsState::Known(..) => !capsule.urls.is_empty(),
         };
         if capsule.in_rotation || !has_work {
             return;
@@ -353,6 +436,7 @@ mod tests {
             depth: 0,
             hops: 0,
             canonical: None,
+            prior: Default::default(),
         }
     }
 
@@ -365,23 +449,23 @@ mod tests {
         let t0 = Instant::now();
         let delay = Duration::from_millis(100);
         let mut s = Scheduler::new(delay);
-        s.push(url(1, 1, "a.test", "/"), t0);
-        s.push(url(2, 1, "a.test", "/x"), t0);
+        s.push(url(1, 1, "a.test", "/"), false, t0);
+        s.push(url(2, 1, "a.test", "/x"), false, t0);
         assert_eq!(s.next_job(t0), None, "no job before the address is known");
         s.set_address(1, addr(1), t0);
         let Some(Job::Robots { host_id: 1, .. }) = s.next_job(t0) else {
             panic!("robots first")
         };
         assert_eq!(s.next_job(t0), None, "one request per IP");
-        s.finished(addr(1).ip(), t0, Duration::ZERO);
-        s.set_robots(1, Robots::allow_all(), t0);
+        s.finished(addr(1).ip(), 1, t0, Duration::ZERO);
+        s.set_robots(1, Robots::allow_all(), t0, t0);
         assert_eq!(s.next_job(t0), None, "the delay between starts holds");
         assert!(s.next_wakeup().unwrap() >= t0 + delay);
         let Some(Job::Page { url: u, .. }) = s.next_job(t0 + delay) else {
             panic!()
         };
         assert_eq!(u.id, 1);
-        s.finished(addr(1).ip(), t0, Duration::ZERO);
+        s.finished(addr(1).ip(), 1, t0, Duration::ZERO);
         assert_eq!(s.next_job(t0 + delay), None);
         let Some(Job::Page { url: u, .. }) = s.next_job(t0 + delay * 2) else {
             panic!()
@@ -396,10 +480,14 @@ mod tests {
         let mut s = Scheduler::new(Duration::ZERO);
         for (host_id, host, ip) in [(1, "a.test", 1), (2, "b.test", 1), (3, "c.test", 2)] {
             for i in 0..3 {
-                s.push(url(host_id * 10 + i, host_id, host, &format!("/{i}")), t0);
+                s.push(
+                    url(host_id * 10 + i, host_id, host, &format!("/{i}")),
+                    false,
+                    t0,
+                );
             }
             s.set_address(host_id, addr(ip), t0);
-            s.set_robots(host_id, Robots::allow_all(), t0);
+            s.set_robots(host_id, Robots::allow_all(), t0, t0);
         }
         let mut order = Vec::new();
         for _ in 0..9 {
@@ -413,7 +501,7 @@ mod tests {
             }
             assert!(busy.len() <= 2, "at most one job per IP at once: {busy:?}");
             for ip in busy {
-                s.finished(ip, t0, Duration::ZERO);
+                s.finished(ip, 1, t0, Duration::ZERO);
             }
         }
         let on_ip1: Vec<i64> = order.iter().copied().filter(|&h| h != 3).collect();
@@ -425,10 +513,15 @@ mod tests {
     fn disallowed_urls_are_judged_without_a_request() {
         let t0 = Instant::now();
         let mut s = Scheduler::new(Duration::from_secs(1));
-        s.push(url(1, 1, "a.test", "/private/x"), t0);
-        s.push(url(2, 1, "a.test", "/ok"), t0);
+        s.push(url(1, 1, "a.test", "/private/x"), false, t0);
+        s.push(url(2, 1, "a.test", "/ok"), false, t0);
         s.set_address(1, addr(1), t0);
-        s.set_robots(1, Robots::parse("User-agent: *\nDisallow: /private/\n"), t0);
+        s.set_robots(
+            1,
+            Robots::parse("User-agent: *\nDisallow: /private/\n"),
+            t0,
+            t0,
+        );
         assert!(matches!(s.next_job(t0), Some(Job::Disallowed(u)) if u.id == 1));
         assert!(matches!(s.next_job(t0), Some(Job::Page { url, .. }) if url.id == 2));
     }
@@ -437,8 +530,8 @@ mod tests {
     fn dropping_a_capsule_returns_its_urls() {
         let t0 = Instant::now();
         let mut s = Scheduler::new(Duration::ZERO);
-        s.push(url(1, 1, "a.test", "/"), t0);
-        s.push(url(2, 1, "a.test", "/b"), t0);
+        s.push(url(1, 1, "a.test", "/"), false, t0);
+        s.push(url(2, 1, "a.test", "/b"), false, t0);
         let back = s.drop_capsule(1);
         assert_eq!(back.len(), 2);
         assert_eq!(s.queued(), 0);
@@ -450,29 +543,29 @@ mod tests {
         let ms = Duration::from_millis;
         let mut s = Scheduler::new(ms(100));
         for i in 0..6 {
-            s.push(url(i, 1, "a.test", &format!("/{i}")), t0);
+            s.push(url(i, 1, "a.test", &format!("/{i}")), false, t0);
         }
         s.set_address(1, addr(1), t0);
-        s.set_robots(1, Robots::allow_all(), t0);
+        s.set_robots(1, Robots::allow_all(), t0, t0);
         let ip = addr(1).ip();
         // A response that took 300 ms: the next start waits 600 ms.
         assert!(s.next_job(t0).is_some());
-        s.finished(ip, t0, ms(300));
+        s.finished(ip, 1, t0, ms(300));
         assert!(s.next_job(t0 + ms(599)).is_none());
         assert!(s.next_job(t0 + ms(600)).is_some());
         // A response that took a minute: the gap is capped.
-        s.finished(ip, t0 + ms(600), Duration::from_secs(60));
+        s.finished(ip, 1, t0 + ms(600), Duration::from_secs(60));
         assert!(s.next_job(t0 + ms(600) + SLOW_GAP_CAP).is_some());
         // 44 asking for 2 s: nothing before then; a second 44 in a row waits twice as long.
         let t1 = t0 + ms(600) + SLOW_GAP_CAP;
-        s.finished(ip, t1, ms(1));
+        s.finished(ip, 1, t1, ms(1));
         s.slow_down(ip, Some(Duration::from_secs(2)), t1);
         assert!(s.next_job(t1 + ms(1999)).is_none());
         let t2 = t1 + Duration::from_secs(2);
         let Some(Job::Page { url: u, .. }) = s.next_job(t2) else {
             panic!()
         };
-        s.finished(ip, t2, ms(1));
+        s.finished(ip, 1, t2, ms(1));
         s.slow_down(ip, Some(Duration::from_secs(2)), t2);
         s.retry(u, t2);
         assert!(s.next_job(t2 + ms(3999)).is_none());
@@ -480,7 +573,7 @@ mod tests {
         assert!(s.next_job(t3).is_some());
         // The gap stays doubled (twice, from a floor of 500 ms) after the 44s.
         s.answered(ip);
-        s.finished(ip, t3, ms(1));
+        s.finished(ip, 1, t3, ms(1));
         assert!(s.next_job(t3 + ms(1999)).is_none());
         assert!(s.next_job(t3 + ms(2000)).is_some());
     }

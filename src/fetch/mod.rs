@@ -114,11 +114,11 @@ impl FetchError {
     }
 }
 
-/// Whether a MIME type's body is worth downloading: text is indexed, anything else is indexed by
-/// its URL, type and the labels of links to it, so only its header is read.
+/// Whether a MIME type's body is worth downloading ([`crate::content::wants_body`]): text and
+/// feeds are indexed; anything else is indexed by its URL, type and the labels of links to it,
+/// so only its header is read.
 pub fn wants_body(meta: &str) -> bool {
-    let mime = meta.split(';').next().unwrap_or("").trim();
-    mime.len() >= 5 && mime[..5].eq_ignore_ascii_case("text/")
+    crate::content::wants_body(meta)
 }
 
 /// Fetches URLs of every scheme geode speaks.

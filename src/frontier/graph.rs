@@ -1,11 +1,10 @@
 //! The link graph of the indexed pages, read in bulk for ranking ([`crate::rank`]).
 //!
-//! Nodes are the `indexed` URLs. A link recorded against a URL that is not indexed itself counts
-//! for the page it resolves to: a URL reached through a temporary redirect resolves to the URL
-//! its content is indexed under (`alias_of`), and a URL that redirected permanently resolves to
-//! its redirect target (the URL it was discovered from with `hops > 0` and no `alias_of`; such a
-//! target records the redirecting URL in `discovered_from`). Chains are followed a few steps;
-//! links that resolve to no indexed page (mail, web, excluded or failed URLs) are left out.
+//! Nodes are the URLs the index holds (`in_index`). A link recorded against a URL that is not
+//! indexed itself counts for the page it resolves to: a URL reached through a temporary redirect
+//! resolves to the URL its content is indexed under (`alias_of`), and a URL that redirects
+//! resolves to its redirect's target (`redirect_to`). Chains are followed a few steps; links that
+//! resolve to no indexed page (mail, web, excluded or failed URLs) are left out.
 //!
 //! Two statements read everything (the redirect-relevant URLs with the pages, then the links);
 //! ids are mapped in memory, so the cost is two table scans whatever the graph's size. Only
@@ -31,27 +30,24 @@ impl Frontier {
         let mut redirects: HashMap<i64, i64> = HashMap::new();
         {
             let mut stmt = self.conn.prepare(
-                "SELECT u.id, u.state = 'indexed', u.url, h.name, u.alias_of,
-                        CASE WHEN u.hops > 0 AND u.alias_of IS NULL THEN u.discovered_from END
+                "SELECT u.id, u.in_index = 1, u.url, h.name, u.alias_of,
+                        CASE WHEN u.status BETWEEN 30 AND 39 THEN u.redirect_to END
                  FROM urls u JOIN hosts h ON h.id = u.host_id
-                 WHERE u.state = 'indexed' OR u.alias_of IS NOT NULL OR u.hops > 0
-                 ORDER BY u.id",
+                 WHERE u.in_index = 1 OR u.alias_of IS NOT NULL OR u.redirect_to IS NOT NULL",
             )?;
             let mut rows = stmt.query([])?;
             while let Some(row) = rows.next()? {
                 let id: i64 = row.get(0)?;
-                // A permanent redirect's target names the URL that redirected to it. Rows come
-                // in id order and that URL is older, so its own `alias_of` (set below when it
-                // has one) is already in place and wins.
-                if let Some(from) = row.get::<_, Option<i64>>(5)? {
-                    redirects.entry(from).or_insert(id);
-                }
                 if row.get::<_, bool>(1)? {
                     let url: String = row.get(2)?;
                     let capsule: String = row.get(3)?;
                     page_of.insert(id, builder.add_page(url, &capsule));
                 } else if let Some(canonical) = row.get::<_, Option<i64>>(4)? {
+                    // Content reached through a temporary redirect counts for the URL that
+                    // redirected, whatever this URL does itself.
                     redirects.insert(id, canonical);
+                } else if let Some(target) = row.get::<_, Option<i64>>(5)? {
+                    redirects.insert(id, target);
                 }
             }
         }
@@ -87,42 +83,9 @@ fn resolve(mut id: i64, page_of: &HashMap<i64, u32>, redirects: &HashMap<i64, i6
 
 #[cfg(test)]
 mod tests {
-    use super::super::{Batch, FetchResult, LinkOut, UrlState};
+    use super::super::tests::{id_of, index, link, redirect, visit};
+    use super::super::{LinkOut, UrlState};
     use super::*;
-
-    fn link(url: &str) -> LinkOut {
-        let host = url
-            .split("://")
-            .nth(1)
-            .and_then(|rest| rest.split('/').next())
-            .unwrap_or("")
-            .to_string();
-        LinkOut {
-            url: url.to_string(),
-            host,
-            label: "label".into(),
-            excluded: None,
-        }
-    }
-
-    fn id_of(batch: &mut Batch<'_>, url: &str) -> i64 {
-        let l = link(url);
-        let new = super::super::NewUrl {
-            url: &l.url,
-            host: &l.host,
-            depth: 0,
-            hops: 0,
-            from: None,
-            alias_of: None,
-        };
-        batch.ensure_url(&new, None, u64::MAX).unwrap().0
-    }
-
-    fn set_state(batch: &mut Batch<'_>, id: i64, state: UrlState) {
-        batch
-            .finish_url(id, state, &FetchResult::default())
-            .unwrap();
-    }
 
     /// The graph as sorted (source URL, target URL) pairs.
     fn edges(g: &LinkGraph) -> Vec<(String, String)> {
@@ -140,12 +103,12 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let db = dir.path().join("crawl.sqlite");
         let mut f = Frontier::open(&db).unwrap();
-        let mut b = f.batch().unwrap();
+        let mut b = f.batch(0).unwrap();
         let a = id_of(&mut b, "gemini://a.test/");
         let c = id_of(&mut b, "gemini://c.test/");
         // Links from a: to c (twice, two labels), to itself, to mail, to a page never fetched,
         // to an old URL that moved permanently, and to a URL that redirects temporarily.
-        b.add_links(
+        b.set_links(
             a,
             0,
             &[
@@ -167,35 +130,23 @@ mod tests {
         let short = id_of(&mut b, "gemini://d.test/short");
         // c.test/old -31-> c.test/moved (indexed); d.test/short -30-> d.test/long (indexed
         // under short).
-        b.add_redirect(old, 1, 1, &link("gemini://c.test/moved"), None, u64::MAX)
-            .unwrap();
-        let moved = id_of(&mut b, "gemini://c.test/moved");
-        b.add_redirect(
-            short,
-            1,
-            1,
-            &link("gemini://d.test/long"),
-            Some(short),
-            u64::MAX,
-        )
-        .unwrap();
-        let long = id_of(&mut b, "gemini://d.test/long");
+        let moved = redirect(&mut b, old, "gemini://c.test/moved", None);
+        let long = redirect(&mut b, short, "gemini://d.test/long", Some(short));
         // The long page's links are recorded against it; they count for short.
-        b.add_links(long, 1, &[link("gemini://a.test/")], u64::MAX)
+        b.set_links(long, 1, &[link("gemini://a.test/")], u64::MAX)
             .unwrap();
-        // moved links to a page that is only pending: not in the graph.
-        b.add_links(moved, 1, &[link("gemini://p.test/")], u64::MAX)
+        // moved links to a page whose document is not committed yet: not in the graph.
+        b.set_links(moved, 1, &[link("gemini://p.test/")], u64::MAX)
             .unwrap();
         let pending = id_of(&mut b, "gemini://p.test/");
-        b.add_links(pending, 1, &[link("gemini://a.test/")], u64::MAX)
+        b.set_links(pending, 1, &[link("gemini://a.test/")], u64::MAX)
             .unwrap();
-        for id in [a, c, moved, short] {
-            set_state(&mut b, id, UrlState::Indexed);
+        for id in [a, c, moved, short, pending] {
+            visit(&mut b, id, UrlState::Indexed, 20);
         }
-        set_state(&mut b, old, UrlState::Fetched);
-        set_state(&mut b, long, UrlState::Fetched);
-        set_state(&mut b, pending, UrlState::Pending);
+        visit(&mut b, long, UrlState::Fetched, 20);
         b.commit().unwrap();
+        index(&mut f, &[a, c, moved, short], 1);
 
         let g = f.link_graph().unwrap();
         let mut urls: Vec<&str> = g.urls().collect();
@@ -235,20 +186,16 @@ mod tests {
         assert!(f.link_graph().unwrap().is_empty());
 
         // x -31-> y -31-> x: neither is indexed, links to them lead nowhere, and nothing hangs.
-        let mut b = f.batch().unwrap();
+        let mut b = f.batch(0).unwrap();
         let a = id_of(&mut b, "gemini://a.test/");
         let x = id_of(&mut b, "gemini://x.test/");
-        b.add_redirect(x, 1, 1, &link("gemini://y.test/"), None, u64::MAX)
+        let y = redirect(&mut b, x, "gemini://y.test/", None);
+        redirect(&mut b, y, "gemini://x.test/", None);
+        b.set_links(a, 0, &[link("gemini://x.test/")], u64::MAX)
             .unwrap();
-        let y = id_of(&mut b, "gemini://y.test/");
-        b.add_links(y, 1, &[link("gemini://x.test/")], u64::MAX)
-            .unwrap();
-        b.add_links(a, 0, &[link("gemini://x.test/")], u64::MAX)
-            .unwrap();
-        set_state(&mut b, a, UrlState::Indexed);
-        set_state(&mut b, x, UrlState::Fetched);
-        set_state(&mut b, y, UrlState::Fetched);
+        visit(&mut b, a, UrlState::Indexed, 20);
         b.commit().unwrap();
+        index(&mut f, &[a], 1);
         let g = f.link_graph().unwrap();
         assert_eq!(g.len(), 1);
         assert!(g.links().is_empty());
@@ -280,18 +227,19 @@ mod tests {
             state >> 33
         };
         let url = |i: u64| format!("gemini://c{}.example/{i}", i / 20);
-        let mut b = f.batch().unwrap();
+        let mut b = f.batch(0).unwrap();
         let mut ids = Vec::new();
         for i in 0..pages {
             let id = id_of(&mut b, &url(i));
-            set_state(&mut b, id, UrlState::Indexed);
+            visit(&mut b, id, UrlState::Indexed, 20);
             ids.push(id);
         }
         for &id in &ids {
-            let links: Vec<LinkOut> = (0..10).map(|_| link(&url(next() % pages))).collect();
-            b.add_links(id, 0, &links, u64::MAX).unwrap();
+            let links: Vec<_> = (0..10).map(|_| link(&url(next() % pages))).collect();
+            b.set_links(id, 0, &links, u64::MAX).unwrap();
         }
         b.commit().unwrap();
+        index(&mut f, &ids, 1);
         println!("database built in {:?}", started.elapsed());
         let started = std::time::Instant::now();
         let g = f.link_graph().unwrap();

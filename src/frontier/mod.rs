@@ -1,6 +1,6 @@
-//! The crawl frontier and all crawl state, in SQLite: every known URL and its state, capsules
-//! (robots.txt cache, certificate pins, back-off), and the link graph. This is the only module
-//! that speaks SQL.
+//! The crawl frontier and all crawl state, in SQLite: every known URL with what its last visit
+//! found and when it is due again, capsules (robots.txt cache, certificate pins, back-off,
+//! leases), and the link graph. This is the only module that speaks SQL.
 //!
 //! Writes go through [`Batch`], one transaction for many results, because a crawl records
 //! thousands of small facts a second. Write transactions begin IMMEDIATE: the crawl loop and the
@@ -9,14 +9,24 @@
 //! which no busy timeout cures). The database runs in WAL mode, so `geode search`, `stats`
 //! and `serve` can read while a crawl writes, and a killed crawl loses at most its open batch.
 //!
-//! Pages reach the `indexed` state in two steps: the crawl records them `pending` (or `removing`
-//! for a removal from the index), the indexing thread tags them with the commit sequence number
-//! before committing Tantivy ([`Frontier::assign_batch`]) and confirms after
-//! ([`Frontier::mark_committed`]). After a crash, [`Frontier::recover`] compares the tags with the
-//! sequence number stored in the index's last commit, so a page is `indexed` exactly when the
-//! index holds it.
+//! **The index.** `in_index` says whether the Tantivy index holds a document under a URL. A crawl
+//! that sends the index an upsert or a delete records it as the URL's `index_op`; the indexing
+//! thread tags those URLs with the commit sequence number before committing Tantivy
+//! ([`Frontier::assign_batch`]) and applies them to `in_index` after ([`Frontier::mark_committed`]).
+//! After a crash, [`Frontier::recover`] is given the sequence number stored in the index's last
+//! commit: operations it holds are applied, the others are undone by visiting their URLs again.
+//! So `in_index` is true exactly when the index holds the page.
+//!
+//! **The schedule.** Each URL has a `due_at` (the revisit policy is [`crate::revisit`]'s) and a
+//! claim priority. A crawl leases whole capsules ([`claim`]): a leased capsule's due URLs are
+//! claimed a few at a time, hubs first; a URL visited in a run is not claimed again in that run;
+//! leases and claims are let go at the end of a run, and by [`Frontier::recover`] after a crash.
+//! Every claim is an index range scan: the cost does not grow with the number of URLs known.
 
+mod batch;
+mod claim;
 mod graph;
+mod migrate;
 mod stats;
 
 use std::collections::HashMap;
@@ -25,15 +35,15 @@ use std::time::Duration;
 
 use rusqlite::{params, Connection, OpenFlags, OptionalExtension, TransactionBehavior};
 
-pub use stats::{Backlink, KnownHost, Stats};
+pub use batch::{Batch, LinkReport, NewUrl, VisitRecord};
+pub use stats::{Backlink, CertificateChange, KnownHost, Schedule, Stats};
 
-/// A recursive CTE `chain(id)`: URL `?1` and the URLs that redirected to it, following
-/// `discovered_from` back through redirect hops (`UNION` ends loops).
+/// A recursive CTE `chain(id)`: URL `?1` and the URLs whose redirects (30 or 31) lead to it,
+/// directly or through other redirects (`UNION` ends loops).
 pub(crate) const REDIRECT_CHAIN: &str = "chain(id) AS ( \
      SELECT ?1 \
      UNION \
-     SELECT u.discovered_from FROM urls u JOIN chain c ON u.id = c.id \
-     WHERE u.hops > 0 AND u.discovered_from IS NOT NULL)";
+     SELECT u.id FROM urls u JOIN chain c ON u.redirect_to = c.id)";
 
 /// Errors of the crawl database.
 #[derive(Debug, thiserror::Error)]
@@ -42,17 +52,24 @@ pub enum FrontierError {
     Sqlite(#[from] rusqlite::Error),
     #[error("no crawl database at {0} (run `geode crawl` first)")]
     Missing(std::path::PathBuf),
+    #[error(
+        "the crawl database was written by a newer geode (schema {found}; this geode knows \
+         {supported}): upgrade geode"
+    )]
+    Version { found: i64, supported: i64 },
+    #[error(
+        "the crawl database has schema {found}, older than this geode's ({supported}): run \
+         `geode crawl` on this data directory once, which upgrades it in place"
+    )]
+    Outdated { found: i64, supported: i64 },
 }
 
 type Result<T> = std::result::Result<T, FrontierError>;
 
-/// Where a URL stands. See schema.sql for the meaning of each state.
+/// What the last visit of a URL found. See schema.sql.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum UrlState {
     New,
-    Queued,
-    Pending,
-    Removing,
     Indexed,
     Fetched,
     Failed,
@@ -63,18 +80,41 @@ impl UrlState {
     pub fn as_str(self) -> &'static str {
         match self {
             UrlState::New => "new",
-            UrlState::Queued => "queued",
-            UrlState::Pending => "pending",
-            UrlState::Removing => "removing",
             UrlState::Indexed => "indexed",
             UrlState::Fetched => "fetched",
             UrlState::Failed => "failed",
             UrlState::Excluded => "excluded",
         }
     }
+
+    fn parse(s: &str) -> UrlState {
+        match s {
+            "indexed" => UrlState::Indexed,
+            "fetched" => UrlState::Fetched,
+            "failed" => UrlState::Failed,
+            "excluded" => UrlState::Excluded,
+            _ => UrlState::New,
+        }
+    }
 }
 
-/// A URL handed to the crawl.
+/// An operation sent to the index and not yet committed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IndexOp {
+    Upsert,
+    Delete,
+}
+
+impl IndexOp {
+    fn as_str(self) -> &'static str {
+        match self {
+            IndexOp::Upsert => "upsert",
+            IndexOp::Delete => "delete",
+        }
+    }
+}
+
+/// A URL handed to the crawl, with what geode remembers of it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct QueuedUrl {
     pub id: i64,
@@ -87,6 +127,7 @@ pub struct QueuedUrl {
     /// Set when this URL was reached through a temporary redirect: its content is indexed under
     /// the URL that redirected.
     pub canonical: Option<Canonical>,
+    pub prior: Prior,
 }
 
 /// The URL under which a temporarily redirected page is indexed.
@@ -96,6 +137,26 @@ pub struct Canonical {
     pub url: String,
     /// Its capsule key.
     pub host: String,
+    pub in_index: bool,
+}
+
+/// What the frontier knew of a URL when it was claimed: enough to tell a change, keep a failure
+/// streak and count what a visit did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Prior {
+    pub state: Option<UrlState>,
+    pub in_index: bool,
+    pub content_hash: Option<String>,
+    pub mime: Option<String>,
+    /// The last meta (a redirect's target, for 3x).
+    pub meta: Option<String>,
+    pub status: Option<u8>,
+    /// The interval set at the last visit (seconds).
+    pub revisit_secs: Option<i64>,
+    pub first_failed_at: Option<i64>,
+    /// Temporary failures in a row.
+    pub attempts: u32,
+    pub visited: bool,
 }
 
 /// The cached robots.txt answer of a capsule.
@@ -106,7 +167,7 @@ pub struct CachedRobots {
     pub fetched_at: i64,
 }
 
-/// What became of a fetched URL.
+/// What a visit received.
 #[derive(Debug, Clone, Default)]
 pub struct FetchResult {
     pub status: Option<u8>,
@@ -129,14 +190,38 @@ pub struct LinkOut {
     /// `None` when the crawl may fetch it; otherwise why not (stored as the `excluded` URL's
     /// error and kept for the link graph).
     pub excluded: Option<&'static str>,
+    /// Its claim priority if it is new ([`crate::revisit::Priority`]).
+    pub prio: crate::revisit::Priority,
 }
 
 /// What a certificate check against the pin found.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Pin {
     First,
     Same,
-    Changed,
+    /// The capsule presents another certificate than the one pinned, which was this one.
+    Changed {
+        previous: String,
+    },
+}
+
+/// A page whose document must be rewritten because the labels of links to it changed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AnchorUpdate {
+    /// The URL the change was recorded against.
+    pub dirty_id: i64,
+    /// The indexed page it stands for (itself, or where its redirects lead), if any.
+    pub page: Option<IndexedPage>,
+}
+
+/// An indexed page, as the anchor refresh needs it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IndexedPage {
+    pub id: i64,
+    pub url: String,
+    pub mime: Option<String>,
+    /// Only the header was read (a file indexed by its URL and the links to it).
+    pub header_only: bool,
 }
 
 /// A connection to the crawl database.
@@ -151,10 +236,13 @@ pub struct Frontier {
 /// How many URL ids [`Frontier`] keeps in memory at most.
 const URL_CACHE_ENTRIES: usize = 200_000;
 
+/// Redirects followed from a URL to the page it stands for (a crawl follows at most five).
+const MAX_REDIRECT_CHAIN: usize = 8;
+
 impl Frontier {
-    /// Opens (creating if needed) the database at `path` for a crawl.
+    /// Opens (creating or upgrading if needed) the database at `path` for a crawl.
     pub fn open(path: &Path) -> Result<Self> {
-        let conn = Connection::open(path)?;
+        let mut conn = Connection::open(path)?;
         conn.busy_timeout(Duration::from_secs(30))?;
         // WAL lets readers work beside the crawl; NORMAL sync is safe against process crashes
         // (kill -9) and loses at most the last transactions on power loss, never consistency.
@@ -166,7 +254,7 @@ impl Frontier {
         conn.pragma_update(None, "wal_autocheckpoint", 8192)?;
         conn.pragma_update(None, "cache_size", -65536)?;
         conn.pragma_update(None, "temp_store", "MEMORY")?;
-        conn.execute_batch(include_str!("schema.sql"))?;
+        migrate::prepare(&mut conn)?;
         Ok(Frontier {
             conn,
             host_ids: HashMap::new(),
@@ -184,6 +272,7 @@ impl Frontier {
             OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
         )?;
         conn.busy_timeout(Duration::from_secs(30))?;
+        migrate::check(&conn)?;
         Ok(Frontier {
             conn,
             host_ids: HashMap::new(),
@@ -192,34 +281,54 @@ impl Frontier {
     }
 
     /// Brings the database in line with the index after a previous crawl stopped, however it
-    /// stopped: pages tagged with a commit the index holds become `indexed`; pages whose commit
-    /// never happened, and URLs that were queued, become `new` again. Returns how many pages were
-    /// confirmed and how many were returned to the queue.
-    pub fn recover(&mut self, committed_seq: u64) -> Result<(usize, usize)> {
+    /// stopped. Index operations held by commit `committed_seq` (the payload of the index's last
+    /// commit) are applied. The others never reached the index: their URLs come due at `now`
+    /// and lose their content hash, so the next visit redoes the operation (an unchanged body
+    /// would otherwise skip it). Claims and leases of the dead crawl are let go. Returns how
+    /// many operations were confirmed and how many will be redone.
+    pub fn recover(&mut self, committed_seq: u64, now: i64) -> Result<(usize, usize)> {
         let tx = self
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)?;
         let confirmed = confirm_commit(&tx, committed_seq)?;
-        // A page or removal whose commit never happened is fetched again: that redoes it.
-        let requeued = tx.execute(
-            "UPDATE urls SET state = 'new', batch = NULL
-             WHERE state IN ('pending', 'removing', 'queued')",
-            [],
+        // A page reached through a temporary redirect is indexed under the URL that redirected:
+        // the redirect's target is the one whose visit redoes the upsert.
+        tx.execute(
+            "UPDATE urls SET content_hash = NULL, due_at = ?1, claimed = 1
+             WHERE alias_of IN (SELECT id FROM urls WHERE index_op = 'upsert')",
+            [now],
         )?;
+        // `claimed = 1` marks them for `release_all` below, which makes their capsules due.
+        let redone = tx.execute(
+            "UPDATE urls SET
+                 state = CASE WHEN index_op = 'upsert' AND in_index = 0 THEN 'new' ELSE state END,
+                 content_hash = CASE WHEN index_op = 'upsert' THEN NULL ELSE content_hash END,
+                 index_op = NULL, batch = NULL, due_at = ?1, claimed = 1
+             WHERE index_op IS NOT NULL",
+            [now],
+        )?;
+        claim::release_all(&tx)?;
         tx.commit()?;
-        Ok((confirmed, requeued))
+        Ok((confirmed, redone))
     }
 
-    /// Returns the URLs a crawl had queued but not fetched to `new`.
-    pub fn release_queued(&mut self) -> Result<usize> {
-        Ok(self
+    /// Ends a run: URLs claimed or visited in it become claimable again (when due) and every
+    /// capsule lease is let go.
+    pub fn end_run(&mut self) -> Result<()> {
+        let tx = self
             .conn
-            .execute("UPDATE urls SET state = 'new' WHERE state = 'queued'", [])?)
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        claim::release_all(&tx)?;
+        tx.commit()?;
+        Ok(())
     }
 
-    /// Adds a seed URL at depth 0. Returns true when it was not known before.
-    pub fn add_seed(&mut self, url: &str, host: &str) -> Result<bool> {
-        let mut batch = self.batch()?;
+    /// Adds a seed URL at depth 0, due now. Returns true when it was not known before.
+    pub fn add_seed(&mut self, url: &str, host: &str, now: i64) -> Result<bool> {
+        let mut batch = self.batch(now)?;
+        let prio = url::Url::parse(url)
+            .map(|u| crate::revisit::Priority::of(&u, false, false))
+            .unwrap_or(crate::revisit::Priority::Fresh);
         let seed = NewUrl {
             url,
             host,
@@ -227,6 +336,7 @@ impl Frontier {
             hops: 0,
             from: None,
             alias_of: None,
+            prio,
         };
         let added = batch.ensure_url(&seed, None, u64::MAX)?.1;
         batch.commit()?;
@@ -238,55 +348,6 @@ impl Frontier {
         Ok(self
             .conn
             .query_row("SELECT COUNT(*) FROM urls", [], |r| r.get::<_, i64>(0))? as u64)
-    }
-
-    /// Hands up to `limit` new URLs to the crawl, at most `per_host` from one capsule, oldest
-    /// first, skipping capsules in back-off and URLs waiting for a retry at `now`. The URLs
-    /// become `queued`.
-    pub fn claim(&mut self, limit: usize, per_host: usize, now: i64) -> Result<Vec<QueuedUrl>> {
-        let tx = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let claimed = {
-            let mut select = tx.prepare_cached(
-                "WITH ranked AS (
-                     SELECT u.id, u.url, u.host_id, u.depth, u.hops, u.alias_of,
-                            ROW_NUMBER() OVER (PARTITION BY u.host_id ORDER BY u.id) AS rank
-                     FROM urls u JOIN hosts h ON h.id = u.host_id
-                     WHERE u.state = 'new'
-                       AND (u.retry_after IS NULL OR u.retry_after <= ?3)
-                       AND (h.backoff_until IS NULL OR h.backoff_until <= ?3))
-                 SELECT r.id, r.url, r.host_id, h.name, r.depth, r.hops, a.id, a.url, ah.name
-                 FROM ranked r JOIN hosts h ON h.id = r.host_id
-                 LEFT JOIN urls a ON a.id = r.alias_of
-                 LEFT JOIN hosts ah ON ah.id = a.host_id
-                 WHERE r.rank <= ?2
-                 ORDER BY r.rank, r.id
-                 LIMIT ?1",
-            )?;
-            let rows = select.query_map(params![limit as i64, per_host as i64, now], |r| {
-                Ok(QueuedUrl {
-                    id: r.get(0)?,
-                    url: r.get(1)?,
-                    host_id: r.get(2)?,
-                    host: r.get(3)?,
-                    depth: r.get(4)?,
-                    hops: r.get(5)?,
-                    canonical: match (r.get(6)?, r.get(7)?, r.get(8)?) {
-                        (Some(id), Some(url), Some(host)) => Some(Canonical { id, url, host }),
-                        _ => None,
-                    },
-                })
-            })?;
-            let claimed = rows.collect::<std::result::Result<Vec<_>, _>>()?;
-            let mut mark = tx.prepare_cached("UPDATE urls SET state = 'queued' WHERE id = ?1")?;
-            for q in &claimed {
-                mark.execute([q.id])?;
-            }
-            claimed
-        };
-        tx.commit()?;
-        Ok(claimed)
     }
 
     /// The cached robots.txt of a capsule, if it was ever fetched.
@@ -309,47 +370,25 @@ impl Frontier {
         Ok(row)
     }
 
-    /// Starts a write transaction.
-    pub fn batch(&mut self) -> Result<Batch<'_>> {
+    /// Starts a write transaction; `now` is the time new URLs come due.
+    pub fn batch(&mut self, now: i64) -> Result<Batch<'_>> {
         let tx = self
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)?;
         if self.url_ids.len() > URL_CACHE_ENTRIES {
             self.url_ids.clear();
         }
-        Ok(Batch {
-            tx,
-            host_ids: &mut self.host_ids,
-            new_hosts: Vec::new(),
-            url_ids: &mut self.url_ids,
-            new_urls: HashMap::new(),
-        })
+        Ok(Batch::new(tx, &mut self.host_ids, &mut self.url_ids, now))
     }
 
-    /// The earliest time after `now` at which a URL waiting for a retry, or a capsule in
-    /// back-off that has new URLs, may be fetched again.
-    pub fn next_retry(&self, now: i64) -> Result<Option<i64>> {
-        Ok(self.conn.query_row(
-            "SELECT MIN(t) FROM (
-                 SELECT MIN(retry_after) AS t FROM urls
-                 WHERE state = 'new' AND retry_after > ?1
-                 UNION ALL
-                 SELECT MIN(h.backoff_until) FROM hosts h
-                 WHERE h.backoff_until > ?1
-                   AND EXISTS (SELECT 1 FROM urls u WHERE u.host_id = h.id AND u.state = 'new'))",
-            [now],
-            |r| r.get(0),
-        )?)
-    }
-
-    /// Tags pending pages and removals with the index commit that is about to hold them.
+    /// Tags URLs whose index operation is about to be committed with the commit's number.
     pub fn assign_batch(&mut self, url_ids: &[i64], seq: u64) -> Result<()> {
         let tx = self
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)?;
         {
             let mut tag = tx.prepare_cached(
-                "UPDATE urls SET batch = ?2 WHERE id = ?1 AND state IN ('pending', 'removing')",
+                "UPDATE urls SET batch = ?2 WHERE id = ?1 AND index_op IS NOT NULL",
             )?;
             for id in url_ids {
                 tag.execute(params![id, seq as i64])?;
@@ -385,386 +424,141 @@ impl Frontier {
             .query_row("SELECT value FROM meta WHERE key = ?1", [key], |r| r.get(0))
             .optional()?)
     }
-}
 
-/// Moves the pages and removals of commits up to `seq` to their final states.
-fn confirm_commit(tx: &rusqlite::Transaction<'_>, seq: u64) -> Result<usize> {
-    let indexed = tx.execute(
-        "UPDATE urls SET state = 'indexed' WHERE state = 'pending' AND batch <= ?1",
-        [seq as i64],
-    )?;
-    let removed = tx.execute(
-        "UPDATE urls SET state = 'fetched' WHERE state = 'removing' AND batch <= ?1",
-        [seq as i64],
-    )?;
-    Ok(indexed + removed)
-}
-
-/// A URL to insert if unknown.
-#[derive(Debug, Clone, Copy)]
-pub struct NewUrl<'a> {
-    pub url: &'a str,
-    /// Its capsule key.
-    pub host: &'a str,
-    pub depth: u32,
-    pub hops: u32,
-    pub from: Option<i64>,
-    /// The URL whose content this is, when reached through a temporary redirect.
-    pub alias_of: Option<i64>,
-}
-
-/// One write transaction. Dropping it without [`Batch::commit`] rolls everything back.
-pub struct Batch<'a> {
-    tx: rusqlite::Transaction<'a>,
-    host_ids: &'a mut HashMap<String, i64>,
-    /// Hosts this transaction created: cached only once it commits, since a rollback undoes them.
-    new_hosts: Vec<(String, i64)>,
-    url_ids: &'a mut HashMap<String, i64>,
-    /// URLs this transaction created, cached once it commits.
-    new_urls: HashMap<String, i64>,
-}
-
-impl Batch<'_> {
-    /// The id of a capsule, created when new.
-    pub fn host_id(&mut self, name: &str) -> Result<i64> {
-        if let Some(&id) = self.host_ids.get(name) {
-            return Ok(id);
-        }
-        if let Some((_, id)) = self.new_hosts.iter().find(|(n, _)| n == name) {
-            return Ok(*id);
-        }
-        let existing: Option<i64> = self
-            .tx
-            .prepare_cached("SELECT id FROM hosts WHERE name = ?1")?
-            .query_row([name], |r| r.get(0))
-            .optional()?;
-        let id = match existing {
-            Some(id) => id,
-            None => {
-                self.tx
-                    .prepare_cached("INSERT INTO hosts(name) VALUES (?1)")?
-                    .execute([name])?;
-                let id = self.tx.last_insert_rowid();
-                self.new_hosts.push((name.to_string(), id));
-                return Ok(id);
-            }
-        };
-        self.host_ids.insert(name.to_string(), id);
-        Ok(id)
+    /// Every URL in `state`, sorted.
+    pub fn urls_in_state(&self, state: UrlState) -> Result<Vec<String>> {
+        self.strings(
+            "SELECT url FROM urls WHERE state = ?1 ORDER BY url",
+            [state.as_str()],
+        )
     }
 
-    /// The id of a URL, inserting it when unknown: `new`, or `excluded` with the reason given,
-    /// or `excluded` as `capsule-budget` when its capsule already has `budget` URLs. Returns
-    /// (id, newly added).
-    pub fn ensure_url(
-        &mut self,
-        new: &NewUrl<'_>,
-        excluded: Option<&str>,
-        budget: u64,
-    ) -> Result<(i64, bool)> {
-        if let Some(&id) = self
-            .url_ids
-            .get(new.url)
-            .or_else(|| self.new_urls.get(new.url))
-        {
-            return Ok((id, false));
-        }
-        let existing: Option<i64> = self
-            .tx
-            .prepare_cached("SELECT id FROM urls WHERE url = ?1")?
-            .query_row([new.url], |r| r.get(0))
-            .optional()?;
-        if let Some(id) = existing {
-            // Not created by this transaction (those are in `new_urls`), so committed: cacheable.
-            self.url_ids.insert(new.url.to_string(), id);
-            return Ok((id, false));
-        }
-        let host_id = self.host_id(new.host)?;
-        let known: i64 = self
-            .tx
-            .prepare_cached(
-                "UPDATE hosts SET url_count = url_count + 1 WHERE id = ?1 RETURNING url_count",
-            )?
-            .query_row([host_id], |r| r.get(0))?;
-        let excluded = match excluded {
-            Some(why) => Some(why),
-            None if known as u64 > budget => Some("capsule-budget"),
-            None => None,
-        };
-        let state = if excluded.is_some() {
-            UrlState::Excluded
-        } else {
-            UrlState::New
-        };
-        self.tx
-            .prepare_cached(
-                "INSERT INTO urls(url, host_id, state, depth, hops, discovered_from, alias_of, error)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-            )?
-            .execute(params![
-                new.url,
-                host_id,
-                state.as_str(),
-                new.depth,
-                new.hops,
-                new.from,
-                new.alias_of,
-                excluded
-            ])?;
-        let id = self.tx.last_insert_rowid();
-        self.new_urls.insert(new.url.to_string(), id);
-        Ok((id, true))
+    /// Every URL the index holds a document under, sorted.
+    pub fn indexed_urls(&self) -> Result<Vec<String>> {
+        self.strings("SELECT url FROM urls WHERE in_index = 1 ORDER BY url", [])
     }
 
-    /// Records the links of a page at `depth`; their targets get `depth + 1`. Each link's
-    /// `excluded` verdict (and the capsule `budget`) decides whether its target may be fetched;
-    /// excluded targets are kept for the link graph. Returns how many URLs were new.
-    pub fn add_links(
-        &mut self,
-        source: i64,
-        depth: u32,
-        links: &[LinkOut],
-        budget: u64,
-    ) -> Result<usize> {
-        let mut added = 0;
-        for link in links {
-            let new = NewUrl {
-                url: &link.url,
-                host: &link.host,
-                depth: depth + 1,
-                hops: 0,
-                from: Some(source),
-                alias_of: None,
-            };
-            let (target, is_new) = self.ensure_url(&new, link.excluded, budget)?;
-            added += usize::from(is_new);
-            self.tx
-                .prepare_cached(
-                    "INSERT OR IGNORE INTO links(source, target, label) VALUES (?1, ?2, ?3)",
-                )?
-                .execute(params![source, target, link.label])?;
-        }
-        Ok(added)
-    }
-
-    /// Records a redirect target reached from `source` (at link depth `depth`) after `hops`
-    /// redirects; the caller enforces the hop limit. `alias_of` names the URL whose content the
-    /// target is, for temporary redirects. Returns whether the target was new.
-    pub fn add_redirect(
-        &mut self,
-        source: i64,
-        depth: u32,
-        hops: u32,
-        target: &LinkOut,
-        alias_of: Option<i64>,
-        budget: u64,
-    ) -> Result<bool> {
-        let new = NewUrl {
-            url: &target.url,
-            host: &target.host,
-            depth,
-            hops,
-            from: Some(source),
-            alias_of,
-        };
-        Ok(self.ensure_url(&new, target.excluded, budget)?.1)
-    }
-
-    /// Another page already holding this content (`pending` or `indexed`), if any.
-    pub fn same_content(&mut self, hash: &str, except: i64) -> Result<Option<String>> {
-        Ok(self
-            .tx
-            .prepare_cached(
-                "SELECT url FROM urls WHERE content_hash = ?1 AND id != ?2
-                   AND state IN ('pending', 'indexed')
-                 ORDER BY id LIMIT 1",
-            )?
-            .query_row(params![hash, except], |r| r.get(0))
-            .optional()?)
-    }
-
-    /// The distinct labels of the links that point to a URL, or to a URL that redirected to
-    /// it (`=> /book The Book` names `/book/`), at most `limit` of them.
-    pub fn inbound_labels(&mut self, id: i64, limit: usize) -> Result<Vec<String>> {
-        let mut stmt = self.tx.prepare_cached(&format!(
-            "WITH RECURSIVE {REDIRECT_CHAIN} \
-             SELECT DISTINCT label FROM links WHERE target IN chain AND label != '' \
-             ORDER BY label LIMIT ?2"
-        ))?;
-        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-        let rows = stmt.query_map(rusqlite::params![id, limit], |r| r.get(0))?;
+    fn strings<P: rusqlite::Params>(&self, sql: &str, params: P) -> Result<Vec<String>> {
+        let mut stmt = self.conn.prepare(sql)?;
+        let rows = stmt.query_map(params, |r| r.get(0))?;
         Ok(rows.collect::<std::result::Result<_, _>>()?)
     }
 
-    /// Schedules a URL that failed temporarily for another try, `base` seconds after the fetch
-    /// and doubled for every failure in a row, unless it has failed `max_attempts` times in a
-    /// row: then it is finished in `state`. Returns whether a retry was scheduled.
-    pub fn retry_later(
-        &mut self,
-        id: i64,
-        result: &FetchResult,
-        base: i64,
-        max_attempts: u32,
-        state: UrlState,
-    ) -> Result<bool> {
-        let attempts: u32 = self
-            .tx
-            .prepare_cached(
-                "UPDATE urls SET attempts = attempts + 1 WHERE id = ?1 RETURNING attempts",
-            )?
-            .query_row([id], |r| r.get(0))?;
-        if attempts >= max_attempts {
-            self.finish_url(id, state, result)?;
-            return Ok(false);
+    /// Up to `limit` pages whose anchors changed, after the URL id `after`, each with the
+    /// indexed page it stands for (if any): the URL itself when it is in the index, else the
+    /// page its redirects lead to.
+    pub fn anchor_updates(&self, after: i64, limit: usize) -> Result<Vec<AnchorUpdate>> {
+        let ids: Vec<i64> = {
+            let mut stmt = self.conn.prepare_cached(
+                "SELECT url_id FROM anchor_updates WHERE url_id > ?1 ORDER BY url_id LIMIT ?2",
+            )?;
+            let rows = stmt.query_map(params![after, limit as i64], |r| r.get(0))?;
+            rows.collect::<std::result::Result<_, _>>()?
+        };
+        let mut updates = Vec::with_capacity(ids.len());
+        for dirty_id in ids {
+            updates.push(AnchorUpdate {
+                dirty_id,
+                page: self.indexed_page_for(dirty_id)?,
+            });
         }
-        let retry_after = result.fetched_at + base.saturating_mul(1 << (attempts - 1).min(20));
-        self.tx
-            .prepare_cached(
-                "UPDATE urls SET state = 'new', status = ?2, meta = ?3, fetched_at = ?4,
-                        retry_after = ?5
-                 WHERE id = ?1",
-            )?
-            .execute(params![
-                id,
-                result.status,
-                result.meta,
-                result.fetched_at,
-                retry_after
-            ])?;
-        Ok(true)
+        Ok(updates)
     }
 
-    /// Backs a capsule off for `base` seconds, doubled for every back-off in a row (capped at
-    /// `max`). Returns the time it ends.
-    pub fn back_off_capsule(&mut self, host_id: i64, now: i64, base: i64, max: i64) -> Result<i64> {
-        let level: u32 = self
-            .tx
-            .prepare_cached(
-                "UPDATE hosts SET backoff_level = backoff_level + 1 WHERE id = ?1
-                 RETURNING backoff_level",
-            )?
-            .query_row([host_id], |r| r.get(0))?;
-        let wait = base
-            .saturating_mul(1i64 << (level.saturating_sub(1)).min(20))
-            .min(max);
-        self.set_backoff(host_id, now + wait)?;
-        Ok(now + wait)
-    }
-
-    /// Ends a capsule's run of back-offs after a good answer.
-    pub fn capsule_answered(&mut self, host_id: i64) -> Result<()> {
-        self.tx
-            .prepare_cached(
-                "UPDATE hosts SET backoff_level = 0 WHERE id = ?1 AND backoff_level != 0",
-            )?
-            .execute([host_id])?;
-        Ok(())
-    }
-
-    /// Records what happened to a URL and moves it to `state`.
-    pub fn finish_url(&mut self, id: i64, state: UrlState, result: &FetchResult) -> Result<()> {
-        self.tx
-            .prepare_cached(
-                "UPDATE urls SET state = ?2, status = ?3, meta = ?4, error = ?5, mime = ?6,
-                        size = ?7, content_hash = ?8, fetched_at = ?9, batch = NULL,
-                        attempts = 0, retry_after = NULL
-                 WHERE id = ?1",
-            )?
-            .execute(params![
-                id,
-                state.as_str(),
-                result.status,
-                result.meta,
-                result.error,
-                result.mime,
-                result.size.map(|s| s as i64),
-                result.content_hash,
-                result.fetched_at,
-            ])?;
-        Ok(())
-    }
-
-    /// Records the status and meta of an answer without changing the URL's state.
-    pub fn note_answer(&mut self, id: i64, result: &FetchResult) -> Result<()> {
-        self.tx
-            .prepare_cached(
-                "UPDATE urls SET status = ?2, meta = ?3, fetched_at = ?4 WHERE id = ?1",
-            )?
-            .execute(params![id, result.status, result.meta, result.fetched_at])?;
-        Ok(())
-    }
-
-    /// Returns a queued URL to `new`, for a later crawl or after a back-off.
-    pub fn requeue(&mut self, id: i64) -> Result<()> {
-        self.tx
-            .prepare_cached("UPDATE urls SET state = 'new' WHERE id = ?1 AND state = 'queued'")?
-            .execute([id])?;
-        Ok(())
-    }
-
-    /// Caches a capsule's robots.txt answer.
-    pub fn set_robots(
-        &mut self,
-        host_id: i64,
-        status: u8,
-        text: Option<&str>,
-        now: i64,
-    ) -> Result<()> {
-        self.tx
-            .prepare_cached(
-                "UPDATE hosts SET robots_status = ?2, robots_txt = ?3, robots_fetched_at = ?4
-                 WHERE id = ?1",
-            )?
-            .execute(params![host_id, status, text, now])?;
-        Ok(())
-    }
-
-    /// Keeps a capsule from being fetched before `until` (unix seconds).
-    pub fn set_backoff(&mut self, host_id: i64, until: i64) -> Result<()> {
-        self.tx
-            .prepare_cached("UPDATE hosts SET backoff_until = ?2 WHERE id = ?1")?
-            .execute(params![host_id, until])?;
-        Ok(())
-    }
-
-    /// Compares a capsule's certificate with its pin. A crawler cannot refuse a changed
-    /// certificate (capsules renew self-signed ones all the time), so a change is recorded and
-    /// the new certificate pinned.
-    pub fn pin_certificate(&mut self, host_id: i64, sha256: &str, now: i64) -> Result<Pin> {
-        let pinned: Option<String> = self
-            .tx
-            .prepare_cached("SELECT cert_sha256 FROM hosts WHERE id = ?1")?
-            .query_row([host_id], |r| r.get(0))
-            .optional()?
-            .flatten();
-        let pin = match pinned.as_deref() {
-            None => Pin::First,
-            Some(p) if p == sha256 => Pin::Same,
-            Some(_) => Pin::Changed,
-        };
-        let sql = match pin {
-            Pin::First => {
-                "UPDATE hosts SET cert_sha256 = ?2, cert_first_seen = ?3, cert_last_seen = ?3
-                 WHERE id = ?1"
+    fn indexed_page_for(&self, mut id: i64) -> Result<Option<IndexedPage>> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT url, in_index = 1 AND index_op IS NULL, redirect_to, status, mime,
+                    content_hash IS NULL
+             FROM urls WHERE id = ?1",
+        )?;
+        for _ in 0..=MAX_REDIRECT_CHAIN {
+            let row = stmt
+                .query_row([id], |r| {
+                    Ok((
+                        r.get::<_, String>(0)?,
+                        r.get::<_, bool>(1)?,
+                        r.get::<_, Option<i64>>(2)?,
+                        r.get::<_, Option<i64>>(3)?,
+                        r.get::<_, Option<String>>(4)?,
+                        r.get::<_, bool>(5)?,
+                    ))
+                })
+                .optional()?;
+            let Some((url, indexed, redirect_to, status, mime, no_hash)) = row else {
+                return Ok(None);
+            };
+            if indexed {
+                let header_only = no_hash
+                    && !mime
+                        .as_deref()
+                        .is_some_and(|m| m.to_ascii_lowercase().starts_with("text/"));
+                return Ok(Some(IndexedPage {
+                    id,
+                    url,
+                    mime,
+                    header_only,
+                }));
             }
-            Pin::Same => "UPDATE hosts SET cert_last_seen = ?3 WHERE id = ?1 AND ?2 IS NOT NULL",
-            Pin::Changed => {
-                "UPDATE hosts SET cert_sha256 = ?2, cert_first_seen = ?3, cert_last_seen = ?3,
-                        cert_changes = cert_changes + 1
-                 WHERE id = ?1"
+            // Only a permanent redirect hands its inbound labels on (see REDIRECT_CHAIN).
+            match (status, redirect_to) {
+                (Some(30..=39), Some(next)) => id = next,
+                _ => return Ok(None),
             }
-        };
-        self.tx
-            .prepare_cached(sql)?
-            .execute(params![host_id, sha256, now])?;
-        Ok(pin)
+        }
+        Ok(None)
     }
 
-    /// Makes the transaction durable.
-    pub fn commit(self) -> Result<()> {
-        self.tx.commit()?;
-        self.host_ids.extend(self.new_hosts);
-        self.url_ids.extend(self.new_urls);
+    /// Forgets anchor updates once the documents they asked for are committed.
+    pub fn clear_anchor_updates(&mut self, ids: &[i64]) -> Result<()> {
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        {
+            let mut del = tx.prepare_cached("DELETE FROM anchor_updates WHERE url_id = ?1")?;
+            for id in ids {
+                del.execute([id])?;
+            }
+        }
+        tx.commit()?;
         Ok(())
+    }
+
+    /// The labels of the links on a page (its own, not those pointing to it), distinct.
+    pub fn own_labels(&self, id: i64) -> Result<Vec<String>> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT DISTINCT label FROM links WHERE source = ?1 AND label != '' ORDER BY label",
+        )?;
+        let rows = stmt.query_map([id], |r| r.get(0))?;
+        Ok(rows.collect::<std::result::Result<_, _>>()?)
+    }
+
+    /// The distinct labels of the links that point to a URL, or to a URL that redirects to it
+    /// (`=> /book The Book` names `/book/`), at most `limit` of them, from pages that are not
+    /// being removed.
+    pub fn inbound_labels(&self, id: i64, limit: usize) -> Result<Vec<String>> {
+        inbound_labels(&self.conn, id, limit)
     }
 }
+
+fn inbound_labels(conn: &Connection, id: i64, limit: usize) -> Result<Vec<String>> {
+    let mut stmt = conn.prepare_cached(&format!(
+        "WITH RECURSIVE {REDIRECT_CHAIN} \
+         SELECT DISTINCT label FROM links WHERE target IN chain AND label != '' \
+         ORDER BY label LIMIT ?2"
+    ))?;
+    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+    let rows = stmt.query_map(params![id, limit], |r| r.get(0))?;
+    Ok(rows.collect::<std::result::Result<_, _>>()?)
+}
+
+/// Applies the index operations of commits up to `seq`.
+fn confirm_commit(tx: &rusqlite::Transaction<'_>, seq: u64) -> Result<usize> {
+    Ok(tx.execute(
+        "UPDATE urls SET in_index = (index_op = 'upsert'), index_op = NULL, batch = NULL
+         WHERE index_op IS NOT NULL AND batch <= ?1",
+        [seq as i64],
+    )?)
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,67 +1,91 @@
--- The crawl database. Every statement is idempotent: it runs on each open.
+-- The crawl database, schema version 2 (PRAGMA user_version). A new database is created from
+-- this file; an older one is brought here by migrate.rs.
 
-CREATE TABLE IF NOT EXISTS meta (
+CREATE TABLE meta (
     key   TEXT PRIMARY KEY,
     value TEXT NOT NULL
 ) WITHOUT ROWID;
 
 -- One row per capsule: host, or host:port when the port is not the default.
-CREATE TABLE IF NOT EXISTS hosts (
+CREATE TABLE hosts (
     id                INTEGER PRIMARY KEY,
     name              TEXT NOT NULL UNIQUE,
     robots_status     INTEGER,            -- status of the last robots.txt fetch (NULL: never fetched)
     robots_txt        TEXT,               -- its body when it was 20 text/*
     robots_fetched_at INTEGER,            -- unix seconds
     cert_sha256       TEXT,               -- trust on first use: the pinned certificate
-    cert_first_seen   INTEGER,
+    cert_first_seen   INTEGER,            -- when the pinned certificate was first seen
     cert_last_seen    INTEGER,
     cert_changes      INTEGER NOT NULL DEFAULT 0,
     backoff_until     INTEGER,            -- no request to this capsule before this time
     backoff_level     INTEGER NOT NULL DEFAULT 0, -- consecutive back-offs, for doubling
-    url_count         INTEGER NOT NULL DEFAULT 0  -- URLs known on this capsule (the budget)
+    url_count         INTEGER NOT NULL DEFAULT 0, -- URLs known on this capsule (the budget)
+    next_due          INTEGER,            -- no unclaimed URL of it is due before this (may be early)
+    claimed           INTEGER NOT NULL DEFAULT 0  -- 1 while a running crawl holds the capsule
 );
+CREATE INDEX hosts_due ON hosts(next_due) WHERE claimed = 0 AND next_due IS NOT NULL;
 
--- Every URL geode knows, fetched or not.
---   new      waiting to be fetched
---   queued   handed to the running crawl (reset to new when a crawl starts)
---   pending  fetched, its document sent to the index in commit `batch`, commit not yet confirmed
---   removing fetched, its removal from the index sent in commit `batch`, not yet confirmed
---   indexed  in the index
---   fetched  fetched, nothing to index (redirect, input, error status)
---   failed   no response (network, TLS or protocol error)
---   excluded never to be fetched (robots.txt, scheme, depth)
-CREATE TABLE IF NOT EXISTS urls (
+-- Every URL geode knows, fetched or not. `state` is what the last visit found:
+--   new      never visited
+--   indexed  its content is indexed under this URL (directly, or through a temporary redirect)
+--   fetched  answered, nothing indexed under it (redirect, input, error status, duplicate)
+--   failed   no usable answer at the last visit (network, TLS or protocol error)
+--   excluded not fetched (robots.txt, scheme, depth, traps, the operator's exclusions)
+-- `in_index` says whether the Tantivy index holds a document under this URL; it only changes
+-- when an index commit holding the URL's `index_op` is confirmed (see mod.rs).
+CREATE TABLE urls (
     id              INTEGER PRIMARY KEY,
     url             TEXT NOT NULL UNIQUE,
     host_id         INTEGER NOT NULL REFERENCES hosts(id),
     state           TEXT NOT NULL DEFAULT 'new'
-                    CHECK (state IN ('new','queued','pending','removing','indexed','fetched',
-                                     'failed','excluded')),
+                    CHECK (state IN ('new','indexed','fetched','failed','excluded')),
     depth           INTEGER NOT NULL,     -- links followed from a seed
     hops            INTEGER NOT NULL DEFAULT 0, -- redirects followed to reach this URL
     discovered_from INTEGER REFERENCES urls(id),
     alias_of        INTEGER REFERENCES urls(id), -- reached by a temporary redirect from this URL,
                                                  -- under which its content is indexed
+    redirect_to     INTEGER REFERENCES urls(id), -- where its last redirect (30 or 31) pointed
     attempts        INTEGER NOT NULL DEFAULT 0,  -- temporary failures in a row
-    retry_after     INTEGER,              -- a temporary failure: not before this time
     status          INTEGER,              -- last status code received
     meta            TEXT,                 -- last meta line, or the error's message
-    error           TEXT,                 -- short error kind when state is failed or excluded
+    error           TEXT,                 -- short error kind (failed, excluded, duplicate)
     mime            TEXT,
     size            INTEGER,
     content_hash    TEXT,
-    fetched_at      INTEGER,
-    batch           INTEGER               -- index commit sequence holding the page
+    fetched_at      INTEGER,              -- last visit
+    -- The revisit schedule (crawl/revisit.rs).
+    prio            INTEGER NOT NULL DEFAULT 1, -- claim order in its capsule: 0 hub, 1 new, 2 revisit
+    due_at          INTEGER,              -- next visit; NULL: never
+    revisit_secs    INTEGER,              -- the interval set at the last visit
+    first_failed_at INTEGER,              -- start of the current run of failed visits
+    changed_at      INTEGER,              -- last visit that found new or changed content
+    visits          INTEGER NOT NULL DEFAULT 0,
+    changes         INTEGER NOT NULL DEFAULT 0, -- visits that found new or changed content
+    feed            INTEGER NOT NULL DEFAULT 0, -- a gemfeed, Atom or RSS feed
+    -- 0 free, 1 claimed by the running crawl, 2 visited in the running crawl (not again in it).
+    claimed         INTEGER NOT NULL DEFAULT 0,
+    -- The index.
+    in_index        INTEGER NOT NULL DEFAULT 0,
+    index_op        TEXT CHECK (index_op IN ('upsert', 'delete')), -- sent, not yet committed
+    batch           INTEGER               -- index commit sequence holding index_op
 );
-CREATE INDEX IF NOT EXISTS urls_by_state ON urls(state, host_id, id);
-CREATE INDEX IF NOT EXISTS urls_by_batch ON urls(batch) WHERE state IN ('pending', 'removing');
-CREATE INDEX IF NOT EXISTS urls_by_hash ON urls(content_hash) WHERE content_hash IS NOT NULL;
+CREATE INDEX urls_due ON urls(host_id, prio, due_at) WHERE claimed = 0 AND due_at IS NOT NULL;
+CREATE INDEX urls_claimed ON urls(host_id) WHERE claimed != 0;
+CREATE INDEX urls_by_op ON urls(batch) WHERE index_op IS NOT NULL;
+CREATE INDEX urls_by_hash ON urls(content_hash) WHERE content_hash IS NOT NULL;
+CREATE INDEX urls_redirected ON urls(redirect_to) WHERE redirect_to IS NOT NULL;
 
 -- The link graph: one row per distinct (source, target, label).
-CREATE TABLE IF NOT EXISTS links (
+CREATE TABLE links (
     source INTEGER NOT NULL REFERENCES urls(id),
     target INTEGER NOT NULL REFERENCES urls(id),
     label  TEXT NOT NULL DEFAULT '',
     PRIMARY KEY (source, target, label)
 ) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS links_by_target ON links(target);
+CREATE INDEX links_by_target ON links(target, label);
+
+-- Pages whose inbound link labels (anchors) changed since their document was written: the
+-- crawl rewrites their documents at its end, from what is stored, without fetching them.
+CREATE TABLE anchor_updates (
+    url_id INTEGER PRIMARY KEY REFERENCES urls(id)
+);

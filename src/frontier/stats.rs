@@ -5,7 +5,7 @@ use serde::Serialize;
 
 use rusqlite::OptionalExtension;
 
-use super::{Frontier, Result, UrlState, REDIRECT_CHAIN};
+use super::{Frontier, Result, REDIRECT_CHAIN};
 
 /// The state of the crawl, for `geode stats`.
 #[derive(Debug, Clone, Default, Serialize)]
@@ -30,11 +30,58 @@ pub struct Stats {
     pub awaiting_retry: u64,
     /// Capsules whose certificate changed since first seen.
     pub certificate_changes: u64,
+    /// Those capsules, most changes first (at most [`MAX_CERTIFICATE_CHANGES`]).
+    pub certificates_changed: Vec<CertificateChange>,
     /// Capsules in back-off now.
     pub hosts_in_backoff: u64,
     pub last_crawl_started: Option<String>,
     pub last_crawl_finished: Option<String>,
+    /// When URLs come due.
+    pub schedule: Schedule,
 }
+
+/// The revisit schedule, for `geode stats`.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Schedule {
+    /// URLs due now (new ones included), within a day and within a week of now.
+    pub due_now: u64,
+    pub due_within_day: u64,
+    pub due_within_week: u64,
+    /// URLs never visited yet.
+    pub never_visited: u64,
+    /// URLs that will not be requested again (52, exclusions).
+    pub never_again: u64,
+    /// Pages recognised as feeds (revisited at the shortest interval).
+    pub feeds: u64,
+    /// Pages still searchable although their last visits failed (until `--remove-after`).
+    pub failing_but_searchable: u64,
+    /// Visited URLs that will be visited again, by their current revisit interval.
+    pub intervals: Vec<(String, u64)>,
+}
+
+/// A capsule whose certificate changed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CertificateChange {
+    pub host: String,
+    /// How many times it changed.
+    pub changes: u64,
+    /// When the current certificate was first and last seen (unix seconds).
+    pub current_since: Option<i64>,
+    pub last_seen: Option<i64>,
+}
+
+/// How many capsules with changed certificates `stats` lists.
+pub const MAX_CERTIFICATE_CHANGES: usize = 50;
+
+/// The buckets of revisit intervals: upper bound (seconds, exclusive) and label.
+const INTERVAL_BUCKETS: &[(i64, &str)] = &[
+    (24 * 3600, "under 1 day"),
+    (3 * 24 * 3600, "1-3 days"),
+    (7 * 24 * 3600, "3-7 days"),
+    (14 * 24 * 3600, "7-14 days"),
+    (30 * 24 * 3600, "14-30 days"),
+    (i64::MAX, "30 days or more"),
+];
 
 /// A capsule with indexed pages, for the list of known capsules.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -85,7 +132,7 @@ impl Frontier {
         )? as u64;
         Ok(Stats {
             urls_known: count("SELECT COUNT(*) FROM urls")?,
-            pages_indexed: count("SELECT COUNT(*) FROM urls WHERE state = 'indexed'")?,
+            pages_indexed: count("SELECT COUNT(*) FROM urls WHERE in_index = 1")?,
             hosts: count(
                 "SELECT COUNT(*) FROM hosts h
                  WHERE EXISTS (SELECT 1 FROM urls u WHERE u.host_id = h.id AND u.url LIKE 'gemini://%')",
@@ -103,22 +150,100 @@ impl Frontier {
             duplicates: count("SELECT COUNT(*) FROM urls WHERE error = 'duplicate'")?,
             query_endpoints: count("SELECT COUNT(*) FROM urls WHERE status IN (10, 11)")?,
             awaiting_retry: count(
-                "SELECT COUNT(*) FROM urls WHERE state = 'new' AND retry_after IS NOT NULL",
+                "SELECT COUNT(*) FROM urls WHERE attempts > 0 AND due_at IS NOT NULL",
             )?,
             certificate_changes: count("SELECT COUNT(*) FROM hosts WHERE cert_changes > 0")?,
+            certificates_changed: self.certificate_changes()?,
             hosts_in_backoff,
             last_crawl_started: self.meta("last_crawl_started")?,
             last_crawl_finished: self.meta("last_crawl_finished")?,
+            schedule: self.schedule(now)?,
         })
+    }
+
+    fn schedule(&self, now: i64) -> Result<Schedule> {
+        let count = |sql: &str| -> Result<u64> {
+            Ok(self
+                .conn
+                .query_row(sql, [now], |r| r.get::<_, i64>(0))?
+                .max(0) as u64)
+        };
+        let (due_now, due_within_day, due_within_week, never_again): (i64, i64, i64, i64) =
+            self.conn.query_row(
+                "SELECT TOTAL(due_at <= ?1), TOTAL(due_at <= ?1 + 86400),
+                        TOTAL(due_at <= ?1 + 604800),
+                        TOTAL(due_at IS NULL AND state != 'new')
+                 FROM urls",
+                [now],
+                |r| {
+                    Ok((
+                        r.get::<_, f64>(0)? as i64,
+                        r.get::<_, f64>(1)? as i64,
+                        r.get::<_, f64>(2)? as i64,
+                        r.get::<_, f64>(3)? as i64,
+                    ))
+                },
+            )?;
+        let mut buckets = vec![0u64; INTERVAL_BUCKETS.len()];
+        {
+            let mut stmt = self.conn.prepare(
+                "SELECT revisit_secs, COUNT(*) FROM urls
+                 WHERE revisit_secs IS NOT NULL AND due_at IS NOT NULL AND state != 'excluded'
+                 GROUP BY revisit_secs",
+            )?;
+            let mut rows = stmt.query([])?;
+            while let Some(row) = rows.next()? {
+                let secs: i64 = row.get(0)?;
+                let n: i64 = row.get(1)?;
+                let at = INTERVAL_BUCKETS
+                    .iter()
+                    .position(|&(below, _)| secs < below)
+                    .unwrap_or(INTERVAL_BUCKETS.len() - 1);
+                buckets[at] += n.max(0) as u64;
+            }
+        }
+        Ok(Schedule {
+            due_now: due_now.max(0) as u64,
+            due_within_day: due_within_day.max(0) as u64,
+            due_within_week: due_within_week.max(0) as u64,
+            never_visited: count("SELECT COUNT(*) FROM urls WHERE state = 'new' AND ?1 = ?1")?,
+            never_again: never_again.max(0) as u64,
+            feeds: count("SELECT COUNT(*) FROM urls WHERE feed = 1 AND ?1 = ?1")?,
+            failing_but_searchable: count(
+                "SELECT COUNT(*) FROM urls
+                 WHERE in_index = 1 AND first_failed_at IS NOT NULL AND ?1 = ?1",
+            )?,
+            intervals: INTERVAL_BUCKETS
+                .iter()
+                .zip(buckets)
+                .map(|(&(_, label), n)| (label.to_string(), n))
+                .collect(),
+        })
+    }
+
+    fn certificate_changes(&self) -> Result<Vec<CertificateChange>> {
+        let mut stmt = self.conn.prepare(
+            "SELECT name, cert_changes, cert_first_seen, cert_last_seen FROM hosts
+             WHERE cert_changes > 0 ORDER BY cert_changes DESC, name LIMIT ?1",
+        )?;
+        let rows = stmt.query_map([MAX_CERTIFICATE_CHANGES as i64], |r| {
+            Ok(CertificateChange {
+                host: r.get(0)?,
+                changes: r.get::<_, i64>(1)?.max(0) as u64,
+                current_since: r.get(2)?,
+                last_seen: r.get(3)?,
+            })
+        })?;
+        Ok(rows.collect::<std::result::Result<_, _>>()?)
     }
 
     /// The capsules with at least one indexed page, sorted by name, with their page counts.
     pub fn known_hosts(&self) -> Result<Vec<KnownHost>> {
         let mut stmt = self.conn.prepare(
-            "SELECT h.name, SUM(u.state = 'indexed'), COUNT(*) FROM hosts h
+            "SELECT h.name, SUM(u.in_index), COUNT(*) FROM hosts h
              JOIN urls u ON u.host_id = h.id
              WHERE u.url LIKE 'gemini://%'
-             GROUP BY h.id HAVING SUM(u.state = 'indexed') > 0
+             GROUP BY h.id HAVING SUM(u.in_index) > 0
              ORDER BY h.name",
         )?;
         let rows = stmt.query_map([], |r| {
@@ -131,16 +256,7 @@ impl Frontier {
         Ok(rows.collect::<std::result::Result<_, _>>()?)
     }
 
-    /// Every URL in `state`, sorted.
-    pub fn urls_in_state(&self, state: UrlState) -> Result<Vec<String>> {
-        let mut stmt = self
-            .conn
-            .prepare("SELECT url FROM urls WHERE state = ?1 ORDER BY url")?;
-        let rows = stmt.query_map([state.as_str()], |r| r.get(0))?;
-        Ok(rows.collect::<std::result::Result<_, _>>()?)
-    }
-
-    fn url_id(&self, url: &str) -> Result<Option<i64>> {
+    pub(crate) fn url_id(&self, url: &str) -> Result<Option<i64>> {
         Ok(self
             .conn
             .prepare_cached("SELECT id FROM urls WHERE url = ?1")?

@@ -157,6 +157,9 @@ fn parse_link(rest: &str) -> Option<Line> {
 pub struct PageLink {
     pub url: Url,
     pub label: String,
+    /// An entry of a feed: a gemtext link whose label starts with a date, or an Atom or RSS
+    /// entry.
+    pub entry: bool,
 }
 
 /// What the indexer needs from a gemtext page.
@@ -170,6 +173,9 @@ pub struct Page {
     pub body: String,
     pub headings: Vec<String>,
     pub links: Vec<PageLink>,
+    /// The page is a gemfeed: at least [`crate::feed::MIN_GEMFEED_ENTRIES`] of its links are
+    /// dated entries.
+    pub feed: bool,
 }
 
 /// Parses `src` and extracts title, text, headings and links (resolved against `base`).
@@ -213,9 +219,11 @@ pub fn extract(base: &Url, src: &str) -> Page {
             Line::Link { target, label } => {
                 seen_content = true;
                 if let Ok(url) = crate::urlnorm::resolve(base, target) {
+                    let label = label.clone().unwrap_or_default();
                     links.push(PageLink {
                         url,
-                        label: label.clone().unwrap_or_default(),
+                        entry: crate::feed::is_dated_label(&label),
+                        label,
                     });
                 }
             }
@@ -232,11 +240,13 @@ pub fn extract(base: &Url, src: &str) -> Page {
         }
     }
 
+    let feed = links.iter().filter(|l| l.entry).count() >= crate::feed::MIN_GEMFEED_ENTRIES;
     Page {
         title: title_of(&lines, base),
         body: body.finish(),
         headings,
         links,
+        feed,
     }
 }
 

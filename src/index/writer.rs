@@ -11,9 +11,12 @@
 
 use std::path::Path;
 
+use tantivy::collector::TopDocs;
 use tantivy::directory::error::LockError;
+use tantivy::query::TermQuery;
+use tantivy::schema::{IndexRecordOption, Value};
 use tantivy::tokenizer::{PreTokenizedString, Token};
-use tantivy::{Index, IndexWriter, TantivyDocument, TantivyError, Term};
+use tantivy::{Index, IndexReader, IndexWriter, ReloadPolicy, TantivyDocument, TantivyError, Term};
 use url::Url;
 
 use super::analysis;
@@ -40,11 +43,13 @@ const WRITER_THREADS: usize = 1;
 
 /// Owns the Tantivy `IndexWriter` (and so the index's writer lock).
 pub struct Indexer {
-    // Kept so the index (and its tokenizer registration) lives as long as the writer.
-    _index: Index,
+    index: Index,
     writer: IndexWriter<TantivyDocument>,
     fields: Fields,
     committed: u64,
+    /// Reads stored documents back for [`Indexer::refresh`]; opened on first use and reloaded
+    /// after each commit, so it sees exactly what is committed.
+    reader: Option<IndexReader>,
 }
 
 impl Indexer {
@@ -65,10 +70,11 @@ impl Indexer {
             })?;
         let committed = parse_payload(index.load_metas()?.payload.as_deref()).unwrap_or(0);
         Ok(Indexer {
-            _index: index,
+            index,
             writer,
             fields,
             committed,
+            reader: None,
         })
     }
 
@@ -145,6 +151,70 @@ impl Indexer {
         Ok(())
     }
 
+    /// Rewrites the committed document of `url` with new `anchors` (and the page's own
+    /// `link_labels`), keeping everything else it stored: how a page learns what links to it
+    /// are now called without being fetched again. `body` replaces the stored body when given
+    /// (a file known by its header carries its anchors in its body). Returns false when the
+    /// index holds no document for `url`.
+    ///
+    /// Only committed documents are read: a page upserted since the last commit must not be
+    /// refreshed before that commit, or its older version would come back.
+    pub fn refresh(
+        &mut self,
+        url: &str,
+        anchors: &str,
+        link_labels: &str,
+        body: Option<&str>,
+    ) -> Result<bool, IndexError> {
+        let reader = match &self.reader {
+            Some(reader) => reader,
+            None => self.reader.insert(
+                self.index
+                    .reader_builder()
+                    .reload_policy(ReloadPolicy::Manual)
+                    .try_into()?,
+            ),
+        };
+        let searcher = reader.searcher();
+        let f = &self.fields;
+        let query = TermQuery::new(Term::from_field_text(f.url, url), IndexRecordOption::Basic);
+        let Some((_, address)) = searcher
+            .search(&query, &TopDocs::with_limit(1))?
+            .into_iter()
+            .next()
+        else {
+            return Ok(false);
+        };
+        let doc: TantivyDocument = searcher.doc(address)?;
+        let text = |field| {
+            doc.get_first(field)
+                .and_then(|v| v.as_str())
+                .unwrap_or_default()
+                .to_string()
+        };
+        let page = PageDoc {
+            url: url.to_string(),
+            host: text(f.host),
+            title: text(f.title),
+            body: body.map_or_else(|| text(f.body), str::to_string),
+            headings: text(f.headings),
+            link_labels: link_labels.to_string(),
+            anchors: anchors.to_string(),
+            // The first value is the full type (`text/gemini`); the second its top level.
+            mime: text(f.mime),
+            // The stored language is the effective one, declared or detected: as good as
+            // declared for the next upsert.
+            lang: Some(text(f.lang)).filter(|l| !l.is_empty()),
+            size: doc.get_first(f.size).and_then(|v| v.as_u64()).unwrap_or(0),
+            fetched_at: doc
+                .get_first(f.fetched_at)
+                .and_then(|v| v.as_i64())
+                .unwrap_or(0),
+        };
+        self.upsert(&page)?;
+        Ok(true)
+    }
+
     /// Commits everything added since the last commit, recording `seq` as the commit payload.
     pub fn commit(&mut self, seq: u64) -> Result<(), IndexError> {
         // The payload is written into meta.json in the same atomic rename as the segment list,
@@ -153,6 +223,9 @@ impl Indexer {
         prepared.set_payload(&seq.to_string());
         prepared.commit()?;
         self.committed = seq;
+        if let Some(reader) = &self.reader {
+            reader.reload()?;
+        }
         Ok(())
     }
 
@@ -292,6 +365,43 @@ mod tests {
         assert_eq!(res.total, 1);
         assert_eq!(res.hits[0].title, "New title");
         assert_eq!(res.hits[0].url, url);
+    }
+
+    #[test]
+    fn refresh_rewrites_anchors_and_keeps_the_rest() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let url = "gemini://example.org/lamp";
+        let mut ix = Indexer::open_or_create(tmp.path()).expect("open");
+        let mut doc = page(url, "Desk lamp", "an amber halo over the keyboard");
+        doc.anchors = "lantern".into();
+        doc.link_labels = "home".into();
+        doc.lang = Some("en".into());
+        ix.upsert(&doc).expect("upsert");
+        ix.commit(1).expect("commit");
+        assert!(ix.refresh(url, "beacon", "home", None).expect("refresh"));
+        assert!(!ix
+            .refresh("gemini://example.org/none", "x", "", None)
+            .expect("refresh of nothing"));
+        ix.commit(2).expect("commit");
+        let si = SearchIndex::open(tmp.path()).expect("search index");
+        assert_eq!(si.num_docs(), 1);
+        assert_eq!(si.search("beacon", 10, 0).expect("search").total, 1);
+        assert_eq!(si.search("lantern", 10, 0).expect("search").total, 0);
+        let hit = &si.search("amber halo", 10, 0).expect("search").hits[0];
+        assert_eq!(hit.title, "Desk lamp");
+        assert_eq!(hit.url, url);
+        assert_eq!(hit.mime, "text/gemini");
+        assert_eq!(hit.lang.as_deref(), Some("en"));
+        assert_eq!(hit.fetched_at, 1_700_000_000);
+        // A refresh after another commit reads that commit (the reader follows commits).
+        ix.upsert(&page(url, "Desk lamp", "a green halo"))
+            .expect("upsert");
+        ix.commit(3).expect("commit");
+        assert!(ix.refresh(url, "torch", "", None).expect("refresh"));
+        ix.commit(4).expect("commit");
+        let si = SearchIndex::open(tmp.path()).expect("search index");
+        assert_eq!(si.search("green torch", 10, 0).expect("search").total, 1);
+        assert_eq!(si.search("amber", 10, 0).expect("search").total, 0);
     }
 
     #[test]

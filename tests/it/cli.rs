@@ -57,7 +57,7 @@ async fn crawl_then_search_stats_and_backlinks_from_the_command_line() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(
-        stdout(&out).contains("nothing left to fetch"),
+        stdout(&out).contains("nothing left that is due"),
         "{}",
         stdout(&out)
     );

@@ -52,9 +52,9 @@ async fn crawl_indexes_exactly_the_reachable_pages_and_nothing_forbidden() {
     let data = tempfile::tempdir().unwrap();
     let delay = Duration::from_millis(40);
     let summary = support::crawl(support::config(&space, data.path(), delay)).await;
-    assert_eq!(summary.stop, StopReason::Exhausted);
+    assert_eq!(summary.ended, StopReason::Done);
 
-    let indexed = support::urls_in(data.path(), UrlState::Indexed);
+    let indexed = support::indexed(data.path());
     let expected: Vec<String> = EXPECTED_INDEXED.iter().map(|s| s.to_string()).collect();
     assert_eq!(
         indexed, expected,

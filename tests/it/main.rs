@@ -5,6 +5,7 @@
 mod cli;
 mod crawl;
 mod polite;
+mod recrawl;
 mod resume;
 mod serve;
 mod sockets;

@@ -10,7 +10,6 @@ use std::time::{Duration, Instant};
 use geode::crawl::{CrawlConfig, StopReason};
 use geode::fetch::dns::{Overrides, Target};
 use geode::fixture::{FixtureConfig, FixtureServer, RequestRecord};
-use geode::frontier::UrlState;
 
 use crate::support;
 
@@ -96,7 +95,7 @@ async fn the_politeness_geminispace_is_crawled_exactly_and_politely() {
     let summary = tokio::time::timeout(Duration::from_secs(90), support::crawl(config))
         .await
         .expect("the crawl ends on its own, traps and all");
-    assert_eq!(summary.stop, StopReason::Exhausted);
+    assert_eq!(summary.ended, StopReason::Done);
     let took = started.elapsed();
     let log = server.finish().await;
     assert!(!log.is_empty());
@@ -173,9 +172,7 @@ async fn the_politeness_geminispace_is_crawled_exactly_and_politely() {
     );
 
     // 4. What was indexed.
-    let indexed: BTreeSet<String> = support::urls_in(data.path(), UrlState::Indexed)
-        .into_iter()
-        .collect();
+    let indexed: BTreeSet<String> = support::indexed(data.path()).into_iter().collect();
     for url in [
         "gemini://robots-archiver.test/records.gmi",
         "gemini://robots-gone.test/still-here.gmi",

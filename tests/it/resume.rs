@@ -7,7 +7,6 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use geode::crawl::StopReason;
-use geode::frontier::UrlState;
 use geode::index::SearchIndex;
 
 use crate::crawl::EXPECTED_INDEXED;
@@ -24,16 +23,16 @@ async fn a_crawl_stopped_by_max_pages_continues_where_it_was() {
     let mut config = support::config(&space, data.path(), Duration::from_millis(5));
     config.max_pages = Some(6);
     let first = support::crawl(config.clone()).await;
-    assert_eq!(first.stop, StopReason::MaxPages);
-    assert_eq!(first.pages_fetched, 6);
-    let after_first = support::urls_in(data.path(), UrlState::Indexed);
+    assert_eq!(first.ended, StopReason::MaxPages);
+    assert_eq!(first.fetched, 6);
+    let after_first = support::indexed(data.path());
     assert!(!after_first.is_empty() && after_first.len() <= 6);
     let requests_before = space.requests().len();
 
     config.max_pages = None;
     let second = support::crawl(config).await;
-    assert_eq!(second.stop, StopReason::Exhausted);
-    assert_eq!(support::urls_in(data.path(), UrlState::Indexed), expected());
+    assert_eq!(second.ended, StopReason::Done);
+    assert_eq!(support::indexed(data.path()), expected());
     let index = SearchIndex::open(&geode::crawl::index_path(data.path())).unwrap();
     assert_eq!(index.num_docs() as usize, expected().len());
 
@@ -82,8 +81,9 @@ async fn a_crawl_killed_with_sigkill_resumes_to_the_same_index() {
         loop {
             std::thread::sleep(Duration::from_millis(20));
             let indexed = if db.exists() {
+                // Pages the index holds: committed.
                 geode::frontier::Frontier::open_read_only(&db)
-                    .and_then(|f| f.urls_in_state(UrlState::Indexed))
+                    .and_then(|f| f.indexed_urls())
                     .unwrap_or_default()
             } else {
                 Vec::new()
@@ -126,7 +126,7 @@ async fn a_crawl_killed_with_sigkill_resumes_to_the_same_index() {
         String::from_utf8_lossy(&status.stderr)
     );
 
-    assert_eq!(support::urls_in(data.path(), UrlState::Indexed), expected());
+    assert_eq!(support::indexed(data.path()), expected());
     let index = SearchIndex::open(&geode::crawl::index_path(data.path())).unwrap();
     assert_eq!(
         index.num_docs() as usize,

@@ -75,7 +75,7 @@ async fn a_crawl_under_ulimit_64_with_concurrency_256_indexes_every_page() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "crawl failed:\n{stdout}\n{stderr}");
-    assert!(stdout.contains(" 0 errors"), "{stdout}");
+    assert!(stdout.contains(" 0 failed;"), "{stdout}");
     assert!(
         stdout.contains("(budget 32)"),
         "the budget follows the limit: {stdout}"

@@ -99,6 +99,14 @@ pub fn urls_in(data: &Path, state: UrlState) -> Vec<String> {
         .unwrap()
 }
 
+/// The URLs the index holds a document under, sorted.
+pub fn indexed(data: &Path) -> Vec<String> {
+    Frontier::open_read_only(&crawl::database_path(data))
+        .unwrap()
+        .indexed_urls()
+        .unwrap()
+}
+
 /// The request path (`/x/y`) and host of a logged request line.
 pub fn host_and_path(request: &str) -> Option<(String, String)> {
     let url = url::Url::parse(request).ok()?;

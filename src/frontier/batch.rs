@@ -1,0 +1,537 @@
+//! [`Batch`]: one write transaction of the crawl, holding many results. What a visit found, the
+//! links of a page (new URLs join the frontier, links a page dropped leave the graph), redirects,
+//! retries, capsule back-offs, robots.txt answers and certificate pins.
+
+use std::collections::{BTreeSet, HashMap};
+
+use rusqlite::{params, OptionalExtension};
+
+use super::{FetchResult, IndexOp, LinkOut, Pin, Result, UrlState};
+use crate::revisit::Priority;
+
+/// A URL to insert if unknown.
+#[derive(Debug, Clone, Copy)]
+pub struct NewUrl<'a> {
+    pub url: &'a str,
+    /// Its capsule key.
+    pub host: &'a str,
+    pub depth: u32,
+    pub hops: u32,
+    pub from: Option<i64>,
+    /// The URL whose content this is, when reached through a temporary redirect.
+    pub alias_of: Option<i64>,
+    pub prio: Priority,
+}
+
+/// Everything a visit sets on its URL. A visited URL is not claimed again in this run.
+#[derive(Debug, Clone)]
+pub struct VisitRecord<'a> {
+    pub state: UrlState,
+    pub result: &'a FetchResult,
+    /// The next visit; `None`: never.
+    pub due_at: Option<i64>,
+    pub revisit_secs: i64,
+    pub first_failed_at: Option<i64>,
+    pub prio: Priority,
+    pub feed: bool,
+    /// The visit found new or changed content.
+    pub changed: bool,
+    /// What was sent to the index for this URL, if anything.
+    pub index_op: Option<IndexOp>,
+    /// Where a redirect pointed.
+    pub redirect_to: Option<i64>,
+}
+
+/// What recording a page's links did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LinkReport {
+    /// URLs the frontier did not know.
+    pub added: usize,
+    /// New URLs with the hub priority (entries new in a feed), to be fetched first: (URL id,
+    /// capsule id).
+    pub new_hubs: Vec<(i64, i64)>,
+    /// Capsules that got new URLs to fetch.
+    pub hosts_with_new: BTreeSet<i64>,
+}
+
+/// One write transaction. Dropping it without [`Batch::commit`] rolls everything back.
+pub struct Batch<'a> {
+    tx: rusqlite::Transaction<'a>,
+    host_ids: &'a mut HashMap<String, i64>,
+    /// Hosts this transaction created: cached only once it commits, since a rollback undoes them.
+    new_hosts: Vec<(String, i64)>,
+    url_ids: &'a mut HashMap<String, i64>,
+    /// URLs this transaction created, cached once it commits.
+    new_urls: HashMap<String, i64>,
+    /// When URLs inserted by this transaction come due.
+    now: i64,
+}
+
+impl<'a> Batch<'a> {
+    pub(super) fn new(
+        tx: rusqlite::Transaction<'a>,
+        host_ids: &'a mut HashMap<String, i64>,
+        url_ids: &'a mut HashMap<String, i64>,
+        now: i64,
+    ) -> Self {
+        Batch {
+            tx,
+            host_ids,
+            new_hosts: Vec::new(),
+            url_ids,
+            new_urls: HashMap::new(),
+            now,
+        }
+    }
+
+    /// The id of a capsule, created when new.
+    pub fn host_id(&mut self, name: &str) -> Result<i64> {
+        if let Some(&id) = self.host_ids.get(name) {
+            return Ok(id);
+        }
+        if let Some((_, id)) = self.new_hosts.iter().find(|(n, _)| n == name) {
+            return Ok(*id);
+        }
+        let existing: Option<i64> = self
+            .tx
+            .prepare_cached("SELECT id FROM hosts WHERE name = ?1")?
+            .query_row([name], |r| r.get(0))
+            .optional()?;
+        let id = match existing {
+            Some(id) => id,
+            None => {
+                self.tx
+                    .prepare_cached("INSERT INTO hosts(name) VALUES (?1)")?
+                    .execute([name])?;
+                let id = self.tx.last_insert_rowid();
+                self.new_hosts.push((name.to_string(), id));
+                return Ok(id);
+            }
+        };
+        self.host_ids.insert(name.to_string(), id);
+        Ok(id)
+    }
+
+    /// The id of a URL, inserting it when unknown: due now, or `excluded` with the reason given,
+    /// or `excluded` as `capsule-budget` when its capsule already has `budget` URLs. Returns
+    /// (id, newly added).
+    pub fn ensure_url(
+        &mut self,
+        new: &NewUrl<'_>,
+        excluded: Option<&str>,
+        budget: u64,
+    ) -> Result<(i64, bool)> {
+        if let Some(&id) = self
+            .url_ids
+            .get(new.url)
+            .or_else(|| self.new_urls.get(new.url))
+        {
+            return Ok((id, false));
+        }
+        let existing: Option<i64> = self
+            .tx
+            .prepare_cached("SELECT id FROM urls WHERE url = ?1")?
+            .query_row([new.url], |r| r.get(0))
+            .optional()?;
+        if let Some(id) = existing {
+            // Not created by this transaction (those are in `new_urls`), so committed: cacheable.
+            self.url_ids.insert(new.url.to_string(), id);
+            return Ok((id, false));
+        }
+        let host_id = self.host_id(new.host)?;
+        let known: i64 = self
+            .tx
+            .prepare_cached(
+                "UPDATE hosts SET url_count = url_count + 1 WHERE id = ?1 RETURNING url_count",
+            )?
+            .query_row([host_id], |r| r.get(0))?;
+        let excluded = match excluded {
+            Some(why) => Some(why),
+            None if known as u64 > budget => Some("capsule-budget"),
+            None => None,
+        };
+        let (state, due_at) = match excluded {
+            Some(_) => (UrlState::Excluded, None),
+            None => (UrlState::New, Some(self.now)),
+        };
+        self.tx
+            .prepare_cached(
+                "INSERT INTO urls(url, host_id, state, depth, hops, discovered_from, alias_of,
+                                  error, prio, due_at)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+            )?
+            .execute(params![
+                new.url,
+                host_id,
+                state.as_str(),
+                new.depth,
+                new.hops,
+                new.from,
+                new.alias_of,
+                excluded,
+                new.prio as i64,
+                due_at,
+            ])?;
+        let id = self.tx.last_insert_rowid();
+        self.new_urls.insert(new.url.to_string(), id);
+        if let Some(due) = due_at {
+            self.lower_next_due(host_id, due)?;
+        }
+        Ok((id, true))
+    }
+
+    /// Makes a capsule claimable no later than `due`.
+    fn lower_next_due(&mut self, host_id: i64, due: i64) -> Result<()> {
+        self.tx
+            .prepare_cached(
+                "UPDATE hosts SET next_due = ?2
+                 WHERE id = ?1 AND (next_due IS NULL OR next_due > ?2)",
+            )?
+            .execute(params![host_id, due])?;
+        Ok(())
+    }
+
+    /// Records the links of a page at `depth` (their targets get `depth + 1`), replacing the
+    /// links it had: links the page no longer has leave the graph. Each link's `excluded`
+    /// verdict (and the capsule `budget`) decides whether its target may be fetched; excluded
+    /// targets are kept for the link graph. When the labels pointing to an already known page
+    /// change, that page is marked for an anchor update.
+    pub fn set_links(
+        &mut self,
+        source: i64,
+        depth: u32,
+        links: &[LinkOut],
+        budget: u64,
+    ) -> Result<LinkReport> {
+        let old: BTreeSet<(i64, String)> = {
+            let mut stmt = self
+                .tx
+                .prepare_cached("SELECT target, label FROM links WHERE source = ?1")?;
+            let rows = stmt.query_map([source], |r| Ok((r.get(0)?, r.get(1)?)))?;
+            rows.collect::<std::result::Result<_, _>>()?
+        };
+        let mut report = LinkReport::default();
+        let mut current: BTreeSet<(i64, String)> = BTreeSet::new();
+        for link in links {
+            let new = NewUrl {
+                url: &link.url,
+                host: &link.host,
+                depth: depth + 1,
+                hops: 0,
+                from: Some(source),
+                alias_of: None,
+                prio: link.prio,
+            };
+            let (target, is_new) = self.ensure_url(&new, link.excluded, budget)?;
+            if is_new {
+                report.added += 1;
+                if link.excluded.is_none() {
+                    let host_id = self.host_id(&link.host)?;
+                    report.hosts_with_new.insert(host_id);
+                    if link.prio == Priority::Hub {
+                        report.new_hubs.push((target, host_id));
+                    }
+                }
+            }
+            let key = (target, link.label.clone());
+            // Repeated on the page, or recorded at an earlier visit.
+            if !current.insert(key.clone()) || old.contains(&key) {
+                continue;
+            }
+            self.tx
+                .prepare_cached("INSERT INTO links(source, target, label) VALUES (?1, ?2, ?3)")?
+                .execute(params![source, target, link.label])?;
+            // A URL just added has no document yet: its anchors are read when it is indexed.
+            if !is_new && !link.label.is_empty() && self.label_count(target, &link.label)? == 1 {
+                self.mark_anchor_update(target)?;
+            }
+        }
+        for (target, label) in old.difference(&current) {
+            self.remove_link(source, *target, label)?;
+        }
+        Ok(report)
+    }
+
+    /// Removes every link of a page (it left the index), marking the pages whose anchors lose
+    /// a label.
+    pub fn drop_links(&mut self, source: i64) -> Result<()> {
+        let old: Vec<(i64, String)> = {
+            let mut stmt = self
+                .tx
+                .prepare_cached("SELECT target, label FROM links WHERE source = ?1")?;
+            let rows = stmt.query_map([source], |r| Ok((r.get(0)?, r.get(1)?)))?;
+            rows.collect::<std::result::Result<_, _>>()?
+        };
+        for (target, label) in old {
+            self.remove_link(source, target, &label)?;
+        }
+        Ok(())
+    }
+
+    fn remove_link(&mut self, source: i64, target: i64, label: &str) -> Result<()> {
+        self.tx
+            .prepare_cached("DELETE FROM links WHERE source = ?1 AND target = ?2 AND label = ?3")?
+            .execute(params![source, target, label])?;
+        if !label.is_empty() && self.label_count(target, label)? == 0 {
+            self.mark_anchor_update(target)?;
+        }
+        Ok(())
+    }
+
+    /// How many links carry `label` to `target` (0, 1, or 2 meaning "more than one").
+    fn label_count(&mut self, target: i64, label: &str) -> Result<i64> {
+        Ok(self
+            .tx
+            .prepare_cached(
+                "SELECT COUNT(*) FROM (SELECT 1 FROM links WHERE target = ?1 AND label = ?2
+                                       LIMIT 2)",
+            )?
+            .query_row(params![target, label], |r| r.get(0))?)
+    }
+
+    fn mark_anchor_update(&mut self, url_id: i64) -> Result<()> {
+        self.tx
+            .prepare_cached("INSERT OR IGNORE INTO anchor_updates(url_id) VALUES (?1)")?
+            .execute([url_id])?;
+        Ok(())
+    }
+
+    /// Records a redirect target reached from `source` (at link depth `depth`) after `hops`
+    /// redirects; the caller enforces the hop limit. `alias_of` names the URL whose content the
+    /// target is, for temporary redirects. Returns the target's id and whether it was new.
+    pub fn add_redirect(
+        &mut self,
+        source: i64,
+        depth: u32,
+        hops: u32,
+        target: &LinkOut,
+        alias_of: Option<i64>,
+        budget: u64,
+    ) -> Result<(i64, bool)> {
+        let new = NewUrl {
+            url: &target.url,
+            host: &target.host,
+            depth,
+            hops,
+            from: Some(source),
+            alias_of,
+            prio: target.prio,
+        };
+        self.ensure_url(&new, target.excluded, budget)
+    }
+
+    /// Another page holding this content in the index (or on its way there), if any.
+    pub fn same_content(&mut self, hash: &str, except: i64) -> Result<Option<String>> {
+        Ok(self
+            .tx
+            .prepare_cached(
+                "SELECT url FROM urls WHERE content_hash = ?1 AND id != ?2
+                   AND ((in_index = 1 AND index_op IS NULL) OR index_op = 'upsert')
+                 ORDER BY id LIMIT 1",
+            )?
+            .query_row(params![hash, except], |r| r.get(0))
+            .optional()?)
+    }
+
+    /// The distinct labels of the links that point to a URL (see [`super::Frontier::inbound_labels`]).
+    pub fn inbound_labels(&mut self, id: i64, limit: usize) -> Result<Vec<String>> {
+        super::inbound_labels(&self.tx, id, limit)
+    }
+
+    /// Records a visit: what was received, the state, the schedule and the index operation. A
+    /// visit without content (an error, a redirect) keeps the type, size and hash of the last
+    /// content seen: a page that fails stays searchable with what it had.
+    pub fn record_visit(&mut self, id: i64, visit: &VisitRecord<'_>) -> Result<()> {
+        let r = visit.result;
+        self.tx
+            .prepare_cached(
+                "UPDATE urls SET state = ?2, status = ?3, meta = ?4, error = ?5,
+                        mime = COALESCE(?6, mime), size = COALESCE(?7, size),
+                        content_hash = COALESCE(?8, content_hash), fetched_at = ?9,
+                        due_at = ?10, revisit_secs = ?11, first_failed_at = ?12, prio = ?13,
+                        feed = ?14, changes = changes + ?15,
+                        changed_at = CASE WHEN ?15 THEN ?9 ELSE changed_at END,
+                        visits = visits + 1, attempts = 0, claimed = 2,
+                        index_op = COALESCE(?16, index_op), redirect_to = ?17
+                 WHERE id = ?1",
+            )?
+            .execute(params![
+                id,
+                visit.state.as_str(),
+                r.status,
+                r.meta,
+                r.error,
+                r.mime,
+                r.size.map(|s| s as i64),
+                r.content_hash,
+                r.fetched_at,
+                visit.due_at,
+                visit.revisit_secs,
+                visit.first_failed_at,
+                visit.prio as i64,
+                visit.feed,
+                visit.changed,
+                visit.index_op.map(IndexOp::as_str),
+                visit.redirect_to,
+            ])?;
+        Ok(())
+    }
+
+    /// Sends content to the index under `id`, the URL a temporary redirect keeps canonical: its
+    /// state and content follow, its schedule stays its own.
+    pub fn record_alias_content(&mut self, id: i64, result: &FetchResult) -> Result<()> {
+        self.tx
+            .prepare_cached(
+                "UPDATE urls SET state = 'indexed', mime = ?2, size = ?3, content_hash = ?4,
+                        index_op = 'upsert', first_failed_at = NULL
+                 WHERE id = ?1",
+            )?
+            .execute(params![
+                id,
+                result.mime,
+                result.size.map(|s| s as i64),
+                result.content_hash
+            ])?;
+        Ok(())
+    }
+
+    /// Schedules a URL that failed temporarily for another try at `due_at` in this run or a
+    /// later one, counting the attempt. Its state stays what its last completed visit found.
+    pub fn retry_later(&mut self, id: i64, result: &FetchResult, due_at: i64) -> Result<()> {
+        self.tx
+            .prepare_cached(
+                "UPDATE urls SET attempts = attempts + 1, status = ?2, meta = ?3,
+                        due_at = ?4, claimed = 0
+                 WHERE id = ?1",
+            )?
+            .execute(params![id, result.status, result.meta, due_at])?;
+        self.lower_next_due_of_url(id, due_at)
+    }
+
+    fn lower_next_due_of_url(&mut self, id: i64, due: i64) -> Result<()> {
+        self.tx
+            .prepare_cached(
+                "UPDATE hosts SET next_due = ?2
+                 WHERE id = (SELECT host_id FROM urls WHERE id = ?1)
+                   AND (next_due IS NULL OR next_due > ?2)",
+            )?
+            .execute(params![id, due])?;
+        Ok(())
+    }
+
+    /// Backs a capsule off for `base` seconds, doubled for every back-off in a row (capped at
+    /// `max`). Returns the time it ends.
+    pub fn back_off_capsule(&mut self, host_id: i64, now: i64, base: i64, max: i64) -> Result<i64> {
+        let level: u32 = self
+            .tx
+            .prepare_cached(
+                "UPDATE hosts SET backoff_level = backoff_level + 1 WHERE id = ?1
+                 RETURNING backoff_level",
+            )?
+            .query_row([host_id], |r| r.get(0))?;
+        let wait = base
+            .saturating_mul(1i64 << (level.saturating_sub(1)).min(20))
+            .min(max);
+        self.set_backoff(host_id, now + wait)?;
+        Ok(now + wait)
+    }
+
+    /// Ends a capsule's run of back-offs after a good answer.
+    pub fn capsule_answered(&mut self, host_id: i64) -> Result<()> {
+        self.tx
+            .prepare_cached(
+                "UPDATE hosts SET backoff_level = 0 WHERE id = ?1 AND backoff_level != 0",
+            )?
+            .execute([host_id])?;
+        Ok(())
+    }
+
+    /// Records the status and meta of an answer without changing the URL's state.
+    pub fn note_answer(&mut self, id: i64, result: &FetchResult) -> Result<()> {
+        self.tx
+            .prepare_cached(
+                "UPDATE urls SET status = ?2, meta = ?3, fetched_at = ?4 WHERE id = ?1",
+            )?
+            .execute(params![id, result.status, result.meta, result.fetched_at])?;
+        Ok(())
+    }
+
+    /// Returns a claimed URL to the frontier untouched, for later in this run or a later run.
+    pub fn requeue(&mut self, id: i64) -> Result<()> {
+        self.tx
+            .prepare_cached("UPDATE urls SET claimed = 0 WHERE id = ?1 AND claimed = 1")?
+            .execute([id])?;
+        Ok(())
+    }
+
+    /// Lets go of a capsule the crawl leased (see [`super::Frontier::release_capsule`]).
+    pub fn release_capsule(&mut self, host_id: i64) -> Result<()> {
+        super::claim::release(&self.tx, host_id)
+    }
+
+    /// Caches a capsule's robots.txt answer.
+    pub fn set_robots(
+        &mut self,
+        host_id: i64,
+        status: u8,
+        text: Option<&str>,
+        now: i64,
+    ) -> Result<()> {
+        self.tx
+            .prepare_cached(
+                "UPDATE hosts SET robots_status = ?2, robots_txt = ?3, robots_fetched_at = ?4
+                 WHERE id = ?1",
+            )?
+            .execute(params![host_id, status, text, now])?;
+        Ok(())
+    }
+
+    /// Keeps a capsule from being fetched before `until` (unix seconds).
+    pub fn set_backoff(&mut self, host_id: i64, until: i64) -> Result<()> {
+        self.tx
+            .prepare_cached("UPDATE hosts SET backoff_until = ?2 WHERE id = ?1")?
+            .execute(params![host_id, until])?;
+        Ok(())
+    }
+
+    /// Compares a capsule's certificate with its pin. A crawler cannot refuse a changed
+    /// certificate (capsules renew self-signed ones all the time), so a change is recorded
+    /// (first and last seen of the new one, a count of changes) and the new certificate pinned.
+    pub fn pin_certificate(&mut self, host_id: i64, sha256: &str, now: i64) -> Result<Pin> {
+        let pinned: Option<String> = self
+            .tx
+            .prepare_cached("SELECT cert_sha256 FROM hosts WHERE id = ?1")?
+            .query_row([host_id], |r| r.get(0))
+            .optional()?
+            .flatten();
+        let pin = match pinned {
+            None => Pin::First,
+            Some(p) if p == sha256 => Pin::Same,
+            Some(previous) => Pin::Changed { previous },
+        };
+        let sql = match pin {
+            Pin::First => {
+                "UPDATE hosts SET cert_sha256 = ?2, cert_first_seen = ?3, cert_last_seen = ?3
+                 WHERE id = ?1"
+            }
+            Pin::Same => "UPDATE hosts SET cert_last_seen = ?3 WHERE id = ?1 AND ?2 IS NOT NULL",
+            Pin::Changed { .. } => {
+                "UPDATE hosts SET cert_sha256 = ?2, cert_first_seen = ?3, cert_last_seen = ?3,
+                        cert_changes = cert_changes + 1
+                 WHERE id = ?1"
+            }
+        };
+        self.tx
+            .prepare_cached(sql)?
+            .execute(params![host_id, sha256, now])?;
+        Ok(pin)
+    }
+
+    /// Makes the transaction durable.
+    pub fn commit(self) -> Result<()> {
+        self.tx.commit()?;
+        self.host_ids.extend(self.new_hosts);
+        self.url_ids.extend(self.new_urls);
+        Ok(())
+    }
+}

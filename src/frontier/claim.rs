@@ -1,0 +1,244 @@
+//! Handing due work to a crawl: capsules are leased whole, and a leased capsule's due URLs are
+//! claimed a few at a time in priority order (hubs, then new URLs and revisits taking turns).
+//!
+//! Three claim marks (`urls.claimed`): 0 free, 1 claimed (in the crawl's memory), 2 visited in
+//! this run. Only free URLs are in the `urls_due` index, so a URL visited in a run is never
+//! claimed again in it, and every query here is a range scan of that index or of `hosts_due`:
+//! the cost of a claim does not depend on how many URLs are known. `hosts.next_due` is kept
+//! early, never late: it is lowered whenever a free URL of the capsule comes due sooner, and
+//! recomputed when the capsule is let go. At the end of a run (or in recovery after a crash)
+//! every mark and lease is let go.
+
+use rusqlite::{params, OptionalExtension, Row, TransactionBehavior};
+
+use super::{Canonical, Frontier, Prior, QueuedUrl, Result, UrlState};
+use crate::revisit::Priority;
+
+/// The columns a claim reads, for [`queued_url`].
+const CLAIM_COLUMNS: &str = "u.id, u.url, u.host_id, h.name, u.depth, u.hops,
+       a.id, a.url, ah.name, a.in_index,
+       u.state, u.in_index, u.content_hash, u.mime, u.meta, u.status, u.revisit_secs,
+       u.first_failed_at, u.attempts, u.fetched_at IS NOT NULL";
+
+fn queued_url(r: &Row<'_>) -> rusqlite::Result<QueuedUrl> {
+    Ok(QueuedUrl {
+        id: r.get(0)?,
+        url: r.get(1)?,
+        host_id: r.get(2)?,
+        host: r.get(3)?,
+        depth: r.get(4)?,
+        hops: r.get(5)?,
+        canonical: match (r.get(6)?, r.get(7)?, r.get(8)?) {
+            (Some(id), Some(url), Some(host)) => Some(Canonical {
+                id,
+                url,
+                host,
+                in_index: r.get::<_, Option<bool>>(9)?.unwrap_or(false),
+            }),
+            _ => None,
+        },
+        prior: Prior {
+            state: Some(UrlState::parse(&r.get::<_, String>(10)?)),
+            in_index: r.get(11)?,
+            content_hash: r.get(12)?,
+            mime: r.get(13)?,
+            meta: r.get(14)?,
+            status: r.get::<_, Option<i64>>(15)?.map(|s| s.clamp(0, 99) as u8),
+            revisit_secs: r.get(16)?,
+            first_failed_at: r.get(17)?,
+            attempts: r.get::<_, i64>(18)?.clamp(0, u32::MAX as i64) as u32,
+            visited: r.get(19)?,
+        },
+    })
+}
+
+/// The earliest due time of a capsule's free URLs (one index seek per priority).
+pub(super) const HOST_NEXT_DUE: &str = "SELECT MIN(d) FROM (
+       SELECT MIN(due_at) AS d FROM urls
+       WHERE host_id = ?1 AND prio = 0 AND claimed = 0 AND due_at IS NOT NULL
+     UNION ALL
+       SELECT MIN(due_at) FROM urls
+       WHERE host_id = ?1 AND prio = 1 AND claimed = 0 AND due_at IS NOT NULL
+     UNION ALL
+       SELECT MIN(due_at) FROM urls
+       WHERE host_id = ?1 AND prio = 2 AND claimed = 0 AND due_at IS NOT NULL)";
+
+impl Frontier {
+    /// Leases up to `capsules` capsules that have work due at `now` (earliest due first,
+    /// skipping those in back-off) and claims up to `per_capsule` URLs of each. A capsule that
+    /// turns out to have nothing claimable is let go at once. The URLs come grouped by capsule.
+    pub fn claim_capsules(
+        &mut self,
+        capsules: usize,
+        per_capsule: usize,
+        now: i64,
+    ) -> Result<Vec<QueuedUrl>> {
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let hosts: Vec<i64> = {
+            let mut stmt = tx.prepare_cached(
+                "SELECT id FROM hosts
+                 WHERE claimed = 0 AND next_due IS NOT NULL AND next_due <= ?1
+                   AND (backoff_until IS NULL OR backoff_until <= ?1)
+                 ORDER BY next_due, id LIMIT ?2",
+            )?;
+            let rows = stmt.query_map(params![now, capsules as i64], |r| r.get(0))?;
+            rows.collect::<std::result::Result<_, _>>()?
+        };
+        let mut claimed = Vec::new();
+        for host_id in hosts {
+            let urls = claim_from(&tx, host_id, per_capsule, now)?;
+            if urls.is_empty() {
+                // `next_due` was early: set it right and move on.
+                refresh_next_due(&tx, host_id)?;
+            } else {
+                tx.prepare_cached("UPDATE hosts SET claimed = 1 WHERE id = ?1")?
+                    .execute([host_id])?;
+                claimed.extend(urls);
+            }
+        }
+        tx.commit()?;
+        Ok(claimed)
+    }
+
+    /// Claims up to `n` more due URLs of a capsule this crawl leases.
+    pub fn claim_more(&mut self, host_id: i64, n: usize, now: i64) -> Result<Vec<QueuedUrl>> {
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let urls = claim_from(&tx, host_id, n, now)?;
+        tx.commit()?;
+        Ok(urls)
+    }
+
+    /// Claims these URLs, if they are free and due: entries new in a feed, taken ahead of the
+    /// rest of a leased capsule's queue.
+    pub fn claim_ids(&mut self, ids: &[i64], now: i64) -> Result<Vec<QueuedUrl>> {
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let mut urls = Vec::new();
+        {
+            let mut select = tx.prepare_cached(&format!(
+                "SELECT {CLAIM_COLUMNS}
+                 FROM urls u JOIN hosts h ON h.id = u.host_id
+                 LEFT JOIN urls a ON a.id = u.alias_of
+                 LEFT JOIN hosts ah ON ah.id = a.host_id
+                 WHERE u.id = ?1 AND u.claimed = 0 AND u.due_at IS NOT NULL AND u.due_at <= ?2"
+            ))?;
+            let mut mark = tx.prepare_cached("UPDATE urls SET claimed = 1 WHERE id = ?1")?;
+            for &id in ids {
+                if let Some(url) = select.query_row(params![id, now], queued_url).optional()? {
+                    mark.execute([id])?;
+                    urls.push(url);
+                }
+            }
+        }
+        tx.commit()?;
+        Ok(urls)
+    }
+
+    /// Lets go of a capsule this crawl leased: its next due time is recomputed from its free
+    /// URLs, so it is claimable again when that comes.
+    pub fn release_capsule(&mut self, host_id: i64) -> Result<()> {
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        release(&tx, host_id)?;
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// The earliest time after `now` at which a capsule that is not leased has work it may do:
+    /// a retry or a revisit coming due, or a back-off ending.
+    pub fn next_wakeup(&self, now: i64) -> Result<Option<i64>> {
+        Ok(self.conn.query_row(
+            "SELECT MIN(MAX(next_due, COALESCE(backoff_until, 0))) FROM hosts
+             WHERE claimed = 0 AND next_due IS NOT NULL
+               AND MAX(next_due, COALESCE(backoff_until, 0)) > ?1",
+            [now],
+            |r| r.get(0),
+        )?)
+    }
+}
+
+/// Claims up to `n` due URLs of one capsule: hubs first, then new URLs and revisits in turn.
+fn claim_from(
+    tx: &rusqlite::Transaction<'_>,
+    host_id: i64,
+    n: usize,
+    now: i64,
+) -> Result<Vec<QueuedUrl>> {
+    let mut select = tx.prepare_cached(&format!(
+        "SELECT {CLAIM_COLUMNS}
+         FROM urls u JOIN hosts h ON h.id = u.host_id
+         LEFT JOIN urls a ON a.id = u.alias_of
+         LEFT JOIN hosts ah ON ah.id = a.host_id
+         WHERE u.host_id = ?1 AND u.prio = ?2 AND u.claimed = 0
+           AND u.due_at IS NOT NULL AND u.due_at <= ?3
+         ORDER BY u.due_at, u.id LIMIT ?4"
+    ))?;
+    let mut take = |prio: Priority, limit: usize| -> Result<Vec<QueuedUrl>> {
+        if limit == 0 {
+            return Ok(Vec::new());
+        }
+        let rows =
+            select.query_map(params![host_id, prio as i64, now, limit as i64], queued_url)?;
+        Ok(rows.collect::<std::result::Result<_, _>>()?)
+    };
+    let mut urls = take(Priority::Hub, n)?;
+    let left = n - urls.len();
+    let fresh = take(Priority::Fresh, left)?;
+    let revisits = take(Priority::Revisit, left)?;
+    let (mut fresh, mut revisits) = (fresh.into_iter(), revisits.into_iter());
+    while urls.len() < n {
+        let a = fresh.next();
+        let b = revisits.next();
+        if a.is_none() && b.is_none() {
+            break;
+        }
+        urls.extend(a);
+        if urls.len() < n {
+            urls.extend(b);
+        }
+    }
+    let mut mark = tx.prepare_cached("UPDATE urls SET claimed = 1 WHERE id = ?1")?;
+    for url in &urls {
+        mark.execute([url.id])?;
+    }
+    Ok(urls)
+}
+
+pub(super) fn release(tx: &rusqlite::Transaction<'_>, host_id: i64) -> Result<()> {
+    tx.prepare_cached("UPDATE hosts SET claimed = 0 WHERE id = ?1")?
+        .execute([host_id])?;
+    refresh_next_due(tx, host_id)
+}
+
+fn refresh_next_due(tx: &rusqlite::Transaction<'_>, host_id: i64) -> Result<()> {
+    tx.prepare_cached(&format!(
+        "UPDATE hosts SET next_due = ({HOST_NEXT_DUE}) WHERE id = ?1"
+    ))?
+    .execute([host_id])?;
+    Ok(())
+}
+
+/// Lets go of every claim, visit mark and lease, and recomputes the next due time of the
+/// capsules concerned.
+pub(super) fn release_all(tx: &rusqlite::Transaction<'_>) -> Result<()> {
+    let hosts: Vec<i64> = {
+        let mut stmt = tx.prepare(
+            "SELECT DISTINCT host_id FROM urls WHERE claimed != 0
+             UNION SELECT id FROM hosts WHERE claimed != 0",
+        )?;
+        let rows = stmt.query_map([], |r| r.get(0))?;
+        rows.collect::<std::result::Result<_, _>>()?
+    };
+    tx.execute("UPDATE urls SET claimed = 0 WHERE claimed != 0", [])?;
+    tx.execute("UPDATE hosts SET claimed = 0 WHERE claimed != 0", [])?;
+    for host_id in hosts {
+        refresh_next_due(tx, host_id)?;
+    }
+    Ok(())
+}

@@ -1,0 +1,594 @@
+//! Tests of the frontier's write paths, claims and recovery, and helpers shared with the other
+//! test modules of the frontier.
+
+use super::*;
+use crate::revisit::Priority;
+
+pub(super) fn link(url: &str) -> LinkOut {
+    let host = url
+        .split("://")
+        .nth(1)
+        .and_then(|rest| rest.split('/').next())
+        .unwrap_or("")
+        .to_string();
+    LinkOut {
+        url: url.to_string(),
+        host,
+        label: "label".into(),
+        excluded: None,
+        prio: Priority::Fresh,
+    }
+}
+
+pub(super) fn labelled(url: &str, label: &str) -> LinkOut {
+    LinkOut {
+        label: label.into(),
+        ..link(url)
+    }
+}
+
+pub(super) fn id_of(batch: &mut Batch<'_>, url: &str) -> i64 {
+    let l = link(url);
+    let new = NewUrl {
+        url: &l.url,
+        host: &l.host,
+        depth: 0,
+        hops: 0,
+        from: None,
+        alias_of: None,
+        prio: Priority::Fresh,
+    };
+    batch.ensure_url(&new, None, u64::MAX).unwrap().0
+}
+
+/// Records a visit that found `status`, due in a day; an indexed page is sent to the index.
+pub(super) fn visit(batch: &mut Batch<'_>, id: i64, state: UrlState, status: u8) {
+    let result = FetchResult {
+        status: Some(status),
+        fetched_at: 1000,
+        content_hash: Some(format!("hash-{id}")),
+        ..FetchResult::default()
+    };
+    batch
+        .record_visit(
+            id,
+            &VisitRecord {
+                state,
+                result: &result,
+                due_at: Some(1000 + 86400),
+                revisit_secs: 86400,
+                first_failed_at: None,
+                prio: Priority::Revisit,
+                feed: false,
+                changed: state == UrlState::Indexed,
+                index_op: (state == UrlState::Indexed).then_some(IndexOp::Upsert),
+                redirect_to: None,
+            },
+        )
+        .unwrap();
+}
+
+/// Records a redirect from `source` to `target` (temporary when `alias_of` is given).
+pub(super) fn redirect(
+    batch: &mut Batch<'_>,
+    source: i64,
+    target: &str,
+    alias_of: Option<i64>,
+) -> i64 {
+    let (to, _) = batch
+        .add_redirect(source, 1, 1, &link(target), alias_of, u64::MAX)
+        .unwrap();
+    let result = FetchResult {
+        status: Some(if alias_of.is_some() { 30 } else { 31 }),
+        meta: target.into(),
+        fetched_at: 1000,
+        ..FetchResult::default()
+    };
+    batch
+        .record_visit(
+            source,
+            &VisitRecord {
+                state: UrlState::Fetched,
+                result: &result,
+                due_at: Some(1000 + 86400),
+                revisit_secs: 86400,
+                first_failed_at: None,
+                prio: Priority::Revisit,
+                feed: false,
+                changed: false,
+                index_op: None,
+                redirect_to: Some(to),
+            },
+        )
+        .unwrap();
+    to
+}
+
+/// Commits the index operations of `ids` as commit `seq`, as the indexing thread does.
+pub(super) fn index(f: &mut Frontier, ids: &[i64], seq: u64) {
+    f.assign_batch(ids, seq).unwrap();
+    f.mark_committed(seq).unwrap();
+}
+
+fn open() -> (tempfile::TempDir, Frontier) {
+    let dir = tempfile::tempdir().unwrap();
+    let f = Frontier::open(&dir.path().join("crawl.sqlite")).unwrap();
+    (dir, f)
+}
+
+fn urls(queued: &[QueuedUrl]) -> Vec<&str> {
+    queued.iter().map(|q| q.url.as_str()).collect()
+}
+
+fn count(f: &Frontier, sql: &str) -> i64 {
+    f.conn.query_row(sql, [], |r| r.get(0)).unwrap()
+}
+
+#[test]
+fn capsules_are_leased_whole_and_urls_claimed_hubs_first() {
+    let (_d, mut f) = open();
+    let mut b = f.batch(100).unwrap();
+    for u in [
+        "gemini://a.test/one.gmi",
+        "gemini://a.test/two.gmi",
+        "gemini://b.test/x.gmi",
+    ] {
+        id_of(&mut b, u);
+    }
+    // A hub discovered last is claimed first.
+    let hub = NewUrl {
+        url: "gemini://a.test/",
+        host: "a.test",
+        depth: 0,
+        hops: 0,
+        from: None,
+        alias_of: None,
+        prio: Priority::Hub,
+    };
+    b.ensure_url(&hub, None, u64::MAX).unwrap();
+    b.commit().unwrap();
+
+    // Not due before `now` = 100.
+    assert!(f.claim_capsules(10, 2, 99).unwrap().is_empty());
+    let claimed = f.claim_capsules(10, 2, 100).unwrap();
+    assert_eq!(
+        urls(&claimed),
+        [
+            "gemini://a.test/",
+            "gemini://a.test/one.gmi",
+            "gemini://b.test/x.gmi"
+        ]
+    );
+    // Leased capsules are not handed out again, but their remaining URLs can be claimed.
+    assert!(f.claim_capsules(10, 2, 100).unwrap().is_empty());
+    let a = claimed[0].host_id;
+    assert_eq!(
+        urls(&f.claim_more(a, 5, 100).unwrap()),
+        ["gemini://a.test/two.gmi"]
+    );
+    assert!(f.claim_more(a, 5, 100).unwrap().is_empty());
+    // Let go with nothing visited: claimed URLs stay claimed until the run ends.
+    f.release_capsule(a).unwrap();
+    assert!(f.claim_capsules(10, 5, 100).unwrap().is_empty());
+    f.end_run().unwrap();
+    assert_eq!(f.claim_capsules(10, 5, 100).unwrap().len(), 4);
+}
+
+#[test]
+fn new_urls_and_revisits_take_turns() {
+    let (_d, mut f) = open();
+    let mut b = f.batch(0).unwrap();
+    let mut old = Vec::new();
+    for i in 0..4 {
+        let id = id_of(&mut b, &format!("gemini://a.test/old{i}"));
+        old.push(id);
+    }
+    b.commit().unwrap();
+    // Visit the old ones once; they come due again at 1000 + a day.
+    let claimed = f.claim_capsules(1, 10, 0).unwrap();
+    assert_eq!(claimed.len(), 4);
+    let mut b = f.batch(0).unwrap();
+    for &id in &old {
+        visit(&mut b, id, UrlState::Fetched, 51);
+    }
+    b.commit().unwrap();
+    f.end_run().unwrap();
+    let mut b = f.batch(5000).unwrap();
+    for i in 0..4 {
+        id_of(&mut b, &format!("gemini://a.test/new{i}"));
+    }
+    b.commit().unwrap();
+    let later = 1000 + 86400;
+    let claimed = f.claim_capsules(1, 6, later).unwrap();
+    assert_eq!(
+        urls(&claimed),
+        [
+            "gemini://a.test/new0",
+            "gemini://a.test/old0",
+            "gemini://a.test/new1",
+            "gemini://a.test/old1",
+            "gemini://a.test/new2",
+            "gemini://a.test/old2",
+        ]
+    );
+}
+
+#[test]
+fn a_url_visited_in_a_run_is_not_claimed_again_in_it() {
+    let (_d, mut f) = open();
+    let mut b = f.batch(0).unwrap();
+    let id = id_of(&mut b, "gemini://a.test/page");
+    b.commit().unwrap();
+    let claimed = f.claim_capsules(1, 5, 0).unwrap();
+    assert_eq!(claimed.len(), 1);
+    assert!(!claimed[0].prior.visited);
+    // Visited, due again at once: not in this run.
+    let result = FetchResult {
+        status: Some(20),
+        fetched_at: 0,
+        ..FetchResult::default()
+    };
+    let mut b = f.batch(0).unwrap();
+    b.record_visit(
+        id,
+        &VisitRecord {
+            state: UrlState::Fetched,
+            result: &result,
+            due_at: Some(0),
+            revisit_secs: 1,
+            first_failed_at: None,
+            prio: Priority::Revisit,
+            feed: false,
+            changed: false,
+            index_op: None,
+            redirect_to: None,
+        },
+    )
+    .unwrap();
+    b.commit().unwrap();
+    let host = claimed[0].host_id;
+    assert!(f.claim_more(host, 5, 10).unwrap().is_empty());
+    f.release_capsule(host).unwrap();
+    assert_eq!(
+        f.next_wakeup(10).unwrap(),
+        None,
+        "nothing to wait for in this run"
+    );
+    assert!(f.claim_capsules(1, 5, 10).unwrap().is_empty());
+    // The next run takes it.
+    f.end_run().unwrap();
+    let again = f.claim_capsules(1, 5, 10).unwrap();
+    assert_eq!(urls(&again), ["gemini://a.test/page"]);
+    assert!(again[0].prior.visited);
+    assert_eq!(again[0].prior.revisit_secs, Some(1));
+}
+
+#[test]
+fn retries_come_back_in_the_same_run_and_wake_the_crawl() {
+    let (_d, mut f) = open();
+    let mut b = f.batch(0).unwrap();
+    let id = id_of(&mut b, "gemini://a.test/flaky");
+    b.commit().unwrap();
+    let host = f.claim_capsules(1, 5, 0).unwrap()[0].host_id;
+    let mut b = f.batch(0).unwrap();
+    let result = FetchResult {
+        status: Some(40),
+        fetched_at: 0,
+        ..FetchResult::default()
+    };
+    b.retry_later(id, &result, 60).unwrap();
+    b.commit().unwrap();
+    f.release_capsule(host).unwrap();
+    assert_eq!(f.next_wakeup(0).unwrap(), Some(60));
+    assert!(f.claim_capsules(1, 5, 59).unwrap().is_empty());
+    let again = f.claim_capsules(1, 5, 60).unwrap();
+    assert_eq!(again.len(), 1);
+    assert_eq!(again[0].prior.attempts, 1);
+    assert_eq!(again[0].prior.state, Some(UrlState::New));
+}
+
+#[test]
+fn capsules_in_back_off_wait() {
+    let (_d, mut f) = open();
+    let mut b = f.batch(0).unwrap();
+    id_of(&mut b, "gemini://a.test/");
+    let host = b.host_id("a.test").unwrap();
+    b.set_backoff(host, 500).unwrap();
+    b.commit().unwrap();
+    assert!(f.claim_capsules(1, 5, 0).unwrap().is_empty());
+    assert_eq!(f.next_wakeup(0).unwrap(), Some(500));
+    assert_eq!(f.claim_capsules(1, 5, 500).unwrap().len(), 1);
+}
+
+#[test]
+fn links_are_replaced_and_anchor_changes_marked() {
+    let (_d, mut f) = open();
+    let mut b = f.batch(0).unwrap();
+    let page = id_of(&mut b, "gemini://a.test/");
+    let target = id_of(&mut b, "gemini://b.test/");
+    let other = id_of(&mut b, "gemini://c.test/");
+    b.commit().unwrap();
+    let marked = |f: &Frontier| -> Vec<i64> {
+        f.anchor_updates(0, 100)
+            .unwrap()
+            .into_iter()
+            .map(|u| u.dirty_id)
+            .collect()
+    };
+
+    let mut b = f.batch(0).unwrap();
+    let report = b
+        .set_links(
+            page,
+            0,
+            &[
+                labelled("gemini://b.test/", "lantern"),
+                labelled("gemini://c.test/", "owl"),
+                labelled("gemini://c.test/", "owl"),
+                labelled("gemini://d.test/", "new one"),
+            ],
+            u64::MAX,
+        )
+        .unwrap();
+    b.commit().unwrap();
+    assert_eq!(report.added, 1);
+    assert_eq!(report.hosts_with_new.len(), 1);
+    // Known targets got a label: their documents need new anchors. The new URL has none yet.
+    assert_eq!(marked(&f), [target, other]);
+    assert_eq!(f.inbound_labels(target, 10).unwrap(), ["lantern"]);
+    f.clear_anchor_updates(&[target, other]).unwrap();
+
+    // The page changes: the lantern becomes a beacon, the owl stays, d.test goes.
+    let mut b = f.batch(0).unwrap();
+    b.set_links(
+        page,
+        0,
+        &[
+            labelled("gemini://b.test/", "beacon"),
+            labelled("gemini://c.test/", "owl"),
+        ],
+        u64::MAX,
+    )
+    .unwrap();
+    b.commit().unwrap();
+    assert_eq!(f.inbound_labels(target, 10).unwrap(), ["beacon"]);
+    assert_eq!(f.inbound_labels(other, 10).unwrap(), ["owl"]);
+    let d = f.url_id("gemini://d.test/").unwrap().unwrap();
+    assert!(f.inbound_labels(d, 10).unwrap().is_empty());
+    assert_eq!(marked(&f), [target, d], "owl did not change");
+    assert_eq!(f.own_labels(page).unwrap(), ["beacon", "owl"]);
+
+    // A second page with the same label: removing the first one's keeps the anchor, no mark.
+    f.clear_anchor_updates(&[target, d]).unwrap();
+    let mut b = f.batch(0).unwrap();
+    let second = id_of(&mut b, "gemini://e.test/");
+    b.set_links(
+        second,
+        0,
+        &[labelled("gemini://b.test/", "beacon")],
+        u64::MAX,
+    )
+    .unwrap();
+    b.drop_links(page).unwrap();
+    b.commit().unwrap();
+    assert_eq!(f.inbound_labels(target, 10).unwrap(), ["beacon"]);
+    assert_eq!(marked(&f), [other], "only the owl's target lost a label");
+}
+
+#[test]
+fn anchor_updates_resolve_through_redirects_to_indexed_pages() {
+    let (_d, mut f) = open();
+    let mut b = f.batch(0).unwrap();
+    let old = id_of(&mut b, "gemini://a.test/book");
+    let page = redirect(&mut b, old, "gemini://a.test/book/", None);
+    visit(&mut b, page, UrlState::Indexed, 20);
+    let linker = id_of(&mut b, "gemini://b.test/");
+    b.set_links(
+        linker,
+        0,
+        &[labelled("gemini://a.test/book", "The Book")],
+        u64::MAX,
+    )
+    .unwrap();
+    b.commit().unwrap();
+    // Not committed yet: no page to rewrite.
+    let updates = f.anchor_updates(0, 10).unwrap();
+    assert_eq!(updates.len(), 1);
+    assert_eq!(updates[0].dirty_id, old);
+    assert_eq!(updates[0].page, None);
+    index(&mut f, &[page], 1);
+    let updates = f.anchor_updates(0, 10).unwrap();
+    let target = updates[0].page.as_ref().expect("resolved");
+    assert_eq!(target.url, "gemini://a.test/book/");
+    assert!(!target.header_only);
+    assert_eq!(f.inbound_labels(page, 10).unwrap(), ["The Book"]);
+}
+
+#[test]
+fn index_operations_apply_only_when_committed() {
+    let (_d, mut f) = open();
+    let mut b = f.batch(0).unwrap();
+    let a = id_of(&mut b, "gemini://a.test/");
+    let c = id_of(&mut b, "gemini://a.test/c");
+    visit(&mut b, a, UrlState::Indexed, 20);
+    visit(&mut b, c, UrlState::Indexed, 20);
+    b.commit().unwrap();
+    assert!(f.indexed_urls().unwrap().is_empty());
+    index(&mut f, &[a], 1);
+    assert_eq!(f.indexed_urls().unwrap(), ["gemini://a.test/"]);
+    // c's upsert never reached a commit: after a crash it is visited again at once, as new, and
+    // its hash is forgotten so the visit indexes it whatever it finds.
+    let (confirmed, redone) = f.recover(1, 7777).unwrap();
+    assert_eq!((confirmed, redone), (0, 1));
+    let again = f.claim_capsules(1, 5, 7777).unwrap();
+    assert_eq!(urls(&again), ["gemini://a.test/c"]);
+    assert_eq!(again[0].prior.state, Some(UrlState::New));
+    assert_eq!(again[0].prior.content_hash, None);
+    assert_eq!(
+        count(&f, "SELECT COUNT(*) FROM urls WHERE index_op IS NOT NULL"),
+        0
+    );
+}
+
+#[test]
+fn recovery_confirms_what_the_index_holds_and_redoes_removals() {
+    let (_d, mut f) = open();
+    let mut b = f.batch(0).unwrap();
+    let a = id_of(&mut b, "gemini://a.test/");
+    visit(&mut b, a, UrlState::Indexed, 20);
+    b.commit().unwrap();
+    index(&mut f, &[a], 1);
+    // A removal tagged with commit 2, which the index holds, though the crawl died before
+    // confirming it; and a second page tagged with commit 3, which never happened.
+    let mut b = f.batch(0).unwrap();
+    let result = FetchResult {
+        status: Some(51),
+        fetched_at: 2000,
+        ..FetchResult::default()
+    };
+    b.record_visit(
+        a,
+        &VisitRecord {
+            state: UrlState::Fetched,
+            result: &result,
+            due_at: Some(9999),
+            revisit_secs: 10,
+            first_failed_at: None,
+            prio: Priority::Hub,
+            feed: false,
+            changed: false,
+            index_op: Some(IndexOp::Delete),
+            redirect_to: None,
+        },
+    )
+    .unwrap();
+    let d = id_of(&mut b, "gemini://a.test/d");
+    visit(&mut b, d, UrlState::Indexed, 20);
+    b.commit().unwrap();
+    f.assign_batch(&[a], 2).unwrap();
+    f.assign_batch(&[d], 3).unwrap();
+    let (confirmed, redone) = f.recover(2, 3000).unwrap();
+    assert_eq!((confirmed, redone), (1, 1));
+    assert!(f.indexed_urls().unwrap().is_empty());
+    // The removed page keeps its schedule; the lost page is due now.
+    let due = |id: i64| -> Option<i64> {
+        f.conn
+            .query_row("SELECT due_at FROM urls WHERE id = ?1", [id], |r| r.get(0))
+            .unwrap()
+    };
+    assert_eq!(due(a), Some(9999));
+    assert_eq!(due(d), Some(3000));
+    assert_eq!(count(&f, "SELECT COUNT(*) FROM urls WHERE claimed != 0"), 0);
+}
+
+#[test]
+fn duplicates_are_found_among_pages_in_or_on_their_way_to_the_index() {
+    let (_d, mut f) = open();
+    let mut b = f.batch(0).unwrap();
+    let a = id_of(&mut b, "gemini://a.test/");
+    let c = id_of(&mut b, "gemini://a.test/c");
+    visit(&mut b, a, UrlState::Indexed, 20);
+    let hash = format!("hash-{a}");
+    assert_eq!(
+        b.same_content(&hash, c).unwrap().as_deref(),
+        Some("gemini://a.test/")
+    );
+    assert_eq!(b.same_content(&hash, a).unwrap(), None);
+    b.commit().unwrap();
+    index(&mut f, &[a], 1);
+    let mut b = f.batch(0).unwrap();
+    assert!(b.same_content(&hash, c).unwrap().is_some());
+    b.commit().unwrap();
+}
+
+#[test]
+fn certificate_changes_are_recorded() {
+    let (_d, mut f) = open();
+    let mut b = f.batch(0).unwrap();
+    let host = b.host_id("a.test").unwrap();
+    assert_eq!(b.pin_certificate(host, "aa", 10).unwrap(), Pin::First);
+    assert_eq!(b.pin_certificate(host, "aa", 20).unwrap(), Pin::Same);
+    assert_eq!(
+        b.pin_certificate(host, "bb", 30).unwrap(),
+        Pin::Changed {
+            previous: "aa".into()
+        }
+    );
+    b.commit().unwrap();
+    let stats = f.stats(40).unwrap();
+    assert_eq!(stats.certificate_changes, 1);
+    assert_eq!(
+        stats.certificates_changed,
+        [CertificateChange {
+            host: "a.test".into(),
+            changes: 1,
+            current_since: Some(30),
+            last_seen: Some(30),
+        }]
+    );
+}
+
+#[test]
+fn stats_show_the_schedule() {
+    let (_d, mut f) = open();
+    let mut b = f.batch(0).unwrap();
+    let a = id_of(&mut b, "gemini://a.test/");
+    id_of(&mut b, "gemini://a.test/new");
+    visit(&mut b, a, UrlState::Indexed, 20);
+    b.commit().unwrap();
+    let s = f.stats(1000).unwrap().schedule;
+    assert_eq!(s.due_now, 1, "the new URL");
+    assert_eq!(s.due_within_day, 2);
+    assert_eq!(s.due_within_week, 2);
+    assert_eq!(s.never_visited, 1);
+    assert_eq!(
+        s.intervals,
+        [
+            ("under 1 day".to_string(), 0),
+            ("1-3 days".to_string(), 1),
+            ("3-7 days".to_string(), 0),
+            ("7-14 days".to_string(), 0),
+            ("14-30 days".to_string(), 0),
+            ("30 days or more".to_string(), 0),
+        ]
+    );
+}
+
+/// The claim queries stay index range scans: no table scan, whatever the number of URLs.
+#[test]
+fn claims_use_the_indexes() {
+    let (_d, f) = open();
+    let plan = |sql: &str| -> String {
+        let mut stmt = f
+            .conn
+            .prepare(&format!("EXPLAIN QUERY PLAN {sql}"))
+            .unwrap();
+        let rows = stmt
+            .query_map([], |r| r.get::<_, String>(3))
+            .unwrap()
+            .collect::<std::result::Result<Vec<_>, _>>()
+            .unwrap();
+        rows.join("; ")
+    };
+    let due = plan(
+        "SELECT id FROM urls WHERE host_id = 1 AND prio = 0 AND claimed = 0
+         AND due_at IS NOT NULL AND due_at <= 5 ORDER BY due_at, id LIMIT 10",
+    );
+    assert!(due.contains("INDEX urls_due"), "{due}");
+    let hosts = plan(
+        "SELECT id FROM hosts WHERE claimed = 0 AND next_due IS NOT NULL AND next_due <= 5
+         AND (backoff_until IS NULL OR backoff_until <= 5) ORDER BY next_due, id LIMIT 10",
+    );
+    assert!(hosts.contains("INDEX hosts_due"), "{hosts}");
+    let next = plan(&format!(
+        "SELECT ({}) ",
+        claim_next_due_sql().replace("?1", "1")
+    ));
+    assert!(!next.contains("SCAN urls"), "{next}");
+    let release = plan("SELECT DISTINCT host_id FROM urls WHERE claimed != 0");
+    assert!(release.contains("urls_claimed"), "{release}");
+}
+
+fn claim_next_due_sql() -> &'static str {
+    super::claim::HOST_NEXT_DUE
+}

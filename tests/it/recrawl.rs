@@ -1,0 +1,347 @@
+//! Keeping the index true: a geminispace crawled, changed (`tests/recrawl/v1` becomes
+//! `tests/recrawl/v2`, see its README) and crawled again with revisit intervals of seconds; and a
+//! run right after a run, with the default intervals, that requests nothing.
+
+use std::collections::BTreeSet;
+use std::net::{IpAddr, SocketAddr};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use geode::crawl::{CrawlConfig, CrawlSummary};
+use geode::fetch::dns::{Overrides, Target};
+use geode::fixture::{FixtureConfig, FixtureServer, RequestRecord};
+use geode::frontier::Frontier;
+use geode::index::SearchIndex;
+use geode::revisit::RevisitPolicy;
+
+use crate::support::{self, Space};
+
+const DELAY: Duration = Duration::from_millis(20);
+
+fn version(v: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/recrawl")
+        .join(v)
+}
+
+/// The capsules and their addresses: news.test, shop.test (with cert.test beside it) and
+/// dead.test, each on its own loopback address.
+const HOSTS: &[(&str, &str)] = &[
+    ("news.test", "127.0.1.11"),
+    ("shop.test", "127.0.1.12"),
+    ("cert.test", "127.0.1.12"),
+    ("dead.test", "127.0.1.13"),
+];
+
+fn config(data: &Path, resolve: &[(String, SocketAddr)]) -> CrawlConfig {
+    let mut config = CrawlConfig::new(data);
+    config.seeds = ["news.test", "shop.test", "cert.test", "dead.test"]
+        .iter()
+        .map(|h| geode::urlnorm::normalize(&format!("gemini://{h}/")).unwrap())
+        .collect();
+    config.resolve = Overrides::new(resolve.iter().map(|(h, a)| {
+        (
+            h.clone(),
+            Target {
+                ip: a.ip(),
+                port: Some(a.port()),
+            },
+        )
+    }));
+    config.min_delay = DELAY;
+    config.concurrency = 8;
+    // An unreachable capsule is left alone for this long (doubling): seconds here, like the
+    // intervals, so that run 3 tries dead.test again.
+    config.capsule_backoff = Duration::from_secs(1);
+    config.progress_every = Duration::from_secs(60);
+    config.revisit = RevisitPolicy {
+        initial: Duration::from_secs(2),
+        min: Duration::from_secs(1),
+        max: Duration::from_secs(3600),
+        remove_after: Duration::from_secs(4),
+    };
+    config
+}
+
+fn search(data: &Path, query: &str) -> Vec<String> {
+    let index = SearchIndex::open(&geode::crawl::index_path(data)).unwrap();
+    index
+        .search(query, 20, 0)
+        .unwrap()
+        .hits
+        .into_iter()
+        .map(|h| h.url)
+        .collect()
+}
+
+fn set(urls: &[&str]) -> BTreeSet<String> {
+    urls.iter().map(|u| u.to_string()).collect()
+}
+
+fn indexed(data: &Path) -> BTreeSet<String> {
+    support::indexed(data).into_iter().collect()
+}
+
+fn requested(log: &[RequestRecord]) -> Vec<String> {
+    log.iter().map(|r| r.request.clone()).collect()
+}
+
+const V1_INDEX: &[&str] = &[
+    "gemini://cert.test/",
+    "gemini://dead.test/",
+    "gemini://dead.test/page.gmi",
+    "gemini://news.test/",
+    "gemini://news.test/about.gmi",
+    "gemini://news.test/log/",
+    "gemini://news.test/log/2024-01-01-first.gmi",
+    "gemini://news.test/log/2024-02-01-second.gmi",
+    "gemini://news.test/log/atom.xml",
+    "gemini://shop.test/",
+    "gemini://shop.test/gone.gmi",
+    "gemini://shop.test/missing.gmi",
+    "gemini://shop.test/old.gmi",
+    "gemini://shop.test/private/plans.gmi",
+    "gemini://shop.test/stable.gmi",
+    "gemini://shop.test/temp",
+];
+
+const V2_INDEX: &[&str] = &[
+    "gemini://cert.test/",
+    // Unreachable since, but not for --remove-after yet: still searchable.
+    "gemini://dead.test/",
+    "gemini://dead.test/page.gmi",
+    "gemini://news.test/",
+    "gemini://news.test/about.gmi",
+    "gemini://news.test/log/",
+    "gemini://news.test/log/2024-01-01-first.gmi",
+    "gemini://news.test/log/2024-02-01-second.gmi",
+    "gemini://news.test/log/2024-03-01-third.gmi",
+    "gemini://news.test/log/2024-03-05-fourth.gmi",
+    "gemini://news.test/log/atom.xml",
+    "gemini://shop.test/",
+    "gemini://shop.test/new.gmi",
+    "gemini://shop.test/stable.gmi",
+    "gemini://shop.test/temp",
+];
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_changed_geminispace_is_crawled_again_and_the_index_matches_it() {
+    let mut ips: Vec<IpAddr> = HOSTS.iter().map(|(_, ip)| ip.parse().unwrap()).collect();
+    ips.dedup();
+    let server = FixtureServer::start(FixtureConfig {
+        root: version("v1"),
+        listen: ips.iter().map(|ip| SocketAddr::new(*ip, 0)).collect(),
+    })
+    .await
+    .unwrap();
+    let at = |ip: &str| -> SocketAddr {
+        *server
+            .addrs
+            .iter()
+            .find(|a| a.ip() == ip.parse::<IpAddr>().unwrap())
+            .unwrap()
+    };
+    let mut resolve: Vec<(String, SocketAddr)> = HOSTS
+        .iter()
+        .map(|(h, ip)| (h.to_string(), at(ip)))
+        .collect();
+    let data = tempfile::tempdir().unwrap();
+
+    // Run 1: the first version.
+    let first = support::crawl(config(data.path(), &resolve)).await;
+    assert_eq!(indexed(data.path()), set(V1_INDEX));
+    assert_eq!(first.new as usize, V1_INDEX.len());
+    assert_eq!(
+        search(data.path(), "lantern festival"),
+        ["gemini://news.test/log/2024-02-01-second.gmi"]
+    );
+    assert_eq!(
+        search(data.path(), "first landing strip"),
+        ["gemini://shop.test/temp"]
+    );
+    // The link's label is the page's anchor (and a label on the linking page).
+    assert_eq!(
+        search(data.path(), "wobbly periscope"),
+        [
+            "gemini://dead.test/page.gmi",
+            "gemini://news.test/about.gmi"
+        ]
+    );
+    let after_first = server.requests().len();
+
+    // The geminispace changes: see tests/recrawl/README.md. dead.test stops answering (its
+    // name now leads to a port nobody listens on), and cert.test renews its certificate.
+    server.replace_root(version("v2")).await.unwrap();
+    server.renew_certificate("cert.test").await.unwrap();
+    let closed = {
+        let l = std::net::TcpListener::bind("127.0.1.14:0").unwrap();
+        l.local_addr().unwrap()
+    };
+    resolve.retain(|(h, _)| h != "dead.test");
+    resolve.push(("dead.test".into(), closed));
+    // Everything visited in run 1 is due within 2 s (no jitter at that scale).
+    tokio::time::sleep(Duration::from_millis(2300)).await;
+
+    // Run 2: the second version.
+    let second: CrawlSummary = support::crawl(config(data.path(), &resolve)).await;
+    let log = server.requests();
+    let run2 = requested(&log[after_first..]);
+    assert_eq!(indexed(data.path()), set(V2_INDEX), "{second:#?}");
+    let index = SearchIndex::open(&geode::crawl::index_path(data.path())).unwrap();
+    assert_eq!(index.num_docs() as usize, V2_INDEX.len());
+
+    // Edited pages: the new text only.
+    assert_eq!(
+        search(data.path(), "moonlit regatta"),
+        ["gemini://news.test/log/2024-02-01-second.gmi"]
+    );
+    assert!(search(data.path(), "lantern festival").is_empty());
+    // A temporary redirect keeps its URL; the content behind it changed.
+    assert_eq!(
+        search(data.path(), "second landing strip"),
+        ["gemini://shop.test/temp"]
+    );
+    assert!(search(data.path(), "first landing strip").is_empty());
+    // New pages, one found through a permanent redirect.
+    assert_eq!(
+        search(data.path(), "freshly inked"),
+        ["gemini://news.test/log/2024-03-01-third.gmi"]
+    );
+    assert_eq!(
+        search(data.path(), "atom-fed fourth"),
+        ["gemini://news.test/log/2024-03-05-fourth.gmi"]
+    );
+    assert_eq!(
+        search(data.path(), "relocated brass"),
+        ["gemini://shop.test/new.gmi"]
+    );
+    // 51, 52, 31 and the page robots.txt now disallows are out.
+    for gone in [
+        "disappearing ink",
+        "evaporating puddles",
+        "antique brass",
+        "marzipan",
+    ] {
+        assert!(search(data.path(), gone).is_empty(), "{gone}");
+    }
+    assert!(
+        !run2.contains(&"gemini://shop.test/private/plans.gmi".to_string()),
+        "a page robots.txt disallows is not requested"
+    );
+    let robots_first = run2
+        .iter()
+        .position(|r| r == "gemini://shop.test/robots.txt")
+        .expect("robots.txt is read again in a new run");
+    assert!(run2
+        .iter()
+        .position(|r| r.starts_with("gemini://shop.test/") && !r.ends_with("robots.txt"))
+        .is_some_and(|p| p > robots_first));
+    // The changed link label reached the unreachable page's document, without a request.
+    assert_eq!(
+        search(data.path(), "gilded telescope"),
+        [
+            "gemini://dead.test/page.gmi",
+            "gemini://news.test/about.gmi"
+        ]
+    );
+    assert!(search(data.path(), "wobbly periscope").is_empty());
+    assert_eq!(
+        search(data.path(), "rusty foghorn"),
+        ["gemini://dead.test/page.gmi"]
+    );
+    // Entries new in a feed come first: before the capsule's other revisits.
+    let pos = |url: &str| run2.iter().position(|r| r == url);
+    let third = pos("gemini://news.test/log/2024-03-01-third.gmi").expect("third fetched");
+    let fourth = pos("gemini://news.test/log/2024-03-05-fourth.gmi").expect("fourth fetched");
+    for leaf in [
+        "gemini://news.test/about.gmi",
+        "gemini://news.test/log/2024-01-01-first.gmi",
+        "gemini://news.test/log/2024-02-01-second.gmi",
+    ] {
+        let leaf_at = pos(leaf).expect("revisited");
+        assert!(third < leaf_at && fourth < leaf_at, "{run2:#?}");
+    }
+
+    assert_eq!(second.new, 3, "third, fourth, new.gmi: {second:#?}");
+    assert_eq!(
+        second.changed, 5,
+        "log, atom, about, second, temp: {second:#?}"
+    );
+    assert_eq!(
+        second.unchanged, 5,
+        "news /, first, shop /, stable, cert /: {second:#?}"
+    );
+    assert_eq!(second.removed, 4, "51, 52, 31, robots: {second:#?}");
+    assert_eq!(second.failed, 2, "dead.test: {second:#?}");
+    assert_eq!(second.fetched, 17, "{second:#?}");
+    assert_eq!(second.certificates_changed, 1);
+    assert_eq!(second.capsules_unreachable, 1);
+    assert_eq!(second.anchors_refreshed, 1, "{second:#?}");
+    let stats = Frontier::open_read_only(&geode::crawl::database_path(data.path()))
+        .unwrap()
+        .stats(geode::crawl::unix_now())
+        .unwrap();
+    let changed: Vec<&str> = stats
+        .certificates_changed
+        .iter()
+        .map(|c| c.host.as_str())
+        .collect();
+    assert_eq!(changed, ["cert.test"]);
+    assert_eq!(stats.schedule.failing_but_searchable, 2);
+    assert!(stats.schedule.feeds >= 2, "the gemfeed and the Atom feed");
+    let after_second = log.len();
+
+    // Run 3, once dead.test has failed for --remove-after: its pages leave the index. The 52
+    // is never requested again; the 51, the 31 and the disallowed page wait for the max.
+    tokio::time::sleep(Duration::from_millis(4300)).await;
+    let third_run = support::crawl(config(data.path(), &resolve)).await;
+    let log = server.requests();
+    let run3 = requested(&log[after_second..]);
+    let mut v3: Vec<&str> = V2_INDEX.to_vec();
+    v3.retain(|u| !u.starts_with("gemini://dead.test/"));
+    assert_eq!(indexed(data.path()), set(&v3), "{third_run:#?}");
+    assert_eq!(third_run.removed, 2, "{third_run:#?}");
+    assert!(search(data.path(), "rusty foghorn").is_empty());
+    for never in [
+        "gemini://shop.test/gone.gmi",
+        "gemini://shop.test/missing.gmi",
+        "gemini://shop.test/old.gmi",
+        "gemini://shop.test/private/plans.gmi",
+    ] {
+        assert!(
+            !run3.contains(&never.to_string()),
+            "{never} requested: {run3:#?}"
+        );
+    }
+    assert!(
+        run3.contains(&"gemini://news.test/log/".to_string()),
+        "the feed is revisited: {run3:#?}"
+    );
+
+    support::assert_polite(&server.finish().await, DELAY);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_right_after_a_run_requests_nothing() {
+    let space = Space::start().await;
+    let data = tempfile::tempdir().unwrap();
+    let config = support::config(&space, data.path(), Duration::from_millis(5));
+    let first = support::crawl(config.clone()).await;
+    assert!(first.new > 20);
+    let before = space.requests().len();
+    let second = support::crawl(config).await;
+    let after = space.requests();
+    assert_eq!(
+        after.len(),
+        before,
+        "requests: {:#?}",
+        requested(&after[before..])
+    );
+    assert_eq!(
+        (second.fetched, second.new, second.removed, second.failed),
+        (0, 0, 0, 0)
+    );
+    // With nothing due it ends at once, rather than waiting for a timer.
+    assert!(second.elapsed_secs < 10.0, "{second:#?}");
+    assert_eq!(support::indexed(data.path()).len(), first.new as usize);
+}
