@@ -374,12 +374,14 @@ def reachability(corpus: Corpus, seeds: list[str], data: Path, agate_log: Path |
     reach = bfs(corpus, seeds)
     t_bfs = time.monotonic() - t0
     db = open_db(data)
-    rows = db.execute("SELECT url, state, status, error, meta, depth FROM urls").fetchall()
+    rows = db.execute(
+        "SELECT url, state, status, error, meta, depth, in_index FROM urls").fetchall()
     frontier: dict[str, tuple] = {}
     for row in rows:
         key = normalize(row[0]) or row[0]
         frontier.setdefault(key, row)
-    indexed = {u for u, r in frontier.items() if r[1] == "indexed"}
+    # in_index: the index holds a document under the URL (state is what the last visit found).
+    indexed = {u for u, r in frontier.items() if r[6] == 1}
 
     reachable = reach.pages
     files = set(reachable.values())

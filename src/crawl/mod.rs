@@ -70,6 +70,10 @@ const PER_CAPSULE: usize = 32;
 /// Capsules leased at once, per request the crawl may have in flight.
 const CAPSULES_PER_SLOT: usize = 4;
 
+/// Capsules leased by one claim: a claim marks up to this many times [`PER_CAPSULE`] URLs in one
+/// transaction, which holds up the loop; a crawl starting on a large frontier leases in steps.
+const CAPSULES_PER_CLAIM: usize = 32;
+
 /// URLs of an unreachable capsule recorded as failed visits per transaction.
 const UNREACHABLE_CHUNK: usize = 512;
 
@@ -322,6 +326,10 @@ pub async fn run_observed(
     }
     add_seeds(&mut frontier, &config, run_started)?;
     frontier.set_meta("last_crawl_started", &run_started.to_string())?;
+    tracing::info!(
+        ready_secs = started.elapsed().as_secs_f64(),
+        "crawl database and index ready"
+    );
 
     let socket_budget = match config.socket_budget {
         Some(n) => n,
@@ -364,8 +372,12 @@ pub async fn run_observed(
         .await
         .map_err(|e| CrawlError::IndexerStopped(e.to_string()))?
         .map_err(|_| CrawlError::IndexerStopped("it panicked".into()))?;
-    outcome?;
-    let indexed = indexed?;
+    let indexed = match (outcome, indexed) {
+        // The loop only saw that the thread was gone; the thread says why.
+        (Err(CrawlError::IndexerStopped(_)), Err(why)) => return Err(why),
+        (Err(e), _) => return Err(e),
+        (Ok(()), indexed) => indexed?,
+    };
     frontier.clear_anchor_updates(&refreshed)?;
     frontier.end_run()?;
     frontier.set_meta("last_crawl_finished", &unix_now().to_string())?;
@@ -471,7 +483,7 @@ impl Crawl {
             if dispatching {
                 frontier_has_more |= self.follow_up(frontier)?;
                 if frontier_has_more && self.scheduler.leased() < max_capsules {
-                    let want = max_capsules - self.scheduler.leased();
+                    let want = (max_capsules - self.scheduler.leased()).min(CAPSULES_PER_CLAIM);
                     let claimed = self
                         .timed_claim(|f, now| f.claim_capsules(want, PER_CAPSULE, now), frontier)?;
                     let capsules: HashSet<i64> = claimed.iter().map(|u| u.host_id).collect();

@@ -20,12 +20,7 @@ const V1_INTERVAL: i64 = 3 * 24 * 3600;
 /// Creates the schema in an empty database, or migrates an older one, or refuses a newer one.
 pub(super) fn prepare(conn: &mut Connection) -> Result<()> {
     let version = user_version(conn)?;
-    let has_tables: bool = conn.query_row(
-        "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'urls')",
-        [],
-        |r| r.get(0),
-    )?;
-    if !has_tables {
+    if !has_tables(conn)? {
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
         tx.execute_batch(include_str!("schema.sql"))?;
         tx.pragma_update(None, "user_version", CURRENT)?;
@@ -53,9 +48,13 @@ pub(super) fn prepare(conn: &mut Connection) -> Result<()> {
 }
 
 /// Checks, without writing, that a database is at the current version (for read-only opens).
-pub(super) fn check(conn: &Connection) -> Result<()> {
+/// `Ok(false)` for a file without the crawl's tables (a crawl is creating it right now).
+pub(super) fn check(conn: &Connection) -> Result<bool> {
+    if !has_tables(conn)? {
+        return Ok(false);
+    }
     match user_version(conn)? {
-        CURRENT => Ok(()),
+        CURRENT => Ok(true),
         found if found > CURRENT => Err(FrontierError::Version {
             found,
             supported: CURRENT,
@@ -65,6 +64,14 @@ pub(super) fn check(conn: &Connection) -> Result<()> {
             supported: CURRENT,
         }),
     }
+}
+
+fn has_tables(conn: &Connection) -> Result<bool> {
+    Ok(conn.query_row(
+        "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'urls')",
+        [],
+        |r| r.get(0),
+    )?)
 }
 
 fn user_version(conn: &Connection) -> Result<i64> {

@@ -272,7 +272,9 @@ impl Frontier {
             OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
         )?;
         conn.busy_timeout(Duration::from_secs(30))?;
-        migrate::check(&conn)?;
+        if !migrate::check(&conn)? {
+            return Err(FrontierError::Missing(path.to_path_buf()));
+        }
         Ok(Frontier {
             conn,
             host_ids: HashMap::new(),
@@ -292,12 +294,20 @@ impl Frontier {
             .transaction_with_behavior(TransactionBehavior::Immediate)?;
         let confirmed = confirm_commit(&tx, committed_seq)?;
         // A page reached through a temporary redirect is indexed under the URL that redirected:
-        // the redirect's target is the one whose visit redoes the upsert.
-        tx.execute(
-            "UPDATE urls SET content_hash = NULL, due_at = ?1, claimed = 1
-             WHERE alias_of IN (SELECT id FROM urls WHERE index_op = 'upsert')",
-            [now],
+        // the redirect's target is the one whose visit redoes the upsert. (No index on
+        // `alias_of`: the scan only happens after a crash that lost an upsert.)
+        let lost_upserts: bool = tx.query_row(
+            "SELECT EXISTS (SELECT 1 FROM urls WHERE index_op = 'upsert')",
+            [],
+            |r| r.get(0),
         )?;
+        if lost_upserts {
+            tx.execute(
+                "UPDATE urls SET content_hash = NULL, due_at = ?1, claimed = 1
+                 WHERE alias_of IN (SELECT id FROM urls WHERE index_op = 'upsert')",
+                [now],
+            )?;
+        }
         // `claimed = 1` marks them for `release_all` below, which makes their capsules due.
         let redone = tx.execute(
             "UPDATE urls SET

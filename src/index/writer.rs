@@ -68,6 +68,13 @@ impl Indexer {
                 }
                 other => IndexError::Tantivy(other),
             })?;
+        // A writer killed mid-commit can leave files the last commit does not reference, such
+        // as a segment's deletes for an opstamp the next writer will use again (its opstamps
+        // restart from the last commit): that writer would then fail with FileAlreadyExists.
+        // Collecting garbage before the first write removes them.
+        if let Err(e) = writer.garbage_collect_files().wait() {
+            tracing::warn!(error = %e, "index: leftover files could not be removed");
+        }
         let committed = parse_payload(index.load_metas()?.payload.as_deref()).unwrap_or(0);
         Ok(Indexer {
             index,

@@ -513,6 +513,26 @@ pub fn stats(stats: &Stats, documents: u64, capsules: u64, now: i64) -> String {
     for (state, n) in &stats.by_state {
         g.item(&format!("{state}: {n}"));
     }
+    let schedule = &stats.schedule;
+    g.blank()
+        .heading(2, "Revisits")
+        .item(&format!("due now: {}", schedule.due_now))
+        .item(&format!("due within a day: {}", schedule.due_within_day))
+        .item(&format!("due within a week: {}", schedule.due_within_week))
+        .item(&format!("feeds: {}", schedule.feeds))
+        .item(&format!(
+            "failing but still searchable: {}",
+            schedule.failing_but_searchable
+        ));
+    for (bucket, n) in &schedule.intervals {
+        g.item(&format!("revisited every {bucket}: {n}"));
+    }
+    if stats.certificate_changes > 0 {
+        g.item(&format!(
+            "{} changed certificate since first seen",
+            plural(stats.certificate_changes, "capsule")
+        ));
+    }
     g.blank()
         .link("/known-hosts", "Known capsules")
         .link("/", "geode home");
@@ -996,6 +1016,7 @@ mod tests {
         }
         let s = stats_page(&stats);
         assert!(s.contains("* 20 success: 3\n"), "{s}");
+        assert!(s.contains("## Revisits\n* due now: 0\n"), "{s}");
         assert!(
             s.contains("last crawl finished: 2023-11-14 22:13 UTC"),
             "{s}"

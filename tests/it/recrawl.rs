@@ -126,25 +126,7 @@ const V2_INDEX: &[&str] = &[
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_changed_geminispace_is_crawled_again_and_the_index_matches_it() {
-    let mut ips: Vec<IpAddr> = HOSTS.iter().map(|(_, ip)| ip.parse().unwrap()).collect();
-    ips.dedup();
-    let server = FixtureServer::start(FixtureConfig {
-        root: version("v1"),
-        listen: ips.iter().map(|ip| SocketAddr::new(*ip, 0)).collect(),
-    })
-    .await
-    .unwrap();
-    let at = |ip: &str| -> SocketAddr {
-        *server
-            .addrs
-            .iter()
-            .find(|a| a.ip() == ip.parse::<IpAddr>().unwrap())
-            .unwrap()
-    };
-    let mut resolve: Vec<(String, SocketAddr)> = HOSTS
-        .iter()
-        .map(|(h, ip)| (h.to_string(), at(ip)))
-        .collect();
+    let (server, mut resolve) = start_v1().await;
     let data = tempfile::tempdir().unwrap();
 
     // Run 1: the first version.
@@ -344,4 +326,122 @@ async fn a_run_right_after_a_run_requests_nothing() {
     // With nothing due it ends at once, rather than waiting for a timer.
     assert!(second.elapsed_secs < 10.0, "{second:#?}");
     assert_eq!(support::indexed(data.path()).len(), first.new as usize);
+}
+
+/// Starts a fixture server with the first version on the capsules' addresses, and returns it
+/// with the name-to-address map a crawl uses.
+async fn start_v1() -> (FixtureServer, Vec<(String, SocketAddr)>) {
+    let mut ips: Vec<IpAddr> = HOSTS.iter().map(|(_, ip)| ip.parse().unwrap()).collect();
+    ips.dedup();
+    let server = FixtureServer::start(FixtureConfig {
+        root: version("v1"),
+        listen: ips.iter().map(|ip| SocketAddr::new(*ip, 0)).collect(),
+    })
+    .await
+    .unwrap();
+    let resolve = HOSTS
+        .iter()
+        .map(|(h, ip)| {
+            let ip: IpAddr = ip.parse().unwrap();
+            let addr = *server.addrs.iter().find(|a| a.ip() == ip).unwrap();
+            (h.to_string(), addr)
+        })
+        .collect();
+    (server, resolve)
+}
+
+/// A second run killed with SIGKILL at three different moments, then run again to its end,
+/// leaves the same index as a run that was never interrupted: updates, removals and anchor
+/// rewrites in flight at the kill are redone, none is lost or doubled.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_recrawl_killed_with_sigkill_ends_with_the_same_index() {
+    for kill_after in [3, 7, 11] {
+        let (server, mut resolve) = start_v1().await;
+        let data = tempfile::tempdir().unwrap();
+        support::crawl(config(data.path(), &resolve)).await;
+        server.replace_root(version("v2")).await.unwrap();
+        let closed = std::net::TcpListener::bind("127.0.1.14:0")
+            .unwrap()
+            .local_addr()
+            .unwrap();
+        resolve.retain(|(h, _)| h != "dead.test");
+        resolve.push(("dead.test".into(), closed));
+        tokio::time::sleep(Duration::from_millis(2300)).await;
+
+        let mut args: Vec<String> = [
+            "crawl",
+            "--data",
+            &data.path().display().to_string(),
+            "--min-delay-ms",
+            "20",
+            "--revisit",
+            "2s",
+            "--revisit-min",
+            "1s",
+            "--revisit-max",
+            "1h",
+            "--remove-after",
+            "1h",
+            "--commit-docs",
+            "1",
+            "--commit-secs",
+            "1",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        for (h, a) in &resolve {
+            args.extend(["--resolve".to_string(), format!("{h}={a}")]);
+        }
+        let before = server.requests().len();
+        let mut child = std::process::Command::new(support::geode_bin())
+            .args(&args)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        while server.requests().len() < before + kill_after {
+            assert!(std::time::Instant::now() < deadline, "no progress");
+            assert!(child.try_wait().unwrap().is_none(), "ended before the kill");
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
+        child.kill().unwrap();
+        child.wait().unwrap();
+
+        let out = tokio::task::spawn_blocking(move || {
+            std::process::Command::new(support::geode_bin())
+                .args(&args)
+                .output()
+                .unwrap()
+        })
+        .await
+        .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(
+            indexed(data.path()),
+            set(V2_INDEX),
+            "killed after {kill_after} requests"
+        );
+        let index = SearchIndex::open(&geode::crawl::index_path(data.path())).unwrap();
+        assert_eq!(index.num_docs() as usize, V2_INDEX.len(), "no duplicates");
+        assert_eq!(
+            search(data.path(), "moonlit regatta"),
+            ["gemini://news.test/log/2024-02-01-second.gmi"]
+        );
+        assert!(search(data.path(), "lantern festival").is_empty());
+        assert_eq!(
+            search(data.path(), "second landing strip"),
+            ["gemini://shop.test/temp"]
+        );
+        assert!(search(data.path(), "marzipan").is_empty());
+        assert!(search(data.path(), "wobbly periscope").is_empty());
+        assert!(search(data.path(), "gilded telescope")
+            .contains(&"gemini://dead.test/page.gmi".to_string()));
+        server.shutdown().await;
+    }
 }
