@@ -287,6 +287,10 @@ fn usage_errors_exit_2_and_runtime_errors_exit_1() {
         ),
         (&["crawl", "--data", dir, "--resolve", "a.test=nowhere"], 2),
         (&["crawl", "--data", dir, "--concurrency", "0"], 2),
+        (&["crawl", "--data", dir, "--revisit", "3x"], 2),
+        (&["crawl", "--data", dir, "--revisit", "0s"], 2),
+        (&["crawl", "--data", dir, "--revisit-min", "5d"], 2),
+        (&["crawl", "--data", dir, "--remove-after", "soon"], 2),
         (&["search"], 2),
         (&["frobnicate"], 2),
     ];

@@ -445,3 +445,75 @@ async fn a_recrawl_killed_with_sigkill_ends_with_the_same_index() {
         server.shutdown().await;
     }
 }
+
+/// `geode crawl --json` prints one object with the keys scripts rely on, progress going to
+/// stderr; `stats --json` carries the schedule.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn crawl_json_summaries_for_scripts() {
+    let space = Space::start().await;
+    let data = tempfile::tempdir().unwrap();
+    let dir = data.path().display().to_string();
+    let mut args: Vec<String> = ["crawl", "--data", &dir, "--seed", "gemini://alpha.test/"]
+        .iter()
+        .map(|s| s.to_string())
+        .chain(["--min-delay-ms", "5", "--json"].map(String::from))
+        .collect();
+    args.extend(space.resolve_args());
+    let run = |args: Vec<String>| async move {
+        tokio::task::spawn_blocking(move || {
+            std::process::Command::new(support::geode_bin())
+                .args(&args)
+                .output()
+                .unwrap()
+        })
+        .await
+        .unwrap()
+    };
+    for (round, fetched_some) in [(1, true), (2, false)] {
+        let out = run(args.clone()).await;
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let stdout = String::from_utf8(out.stdout).unwrap();
+        assert_eq!(stdout.lines().count(), 1, "one line on stdout: {stdout}");
+        let summary: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+        for key in [
+            "fetched",
+            "new",
+            "changed",
+            "unchanged",
+            "removed",
+            "failed",
+        ] {
+            assert!(summary[key].is_u64(), "run {round}: {key} in {summary}");
+        }
+        assert_eq!(summary["ended"], "done");
+        assert_eq!(
+            summary["fetched"].as_u64().unwrap() > 0,
+            fetched_some,
+            "{summary}"
+        );
+        if round == 2 {
+            assert_eq!(summary["new"], 0);
+        }
+    }
+    let out = std::process::Command::new(support::geode_bin())
+        .args(["stats", "--data", &dir, "--json"])
+        .output()
+        .unwrap();
+    let stats: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let schedule = &stats["schedule"];
+    assert_eq!(schedule["due_now"], 0, "{stats}");
+    assert!(
+        schedule["due_within_week"].as_u64().unwrap() > 20,
+        "{stats}"
+    );
+    // A first crawl's pages wait the default three days.
+    assert_eq!(schedule["intervals"][2][0], "3-7 days", "{stats}");
+    assert!(
+        schedule["intervals"][2][1].as_u64().unwrap() > 20,
+        "{stats}"
+    );
+}
