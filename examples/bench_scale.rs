@@ -78,7 +78,10 @@ fn build(dir: &Path, urls: u64, capsules: u64, due: u64) {
                 alias_of: None,
                 prio,
             };
-            let (id, _) = batch.ensure_url(&new, None, u64::MAX).expect("insert");
+            let (id, _) = batch
+                .ensure_url(&new, None, u64::MAX)
+                .expect("insert")
+                .expect("no budget");
             // The first due_per_capsule URLs of a capsule are due: the even ones were never
             // fetched, the odd ones are revisits whose time has come. The rest were visited and
             // come due over the next 30 days.

@@ -93,8 +93,9 @@ pub struct CrawlArgs {
     /// Link hops from a seed after which URLs are recorded but no longer fetched.
     #[arg(long, value_name = "N", default_value_t = 30)]
     pub max_depth: u32,
-    /// Most URLs one capsule may have in the crawl database; later ones are recorded but not
-    /// fetched (bounds infinite dynamic capsules).
+    /// Most URLs one capsule may have in the crawl database; later ones are not stored, and a
+    /// full capsule's pages are no longer expanded (bounds infinite dynamic capsules and link
+    /// bombs).
     #[arg(long, value_name = "N", default_value_t = 100_000, value_parser = clap::value_parser!(u64).range(1..))]
     pub capsule_budget: u64,
     /// A file of URLs never to fetch: one rule per line, a URL prefix, or re:REGEX searched in

@@ -63,8 +63,27 @@ pub struct Extracted {
     pub feed: bool,
 }
 
+/// Most distinct link targets kept from one page; links to further targets are dropped, so a
+/// page of a million links costs no more than a large index page.
+pub const MAX_LINKS_PER_PAGE: usize = 5_000;
+
 /// Extracts a page. `body` is empty for types whose body was not downloaded.
 pub fn extract(url: &Url, meta: &str, body: &[u8]) -> Extracted {
+    let mut extracted = extract_all(url, meta, body);
+    cap_links(&mut extracted.links, MAX_LINKS_PER_PAGE);
+    extracted
+}
+
+/// Keeps the links to the first `max` distinct targets (every link to those, in page order).
+fn cap_links(links: &mut Vec<PageLink>, max: usize) {
+    let mut targets = std::collections::HashSet::new();
+    links.retain(|l| {
+        targets.contains(l.url.as_str())
+            || (targets.len() < max && targets.insert(l.url.to_string()))
+    });
+}
+
+fn extract_all(url: &Url, meta: &str, body: &[u8]) -> Extracted {
     let mime = parse_mime(meta);
     let text = decode(body, mime.charset.as_deref());
     let xml_feed = crate::feed::is_xml_feed_type(&mime.essence)
@@ -243,6 +262,23 @@ mod tests {
         let svg = extract(&url, "application/xml", b"<svg/>");
         assert!(!svg.feed);
         assert_eq!(svg.body, "gemlog atom xml");
+    }
+
+    #[test]
+    fn a_page_keeps_the_links_of_its_first_distinct_targets() {
+        let url = Url::parse("gemini://h.test/bomb").unwrap();
+        let mut page = String::new();
+        for i in 0..(MAX_LINKS_PER_PAGE + 500) {
+            page.push_str(&format!("=> /t/{i} link {i}\n=> /t/0 again\n"));
+        }
+        let e = extract(&url, "text/gemini", page.as_bytes());
+        let distinct: std::collections::HashSet<&str> =
+            e.links.iter().map(|l| l.url.as_str()).collect();
+        assert_eq!(distinct.len(), MAX_LINKS_PER_PAGE);
+        assert!(distinct.contains("gemini://h.test/t/4999"));
+        assert!(!distinct.contains("gemini://h.test/t/5000"));
+        // Repeated links to a kept target stay (their labels are anchors).
+        assert_eq!(e.links.len(), 2 * MAX_LINKS_PER_PAGE + 500);
     }
 
     #[test]

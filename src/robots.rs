@@ -29,8 +29,9 @@
 
 use crate::urlnorm::normalize_escapes;
 
-/// How much of a robots.txt is read; the rest is ignored.
-pub const MAX_ROBOTS_BYTES: usize = 64 * 1024;
+/// How much of a robots.txt is read; the rest is ignored. RFC 9309 asks crawlers to parse at
+/// least 500 KiB.
+pub const MAX_ROBOTS_BYTES: usize = 512 * 1024;
 
 /// How many rules (for the agents geode obeys) are kept; later ones are ignored.
 pub const MAX_RULES: usize = 2000;

@@ -471,7 +471,11 @@ impl Crawl {
         let mut lookups: JoinSet<(i64, Result<SocketAddr, FetchError>)> = JoinSet::new();
         let mut resolving: HashSet<i64> = HashSet::new();
         let mut frontier_has_more = true;
-        let mut dispatching = true;
+        // `--max-pages 0` asks for no request at all: not even robots.txt or DNS.
+        let mut dispatching = self.config.max_pages != Some(0);
+        if !dispatching {
+            self.summary.ended = StopReason::MaxPages;
+        }
         let mut interrupted = false;
         let mut pages_started: u64 = 0;
         let mut next_progress = Instant::now() + self.config.progress_every;
@@ -760,7 +764,20 @@ impl Crawl {
         result: Result<SocketAddr, FetchError>,
     ) -> Result<(), CrawlError> {
         match result {
-            Ok(addr) => self.scheduler.set_address(host_id, addr, Instant::now()),
+            Ok(addr) => {
+                let now = Instant::now();
+                let wait = self.scheduler.ip_wait(addr.ip(), now);
+                if wait > self.config.retry_horizon {
+                    // Its address asked for a wait longer than this run waits (a 44 to another
+                    // capsule on it): the capsule joins the others there, in a later run.
+                    let until = unix_now().saturating_add(wait.as_secs() as i64);
+                    let mut batch = frontier.batch(unix_now())?;
+                    self.defer_capsule(&mut batch, host_id, until)?;
+                    batch.commit()?;
+                } else {
+                    self.scheduler.set_address(host_id, addr, now);
+                }
+            }
             Err(e) => {
                 tracing::debug!(host_id, error = %e, "no address");
                 self.effects
@@ -911,7 +928,10 @@ async fn fetch(
     let result = async {
         let parsed = Url::parse(&url)
             .map_err(|e| FetchError::Internal(format!("stored URL does not parse: {e}")))?;
-        let mut response = fetcher.fetch(&parsed, addr).await?;
+        let mut response = match &job {
+            DoneJob::Robots { .. } => fetcher.fetch_robots(&parsed, addr).await?,
+            DoneJob::Page(_) => fetcher.fetch(&parsed, addr).await?,
+        };
         took = Some(began.elapsed());
         let page = match (&job, &mut response.outcome) {
             (DoneJob::Page(_), Outcome::Success { meta, body }) => {

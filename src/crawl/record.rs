@@ -59,7 +59,7 @@ impl Crawl {
             .finished(done.ip, done.host_id, done.began, done.took);
         match done.job {
             DoneJob::Robots { host_id } => {
-                self.record_robots(batch, host_id, done.fetched_at, done.result)
+                self.record_robots(batch, host_id, done.ip, done.fetched_at, done.result)
             }
             DoneJob::Page(url) => {
                 self.record_page(batch, *url, done.ip, done.fetched_at, done.result, docs)
@@ -91,6 +91,48 @@ impl Crawl {
             base,
             MAX_CAPSULE_BACKOFF.as_secs() as i64,
         )?;
+        Ok(())
+    }
+
+    /// A 44 from `ip`: nothing goes to it for the wait asked (doubled for 44s in a row). A wait
+    /// longer than a run waits for retries defers every capsule on that IP to a later run (its
+    /// queued URLs go back to the frontier, the capsules are backed off for that long), so that
+    /// a capsule can neither hang a crawl nor be asked again too early. Returns whether that
+    /// happened.
+    fn slow_down(
+        &mut self,
+        batch: &mut Batch<'_>,
+        ip: IpAddr,
+        meta: &str,
+    ) -> Result<bool, CrawlError> {
+        self.summary.slow_downs += 1;
+        let wait = self
+            .scheduler
+            .slow_down(ip, asked_wait(meta), Instant::now());
+        if wait <= self.config.retry_horizon {
+            return Ok(false);
+        }
+        let until = unix_now().saturating_add(wait.min(MAX_CAPSULE_BACKOFF).as_secs() as i64);
+        for host_id in self.scheduler.capsules_on(ip) {
+            self.defer_capsule(batch, host_id, until)?;
+        }
+        Ok(true)
+    }
+
+    /// Leaves a capsule alone until `until`: its queued URLs go back to the frontier untouched
+    /// and its lease is let go.
+    pub(super) fn defer_capsule(
+        &mut self,
+        batch: &mut Batch<'_>,
+        host_id: i64,
+        until: i64,
+    ) -> Result<(), CrawlError> {
+        self.summary.capsules_backed_off += 1;
+        batch.set_backoff(host_id, until)?;
+        for url in self.scheduler.drop_capsule(host_id) {
+            batch.requeue(url.id)?;
+        }
+        batch.release_capsule(host_id)?;
         Ok(())
     }
 
@@ -156,6 +198,7 @@ impl Crawl {
         &mut self,
         batch: &mut Batch<'_>,
         host_id: i64,
+        ip: IpAddr,
         now: i64,
         result: Result<Fetched, FetchError>,
     ) -> Result<(), CrawlError> {
@@ -170,9 +213,19 @@ impl Crawl {
         if let Some(fp) = &response.cert_fingerprint {
             self.pin(batch, host_id, fp, now)?;
         }
-        // 20 text: the rules. 4x: ask again later and fetch nothing meanwhile. Anything else
-        // (missing, permanent failure, redirect, not text) means no restrictions.
+        // 20 text: the rules. 44: ask again once the wait is over. Other 4x: ask again later
+        // and fetch nothing meanwhile. Anything else (missing, permanent failure, redirect, not
+        // text) means no restrictions.
         let (robots, text) = match &response.outcome {
+            Outcome::TemporaryFailure { code: 44, message } => {
+                if !self.slow_down(batch, ip, message)?
+                    && self.scheduler.retry_robots(host_id, Instant::now())
+                        >= self.config.max_attempts
+                {
+                    return self.set_aside(batch, host_id);
+                }
+                return Ok(());
+            }
             Outcome::TemporaryFailure { .. } => return self.set_aside(batch, host_id),
             Outcome::Success { meta, body } if crate::fetch::wants_body(meta) => {
                 let text = crate::gemtext::decode(body).into_owned();
@@ -496,7 +549,13 @@ impl Crawl {
                 }
             })
             .collect();
-        let report = batch.set_links(url.id, url.depth, &links, self.config.capsule_budget)?;
+        // A capsule holding its full budget of URLs is no longer expanded: its pages are
+        // indexed, their links are not recorded (a link bomb stops at the budget).
+        let report = if batch.capsule_full(url.host_id, self.config.capsule_budget)? {
+            Default::default()
+        } else {
+            batch.set_links(url.id, url.depth, &links, self.config.capsule_budget)?
+        };
         self.summary.urls_discovered += report.added as u64;
         self.effects.new_urls |= report.added > 0;
         self.effects.wake.extend(report.hosts_with_new);
@@ -577,14 +636,18 @@ impl Crawl {
             url: to.into(),
             label: String::new(),
         };
-        let (target_id, added) = batch.add_redirect(
+        let Some((target_id, added)) = batch.add_redirect(
             url.id,
             url.depth,
             url.hops + 1,
             &link,
             alias_of,
             self.config.capsule_budget,
-        )?;
+        )?
+        else {
+            result.error = Some("capsule-budget".into());
+            return self.failed_visit(batch, url, result, UrlState::Fetched, docs);
+        };
         if added {
             self.summary.urls_discovered += 1;
             if link.excluded.is_none() {
@@ -634,15 +697,18 @@ impl Crawl {
     ) -> Result<(), CrawlError> {
         match code {
             44 => {
-                self.summary.slow_downs += 1;
-                let asked = result
-                    .meta
-                    .trim()
-                    .parse::<u64>()
-                    .ok()
-                    .map(Duration::from_secs);
-                self.scheduler.slow_down(ip, asked, Instant::now());
-                self.scheduler.retry(url, Instant::now());
+                let mut url = url;
+                url.prior.attempts += 1;
+                if self.slow_down(batch, ip, &result.meta)? {
+                    // Its capsule was deferred with the others on this IP.
+                    batch.note_answer(url.id, &result)?;
+                    batch.requeue(url.id)?;
+                } else if url.prior.attempts >= self.config.max_attempts {
+                    // Slowed down again and again: it waits for the next run.
+                    batch.defer(url.id, &result)?;
+                } else {
+                    self.scheduler.retry(url, Instant::now());
+                }
                 Ok(())
             }
             41 => {
@@ -666,6 +732,12 @@ impl Crawl {
     }
 }
 
+/// The wait a 44 asks for: its meta in whole seconds. Anything else (`-5`, `abc`, nothing)
+/// names no usable wait and leaves it to the scheduler.
+fn asked_wait(meta: &str) -> Option<Duration> {
+    meta.trim().parse::<u64>().ok().map(Duration::from_secs)
+}
+
 /// The index document for a page.
 fn page_doc(url: String, host: String, page: &Extracted, size: u64, now: i64) -> PageDoc {
     PageDoc {
@@ -686,5 +758,26 @@ fn page_doc(url: String, host: String, page: &Extracted, size: u64, now: i64) ->
         size,
         fetched_at: now,
         anchors: String::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_44_names_its_wait_in_whole_seconds_or_not_at_all() {
+        let cases = [
+            ("5", Some(5)),
+            (" 7 ", Some(7)),
+            ("999999999", Some(999_999_999)),
+            ("-5", None),
+            ("abc", None),
+            ("", None),
+            ("1.5", None),
+        ];
+        for (meta, secs) in cases {
+            assert_eq!(asked_wait(meta), secs.map(Duration::from_secs), "{meta:?}");
+        }
     }
 }

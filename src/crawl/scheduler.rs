@@ -53,6 +53,8 @@ struct Capsule {
     leased: bool,
     /// The frontier had nothing more due for it when last asked.
     exhausted: bool,
+    /// 44s answered to its robots.txt in a row.
+    robots_retries: u32,
 }
 
 #[derive(Debug)]
@@ -135,6 +137,7 @@ impl Scheduler {
             in_flight: 0,
             leased: false,
             exhausted: false,
+            robots_retries: 0,
         });
         capsule.leased = true;
         if first {
@@ -150,6 +153,7 @@ impl Scheduler {
     pub fn set_robots(&mut self, host_id: i64, robots: Robots, read_at: Instant, now: Instant) {
         if let Some(c) = self.capsules.get_mut(&host_id) {
             c.robots = RobotsState::Known(robots, read_at);
+            c.robots_retries = 0;
         }
         self.enter_rotation(host_id, now);
     }
@@ -293,21 +297,54 @@ impl Scheduler {
 
     /// Handles a 44 from `ip` (call after [`Scheduler::finished`]): no request to it for
     /// `asked` (doubled for every 44 in a row), or for twice its gap when the server named no
-    /// number; its gap doubles for the rest of the crawl.
-    pub fn slow_down(&mut self, ip: IpAddr, asked: Option<Duration>, now: Instant) {
+    /// usable number; its gap doubles for the rest of the crawl. Returns the wait imposed, which
+    /// the caller compares with how long a run is willing to wait.
+    pub fn slow_down(&mut self, ip: IpAddr, asked: Option<Duration>, now: Instant) -> Duration {
         let Some(slot) = self.ips.get_mut(&ip) else {
-            return;
+            return Duration::ZERO;
         };
         slot.slow_downs += 1;
         slot.gap = (slot.gap.max(Duration::from_millis(500)) * 2).min(MAX_IP_GAP);
         let wait = match asked {
-            Some(asked) => asked.saturating_mul(1 << (slot.slow_downs - 1).min(16)),
+            Some(asked) => asked
+                .saturating_mul(1 << (slot.slow_downs - 1).min(16))
+                .min(MAX_SLOW_DOWN),
             None => slot.gap,
         };
-        slot.next_start = slot.next_start.max(now + wait.min(MAX_SLOW_DOWN));
+        slot.next_start = slot.next_start.max(now + wait);
         if !slot.busy && !slot.rotation.is_empty() {
             self.ready.push(Reverse((slot.next_start, ip)));
         }
+        wait
+    }
+
+    /// How long until `ip` may be sent a request (zero when it may now or is unknown).
+    pub fn ip_wait(&self, ip: IpAddr, now: Instant) -> Duration {
+        self.ips.get(&ip).map_or(Duration::ZERO, |slot| {
+            slot.next_start.saturating_duration_since(now)
+        })
+    }
+
+    /// The capsules known to be on `ip`.
+    pub fn capsules_on(&self, ip: IpAddr) -> Vec<i64> {
+        self.capsules
+            .iter()
+            .filter(|(_, c)| c.addr.is_some_and(|a| a.ip() == ip))
+            .map(|(&id, _)| id)
+            .collect()
+    }
+
+    /// After a 44 on robots.txt: the capsule's robots.txt is asked for again when its IP is
+    /// ready. Returns how many times in a row that has happened.
+    pub fn retry_robots(&mut self, host_id: i64, now: Instant) -> u32 {
+        let Some(c) = self.capsules.get_mut(&host_id) else {
+            return 0;
+        };
+        c.robots = RobotsState::Unknown;
+        c.robots_retries += 1;
+        let retries = c.robots_retries;
+        self.enter_rotation(host_id, now);
+        retries
     }
 
     /// Records a good answer from `ip`, ending a run of 44s (the doubled gap stays).
@@ -576,6 +613,38 @@ mod tests {
         s.finished(ip, 1, t3, ms(1));
         assert!(s.next_job(t3 + ms(1999)).is_none());
         assert!(s.next_job(t3 + ms(2000)).is_some());
+    }
+
+    #[test]
+    fn a_44_reports_its_wait_and_robots_can_be_asked_again() {
+        let t0 = Instant::now();
+        let mut s = Scheduler::new(Duration::from_millis(100));
+        s.push(url(1, 1, "a.test", "/"), false, t0);
+        s.set_address(1, addr(1), t0);
+        let ip = addr(1).ip();
+        assert!(matches!(s.next_job(t0), Some(Job::Robots { .. })));
+        s.finished(ip, 1, t0, Duration::ZERO);
+        // A wait that names no number doubles the gap; a named one is taken as asked.
+        assert_eq!(s.slow_down(ip, None, t0), Duration::from_secs(1));
+        assert_eq!(s.ip_wait(ip, t0), Duration::from_secs(1));
+        assert_eq!(s.retry_robots(1, t0), 1);
+        assert_eq!(s.next_job(t0), None, "nothing before the wait");
+        assert!(matches!(
+            s.next_job(t0 + Duration::from_secs(1)),
+            Some(Job::Robots { .. })
+        ));
+        s.finished(ip, 1, t0, Duration::ZERO);
+        // A huge wait is capped; the caller defers the capsules on that IP.
+        let huge = s.slow_down(ip, Some(Duration::from_secs(999_999_999)), t0);
+        assert_eq!(huge, MAX_SLOW_DOWN);
+        assert_eq!(s.capsules_on(ip), vec![1]);
+        assert_eq!(s.retry_robots(1, t0), 2);
+        s.set_robots(1, Robots::allow_all(), t0, t0);
+        assert_eq!(
+            s.retry_robots(1, t0),
+            1,
+            "rules read end the run of retries"
+        );
     }
 
     #[test]

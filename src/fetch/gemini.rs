@@ -19,7 +19,7 @@ use tokio::time::timeout;
 use tokio_rustls::TlsConnector;
 
 use super::sockets::{is_descriptor_exhaustion, SocketBudget};
-use super::{outcome_of, wants_body, FetchError, FetchLimits, Outcome, Response};
+use super::{outcome_of, wants_body, BodyCap, FetchError, FetchLimits, Outcome, Response};
 
 /// Longest header line: two digits, a space, 1024 bytes of meta, CRLF.
 const MAX_HEADER_BYTES: usize = 2 + 1 + 1024 + 2;
@@ -52,7 +52,12 @@ impl GeminiFetcher {
     }
 
     /// Fetches one URL from one address.
-    pub async fn fetch(&self, url: &Url, addr: SocketAddr) -> Result<Response, FetchError> {
+    pub async fn fetch(
+        &self,
+        url: &Url,
+        addr: SocketAddr,
+        cap: BodyCap,
+    ) -> Result<Response, FetchError> {
         let request = format!("{url}\r\n");
         if request.len() - 2 > MAX_REQUEST_URL_BYTES {
             return Err(FetchError::RequestTooLong);
@@ -70,7 +75,7 @@ impl GeminiFetcher {
         };
         // Requests are one small write; waiting for Nagle would only add latency.
         let _ = tcp.set_nodelay(true);
-        let exchange = self.exchange(tcp, server_name, request.as_bytes());
+        let exchange = self.exchange(tcp, server_name, request.as_bytes(), cap);
         let (status, outcome, cert_fingerprint) =
             match timeout(self.limits.response_timeout, exchange).await {
                 Err(_) => return Err(FetchError::Timeout("response")),
@@ -89,12 +94,13 @@ impl GeminiFetcher {
         tcp: TcpStream,
         server_name: ServerName<'static>,
         request: &[u8],
+        cap: BodyCap,
     ) -> Result<(u8, Outcome, Option<String>), FetchError> {
-        let mut tls = self
-            .connector
-            .connect(server_name, tcp)
-            .await
-            .map_err(|e| FetchError::Tls(e.to_string()))?;
+        let handshake = self.connector.connect(server_name, tcp);
+        let mut tls = match timeout(self.limits.handshake_timeout, handshake).await {
+            Err(_) => return Err(FetchError::Timeout("TLS handshake")),
+            Ok(result) => result.map_err(|e| FetchError::Tls(e.to_string()))?,
+        };
         let fingerprint = tls
             .get_ref()
             .1
@@ -109,7 +115,11 @@ impl GeminiFetcher {
         let mut outcome = outcome_of(status, &meta)?;
         if let Outcome::Success { meta, body } = &mut outcome {
             if wants_body(meta) {
-                *body = read_body(&mut tls, rest, self.limits.max_body_bytes).await?;
+                let max = self.limits.max_body_bytes;
+                *body = match cap {
+                    BodyCap::Fail => read_body(&mut tls, rest, max).await?,
+                    BodyCap::Truncate(keep) => read_prefix(&mut tls, rest, keep.min(max)).await?,
+                };
             }
         }
         Ok((status, outcome, fingerprint))
@@ -252,6 +262,29 @@ async fn read_body<R: AsyncRead + Unpin>(
         }
         body.extend_from_slice(&chunk[..n]);
     }
+}
+
+/// Reads the body up to `max` bytes and stops there, keeping what was read: for files whose
+/// first part is worth having (robots.txt).
+async fn read_prefix<R: AsyncRead + Unpin>(
+    reader: &mut R,
+    mut body: Vec<u8>,
+    max: usize,
+) -> Result<Vec<u8>, FetchError> {
+    let mut chunk = vec![0u8; 16 * 1024];
+    while body.len() < max {
+        let n = match reader.read(&mut chunk).await {
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => 0,
+            Err(e) => return Err(FetchError::Io(e)),
+        };
+        if n == 0 {
+            break;
+        }
+        body.extend_from_slice(&chunk[..n]);
+    }
+    body.truncate(max);
+    Ok(body)
 }
 
 /// Accepts any certificate (Gemini is trust-on-first-use; pinning happens in the frontier) while

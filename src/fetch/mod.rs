@@ -20,6 +20,9 @@ use ::url::Url;
 pub struct FetchLimits {
     /// Time to establish the TCP connection.
     pub connect_timeout: Duration,
+    /// Time for the TLS handshake: a server that accepts connections and never answers is not
+    /// waited for as long as a slow response.
+    pub handshake_timeout: Duration,
     /// Time for everything after the TCP connection: handshake, request, header and body.
     pub response_timeout: Duration,
     /// Largest body kept; a longer body is an error ([`FetchError::BodyTooLarge`]).
@@ -34,6 +37,7 @@ impl Default for FetchLimits {
     fn default() -> Self {
         FetchLimits {
             connect_timeout: Duration::from_secs(10),
+            handshake_timeout: Duration::from_secs(10),
             response_timeout: Duration::from_secs(30),
             max_body_bytes: 4 * 1024 * 1024,
             reset_on_close: false,
@@ -142,13 +146,43 @@ impl Fetcher {
         &self.budget
     }
 
-    /// Fetches `url` from `addr`. The URL must already be normalised.
+    /// Fetches `url` from `addr`. The URL must already be normalised. A body over the limit is
+    /// an error.
     pub async fn fetch(&self, url: &Url, addr: SocketAddr) -> Result<Response, FetchError> {
+        self.fetch_with(url, addr, BodyCap::Fail).await
+    }
+
+    /// Fetches a robots.txt: RFC 9309 asks crawlers to use at least the first 500 KiB of a
+    /// longer file, so the body is cut at [`crate::robots::MAX_ROBOTS_BYTES`] instead of failing.
+    pub async fn fetch_robots(&self, url: &Url, addr: SocketAddr) -> Result<Response, FetchError> {
+        self.fetch_with(
+            url,
+            addr,
+            BodyCap::Truncate(crate::robots::MAX_ROBOTS_BYTES),
+        )
+        .await
+    }
+
+    async fn fetch_with(
+        &self,
+        url: &Url,
+        addr: SocketAddr,
+        cap: BodyCap,
+    ) -> Result<Response, FetchError> {
         match url.scheme() {
-            "gemini" => self.gemini.fetch(url, addr).await,
+            "gemini" => self.gemini.fetch(url, addr, cap).await,
             other => Err(FetchError::UnsupportedScheme(other.to_string())),
         }
     }
+}
+
+/// What to do with a body longer than allowed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BodyCap {
+    /// Over [`FetchLimits::max_body_bytes`]: [`FetchError::BodyTooLarge`].
+    Fail,
+    /// Keep the first this many bytes (never more than `max_body_bytes`) and stop reading.
+    Truncate(usize),
 }
 
 /// Maps a two-digit status and its meta onto an [`Outcome`]. Codes outside 10..=69 are malformed;

@@ -112,21 +112,22 @@ impl<'a> Batch<'a> {
         Ok(id)
     }
 
-    /// The id of a URL, inserting it when unknown: due now, or `excluded` with the reason given,
-    /// or `excluded` as `capsule-budget` when its capsule already has `budget` URLs. Returns
-    /// (id, newly added).
+    /// The id of a URL, inserting it when unknown: due now, or `excluded` with the reason given.
+    /// A capsule stores at most `budget` URLs: beyond that a new URL is not stored at all and
+    /// `None` comes back, so a capsule that makes up links without end cannot fill the disk.
+    /// Returns (id, newly added).
     pub fn ensure_url(
         &mut self,
         new: &NewUrl<'_>,
         excluded: Option<&str>,
         budget: u64,
-    ) -> Result<(i64, bool)> {
+    ) -> Result<Option<(i64, bool)>> {
         if let Some(&id) = self
             .url_ids
             .get(new.url)
             .or_else(|| self.new_urls.get(new.url))
         {
-            return Ok((id, false));
+            return Ok(Some((id, false)));
         }
         let existing: Option<i64> = self
             .tx
@@ -136,20 +137,23 @@ impl<'a> Batch<'a> {
         if let Some(id) = existing {
             // Not created by this transaction (those are in `new_urls`), so committed: cacheable.
             self.url_ids.insert(new.url.to_string(), id);
-            return Ok((id, false));
+            return Ok(Some((id, false)));
         }
         let host_id = self.host_id(new.host)?;
         let known: i64 = self
             .tx
             .prepare_cached(
-                "UPDATE hosts SET url_count = url_count + 1 WHERE id = ?1 RETURNING url_count",
+                "UPDATE hosts SET url_count = url_count + 1 WHERE id = ?1 AND url_count < ?2
+                 RETURNING url_count",
             )?
-            .query_row([host_id], |r| r.get(0))?;
-        let excluded = match excluded {
-            Some(why) => Some(why),
-            None if known as u64 > budget => Some("capsule-budget"),
-            None => None,
-        };
+            .query_row(params![host_id, budget.min(i64::MAX as u64) as i64], |r| {
+                r.get(0)
+            })
+            .optional()?
+            .unwrap_or(-1);
+        if known < 0 {
+            return Ok(None);
+        }
         let (state, due_at) = match excluded {
             Some(_) => (UrlState::Excluded, None),
             None => (UrlState::New, Some(self.now)),
@@ -177,7 +181,16 @@ impl<'a> Batch<'a> {
         if let Some(due) = due_at {
             self.lower_next_due(host_id, due)?;
         }
-        Ok((id, true))
+        Ok(Some((id, true)))
+    }
+
+    /// Whether a capsule holds its full budget of URLs: its pages are then no longer expanded.
+    pub fn capsule_full(&mut self, host_id: i64, budget: u64) -> Result<bool> {
+        let known: i64 = self
+            .tx
+            .prepare_cached("SELECT url_count FROM hosts WHERE id = ?1")?
+            .query_row([host_id], |r| r.get(0))?;
+        Ok(known as u64 >= budget)
     }
 
     /// Makes a capsule claimable no later than `due`.
@@ -222,7 +235,10 @@ impl<'a> Batch<'a> {
                 alias_of: None,
                 prio: link.prio,
             };
-            let (target, is_new) = self.ensure_url(&new, link.excluded, budget)?;
+            let Some((target, is_new)) = self.ensure_url(&new, link.excluded, budget)? else {
+                // Its capsule is full: the link is not kept either.
+                continue;
+            };
             if is_new {
                 report.added += 1;
                 if link.excluded.is_none() {
@@ -298,7 +314,8 @@ impl<'a> Batch<'a> {
 
     /// Records a redirect target reached from `source` (at link depth `depth`) after `hops`
     /// redirects; the caller enforces the hop limit. `alias_of` names the URL whose content the
-    /// target is, for temporary redirects. Returns the target's id and whether it was new.
+    /// target is, for temporary redirects. Returns the target's id and whether it was new;
+    /// `None` when the target's capsule is full.
     pub fn add_redirect(
         &mut self,
         source: i64,
@@ -307,7 +324,7 @@ impl<'a> Batch<'a> {
         target: &LinkOut,
         alias_of: Option<i64>,
         budget: u64,
-    ) -> Result<(i64, bool)> {
+    ) -> Result<Option<(i64, bool)>> {
         let new = NewUrl {
             url: &target.url,
             host: &target.host,
@@ -453,6 +470,15 @@ impl<'a> Batch<'a> {
                 "UPDATE urls SET status = ?2, meta = ?3, fetched_at = ?4 WHERE id = ?1",
             )?
             .execute(params![id, result.status, result.meta, result.fetched_at])?;
+        Ok(())
+    }
+
+    /// Puts a claimed URL off to the next run: its answer is noted, it stays due, and this run
+    /// does not claim it again (a server that keeps saying "slow down").
+    pub fn defer(&mut self, id: i64, result: &FetchResult) -> Result<()> {
+        self.tx
+            .prepare_cached("UPDATE urls SET status = ?2, meta = ?3, claimed = 2 WHERE id = ?1")?
+            .execute(params![id, result.status, result.meta])?;
         Ok(())
     }
 

@@ -348,7 +348,9 @@ impl Frontier {
             alias_of: None,
             prio,
         };
-        let added = batch.ensure_url(&seed, None, u64::MAX)?.1;
+        let added = batch
+            .ensure_url(&seed, None, u64::MAX)?
+            .is_some_and(|(_, new)| new);
         batch.commit()?;
         Ok(added)
     }

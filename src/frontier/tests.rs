@@ -38,7 +38,7 @@ pub(super) fn id_of(batch: &mut Batch<'_>, url: &str) -> i64 {
         alias_of: None,
         prio: Priority::Fresh,
     };
-    batch.ensure_url(&new, None, u64::MAX).unwrap().0
+    batch.ensure_url(&new, None, u64::MAX).unwrap().unwrap().0
 }
 
 /// Records a visit that found `status`, due in a day; an indexed page is sent to the index.
@@ -77,6 +77,7 @@ pub(super) fn redirect(
 ) -> i64 {
     let (to, _) = batch
         .add_redirect(source, 1, 1, &link(target), alias_of, u64::MAX)
+        .unwrap()
         .unwrap();
     let result = FetchResult {
         status: Some(if alias_of.is_some() { 30 } else { 31 }),

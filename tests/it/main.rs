@@ -4,6 +4,7 @@
 
 mod cli;
 mod crawl;
+mod hostile;
 mod polite;
 mod recrawl;
 mod resume;

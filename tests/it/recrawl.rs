@@ -517,3 +517,17 @@ async fn crawl_json_summaries_for_scripts() {
         "{stats}"
     );
 }
+
+/// `--max-pages 0` sends no request at all (issue 12, item 12).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn max_pages_zero_requests_nothing() {
+    let space = Space::start().await;
+    let data = tempfile::tempdir().unwrap();
+    let mut config = support::config(&space, data.path(), Duration::from_millis(5));
+    config.max_pages = Some(0);
+    let summary = support::crawl(config).await;
+    assert_eq!(summary.fetched, 0);
+    assert_eq!(summary.robots_fetched, 0);
+    assert_eq!(summary.ended, geode::crawl::StopReason::MaxPages);
+    assert!(space.requests().is_empty(), "{:#?}", space.requests());
+}
