@@ -166,7 +166,9 @@ fn claims(dir: &Path, rounds: u64) {
     let mut claimed = 0usize;
     for _ in 0..rounds {
         let t = Instant::now();
-        let urls = frontier.claim_capsules(256, 32, now).expect("claim");
+        let (urls, _) = frontier
+            .claim_capsules(256, 32, now, &|_| true)
+            .expect("claim");
         lease_ms.push(t.elapsed().as_secs_f64() * 1000.0);
         claimed += urls.len();
         let mut hosts: Vec<i64> = urls.iter().map(|u| u.host_id).collect();

@@ -49,6 +49,8 @@ pub enum Command {
     Stats(StatsArgs),
     /// List the pages that link to a URL, with their link labels.
     Backlinks(BacklinksArgs),
+    /// Suggest capsules to crawl, or list the suggestions.
+    Seed(SeedArgs),
     /// Answer Gemini clients: search, backlinks and statistics over TLS.
     ///
     /// Prints "listening on ADDR" for each address, then serves until Ctrl-C or SIGTERM. The
@@ -132,6 +134,46 @@ pub struct CrawlArgs {
     /// removed, failed, ended, ...); progress stays on stderr.
     #[arg(long)]
     pub json: bool,
+    /// End the run after this long: stop starting requests, let those in flight finish (a few
+    /// seconds at most), commit and exit 0 with `ended: "time"`. The next run continues.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub max_duration: Option<Duration>,
+    /// Fetch only capsules matching this pattern: a host name, or *.example.org for its
+    /// subdomains (repeatable). URLs of other capsules are recorded but not fetched.
+    #[arg(long = "allow-host", value_name = "PATTERN")]
+    pub allow_hosts: Vec<String>,
+    /// A file of --allow-host patterns, one per line; blank lines and # comments are ignored.
+    #[arg(long, value_name = "FILE")]
+    pub allow_hosts_file: Option<PathBuf>,
+    /// Never fetch capsules matching this pattern (repeatable); wins over --allow-host.
+    #[arg(long = "deny-host", value_name = "PATTERN")]
+    pub deny_hosts: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct SeedArgs {
+    #[command(subcommand)]
+    pub action: SeedAction,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum SeedAction {
+    /// Queue capsules for the next crawl: each gemini:// URL is normalised and fetched by the
+    /// next `geode crawl` (with or without --seed).
+    Add {
+        #[command(flatten)]
+        data: DataDir,
+        #[arg(required = true, value_name = "URL")]
+        urls: Vec<String>,
+    },
+    /// List the seeds added with `seed add` or the frontend's /add-seed, newest first.
+    List {
+        #[command(flatten)]
+        data: DataDir,
+        /// One JSON object per seed, a line each.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 /// A duration as people write it: 90s, 15m, 12h, 3d, 2w (humantime).

@@ -10,7 +10,9 @@ use std::time::{Duration, Instant};
 use anyhow::{anyhow, Context};
 use clap::Parser;
 
-use cli::{BacklinksArgs, Cli, Command, CrawlArgs, SearchArgs, ServeArgs, StatsArgs};
+use cli::{
+    BacklinksArgs, Cli, Command, CrawlArgs, SearchArgs, SeedAction, SeedArgs, ServeArgs, StatsArgs,
+};
 use geode::crawl::policy::Exclusions;
 use geode::crawl::{self, CrawlConfig};
 use geode::fetch::dns;
@@ -52,6 +54,7 @@ fn main() -> ExitCode {
         Command::Search(args) => search(args),
         Command::Stats(args) => stats(args),
         Command::Backlinks(args) => backlinks(args),
+        Command::Seed(args) => seed(args),
         Command::Serve(args) => serve(args),
     };
     match result {
@@ -111,6 +114,34 @@ fn crawl(args: CrawlArgs) -> Result<(), Failure> {
         .revisit
         .validate()
         .map_err(|e| Failure::Usage(anyhow!(e)))?;
+    config.max_duration = args.max_duration;
+    for pattern in &args.allow_hosts {
+        config
+            .scope
+            .allow(pattern)
+            .map_err(|e| Failure::Usage(anyhow!("--allow-host {e}")))?;
+    }
+    if let Some(file) = &args.allow_hosts_file {
+        let text = std::fs::read_to_string(file)
+            .with_context(|| format!("reading --allow-hosts-file {}", file.display()))
+            .map_err(Failure::Usage)?;
+        let added = config
+            .scope
+            .allow_list(&text)
+            .map_err(|e| Failure::Usage(anyhow!("{}: {e}", file.display())))?;
+        if added == 0 {
+            return Err(Failure::Usage(anyhow!(
+                "--allow-hosts-file {} holds no pattern",
+                file.display()
+            )));
+        }
+    }
+    for pattern in &args.deny_hosts {
+        config
+            .scope
+            .deny(pattern)
+            .map_err(|e| Failure::Usage(anyhow!("--deny-host {e}")))?;
+    }
 
     config.limits.reset_on_close = args.reset_on_close;
     match geode::fetch::sockets::raise_nofile_limit() {
@@ -144,8 +175,20 @@ fn crawl(args: CrawlArgs) -> Result<(), Failure> {
     if args.json {
         let line = serde_json::to_string(&summary).context("encoding JSON")?;
         println!("{line}");
-        return Ok(());
+    } else {
+        print_summary(&summary);
     }
+    // For cron: a run in which not one capsule answered did no work (network or DNS down).
+    if summary.capsules_tried > 0 && summary.capsules_answered == 0 {
+        return Err(Failure::Runtime(anyhow!(
+            "not one of the {} capsules tried answered: is the network or DNS down?",
+            summary.capsules_tried
+        )));
+    }
+    Ok(())
+}
+
+fn print_summary(summary: &crawl::CrawlSummary) {
     println!(
         "crawl ended ({}): {} pages fetched: {} new, {} changed, {} unchanged, {} removed from \
          the index, {} failed; {} documents rewritten with new anchors; {} URLs discovered, \
@@ -169,7 +212,73 @@ fn crawl(args: CrawlArgs) -> Result<(), Failure> {
         summary.socket_budget,
         summary.elapsed_secs,
     );
-    Ok(())
+}
+
+fn seed(args: SeedArgs) -> Result<(), Failure> {
+    match args.action {
+        SeedAction::Add { data, urls } => {
+            let mut parsed = Vec::new();
+            for url in &urls {
+                parsed.push(parse_seed(url).map_err(|e| Failure::Usage(anyhow!("{url}: {e}")))?);
+            }
+            std::fs::create_dir_all(&data.data)
+                .with_context(|| format!("creating the data directory {}", data.data.display()))?;
+            let mut frontier = Frontier::open(&crawl::database_path(&data.data))
+                .map_err(|e| Failure::Runtime(e.into()))?;
+            for url in parsed {
+                let outcome = frontier
+                    .suggest_seed(
+                        url.as_str(),
+                        &urlnorm::capsule_key(&url),
+                        "cli",
+                        crawl::unix_now(),
+                    )
+                    .context("recording the seed")?;
+                let what = match outcome {
+                    geode::frontier::Suggested::New => "added: the next crawl fetches it",
+                    geode::frontier::Suggested::Known => {
+                        "already known: the next crawl visits it again"
+                    }
+                    geode::frontier::Suggested::AlreadySuggested => "already suggested",
+                    geode::frontier::Suggested::QueueFull => {
+                        return Err(Failure::Runtime(anyhow!(
+                            "{url}: too many seeds wait for a crawl already"
+                        )))
+                    }
+                };
+                println!("{url}: {what}");
+            }
+            Ok(())
+        }
+        SeedAction::List { data, json } => {
+            let frontier = Frontier::open_read_only(&crawl::database_path(&data.data))
+                .map_err(|e| Failure::Runtime(e.into()))?;
+            let seeds = frontier.suggested_seeds().context("reading the seeds")?;
+            let mut out = std::io::stdout().lock();
+            for seed in seeds {
+                if json {
+                    let line = serde_json::to_string(&seed).context("encoding JSON")?;
+                    writeln!(out, "{line}").context("writing")?;
+                } else {
+                    let stands = match (seed.in_index, seed.state.as_str()) {
+                        (true, _) => "indexed".to_string(),
+                        (false, "new") => "waiting for a crawl".to_string(),
+                        (false, state) => state.to_string(),
+                    };
+                    writeln!(
+                        out,
+                        "{}  {}  (from {}, {})",
+                        seed.url,
+                        stands,
+                        seed.source,
+                        when(Some(&seed.added_at.to_string()))
+                    )
+                    .context("writing")?;
+                }
+            }
+            Ok(())
+        }
+    }
 }
 
 /// Draws a progress line until the crawl drops its end of the channel.

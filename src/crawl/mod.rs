@@ -12,6 +12,7 @@
 //! changed get their documents rewritten from what is stored, without a request.
 
 pub mod indexing;
+pub mod lock;
 pub mod policy;
 mod record;
 pub mod scheduler;
@@ -80,6 +81,10 @@ const UNREACHABLE_CHUNK: usize = 512;
 /// Anchor updates read from the frontier at a time.
 const ANCHOR_CHUNK: usize = 500;
 
+/// How long a run stopped by `--max-duration` still rewrites documents with new anchors; the
+/// rest is done by the next run.
+const REFRESH_AFTER_TIME: Duration = Duration::from_secs(60);
+
 /// Everything a crawl needs, decided once from the command line.
 #[derive(Debug, Clone)]
 pub struct CrawlConfig {
@@ -114,6 +119,15 @@ pub struct CrawlConfig {
     pub progress_every: Duration,
     /// When pages visited in this run are visited again.
     pub revisit: RevisitPolicy,
+    /// End the run after this long (`--max-duration`): stop dispatching, let requests in
+    /// flight finish within `drain`, commit, and report `ended: "time"`.
+    pub max_duration: Option<Duration>,
+    /// How long requests in flight may finish once a run is told to stop (time or signal);
+    /// what is still unfinished then is dropped and fetched by a later run.
+    pub drain: Duration,
+    /// Which capsules this run may fetch (`--allow-host`, `--deny-host`); URLs of others are
+    /// recorded but not fetched.
+    pub scope: policy::Scope,
 }
 
 impl CrawlConfig {
@@ -143,6 +157,9 @@ impl CrawlConfig {
             },
             progress_every: Duration::from_secs(5),
             revisit: RevisitPolicy::default(),
+            max_duration: None,
+            drain: Duration::from_secs(5),
+            scope: policy::Scope::default(),
         }
     }
 }
@@ -168,6 +185,8 @@ pub enum CrawlError {
     DataDir(PathBuf, std::io::Error),
     #[error("the indexing thread stopped: {0}")]
     IndexerStopped(String),
+    #[error(transparent)]
+    Lock(#[from] lock::LockError),
 }
 
 /// Why a crawl ended (`ended` in the JSON summary).
@@ -178,6 +197,8 @@ pub enum StopReason {
     #[default]
     Done,
     MaxPages,
+    /// `--max-duration` was reached.
+    Time,
     /// Ctrl-C, SIGTERM or the caller's shutdown future.
     Signal,
 }
@@ -187,6 +208,7 @@ impl StopReason {
         match self {
             StopReason::Done => "nothing left that is due",
             StopReason::MaxPages => "--max-pages reached",
+            StopReason::Time => "--max-duration reached",
             StopReason::Signal => "interrupted",
         }
     }
@@ -226,6 +248,10 @@ pub struct CrawlSummary {
     pub capsules_unreachable: u64,
     /// Capsules that presented a certificate other than the one pinned.
     pub certificates_changed: u64,
+    /// Capsules this run tried to reach, and those that gave any answer at all: a run where
+    /// none answered (network or DNS down) is a failure for cron.
+    pub capsules_tried: u64,
+    pub capsules_answered: u64,
     /// The most crawler sockets open at once, and the budget they had.
     pub peak_sockets: usize,
     pub socket_budget: usize,
@@ -311,7 +337,8 @@ pub async fn run_observed(
     let started = Instant::now();
     std::fs::create_dir_all(&config.data_dir)
         .map_err(|e| CrawlError::DataDir(config.data_dir.clone(), e))?;
-    // The writer lock comes first: it is what keeps two crawls off one data directory.
+    // The lock comes first: it keeps two crawls off one data directory, and says who holds it.
+    let _lock = lock::DataDirLock::acquire(&config.data_dir)?;
     let indexer = Indexer::open_or_create(&index_path(&config.data_dir))?;
     let db = database_path(&config.data_dir);
     let mut frontier = Frontier::open(&db)?;
@@ -354,14 +381,22 @@ pub async fn run_observed(
         },
         run_started,
         effects: Effects::default(),
+        tried: HashSet::new(),
+        answered: HashSet::new(),
         config,
     };
     let mut outcome = crawl.run_loop(&mut frontier, shutdown).await;
     // Pages whose inbound labels changed get their documents rewritten, unless the run was
-    // interrupted (the next run does it then: the updates stay recorded until committed).
+    // interrupted (the next run does it then: the updates stay recorded until committed); a run
+    // out of time gives it a minute at most.
     let mut refreshed = Vec::new();
-    if outcome.is_ok() && crawl.summary.ended != StopReason::Signal {
-        match crawl.refresh_anchors(&frontier).await {
+    let refresh_until = match crawl.summary.ended {
+        StopReason::Signal => None,
+        StopReason::Time => Some(Some(Instant::now() + REFRESH_AFTER_TIME)),
+        StopReason::Done | StopReason::MaxPages => Some(None),
+    };
+    if let (Ok(()), Some(deadline)) = (&outcome, refresh_until) {
+        match crawl.refresh_anchors(&frontier, deadline).await {
             Ok(ids) => refreshed = ids,
             Err(e) => outcome = Err(e),
         }
@@ -381,7 +416,12 @@ pub async fn run_observed(
     frontier.clear_anchor_updates(&refreshed)?;
     frontier.end_run()?;
     frontier.set_meta("last_crawl_finished", &unix_now().to_string())?;
-    update_authority(frontier, index_path(&crawl.config.data_dir)).await;
+    // A stop by signal must end within systemd's 10 s: authority waits for the next run.
+    if crawl.summary.ended != StopReason::Signal {
+        update_authority(frontier, index_path(&crawl.config.data_dir)).await;
+    }
+    crawl.summary.capsules_tried = crawl.tried.len() as u64;
+    crawl.summary.capsules_answered = crawl.answered.len() as u64;
     crawl.summary.anchors_refreshed = indexed.refreshed;
     crawl.summary.peak_sockets = crawl.fetcher.sockets().high_water();
     crawl.summary.elapsed_secs = started.elapsed().as_secs_f64();
@@ -445,6 +485,9 @@ struct Crawl {
     run_started: i64,
     /// What recorded results ask the loop to do once their transaction is committed.
     effects: Effects,
+    /// Capsules this run tried to reach, and those that answered anything.
+    tried: HashSet<i64>,
+    answered: HashSet<i64>,
 }
 
 /// Follow-ups of recorded results, done after their transaction commits.
@@ -482,20 +525,34 @@ impl Crawl {
         let mut next_snapshot = Instant::now();
         let mut retry_at: Option<Instant> = None;
         let max_capsules = (self.config.concurrency * CAPSULES_PER_SLOT).max(16);
+        let far = Instant::now() + Duration::from_secs(365 * 24 * 3600);
+        let deadline = self.config.max_duration.map_or(far, |d| Instant::now() + d);
+        // Once told to stop: requests in flight may finish until then.
+        let mut drain_until: Option<Instant> = None;
 
         loop {
             if dispatching {
                 frontier_has_more |= self.follow_up(frontier)?;
                 if frontier_has_more && self.scheduler.leased() < max_capsules {
                     let want = (max_capsules - self.scheduler.leased()).min(CAPSULES_PER_CLAIM);
-                    let claimed = self
-                        .timed_claim(|f, now| f.claim_capsules(want, PER_CAPSULE, now), frontier)?;
-                    let capsules: HashSet<i64> = claimed.iter().map(|u| u.host_id).collect();
-                    frontier_has_more = capsules.len() >= want;
+                    let scope = self.config.scope.clone();
+                    let permits = |capsule: &str| scope.permits(capsule);
+                    let mut examined = 0;
+                    let claimed = self.timed_claim(
+                        |f, now| {
+                            let (urls, seen) =
+                                f.claim_capsules(want, PER_CAPSULE, now, &permits)?;
+                            examined = seen;
+                            Ok(urls)
+                        },
+                        frontier,
+                    )?;
+                    frontier_has_more = examined >= want;
                     self.take_claimed(frontier, claimed, false)?;
                 }
                 for (host_id, host) in self.scheduler.unresolved() {
                     if resolving.insert(host_id) {
+                        self.tried.insert(host_id);
                         lookups.spawn(lookup(
                             host_id,
                             host.to_string(),
@@ -521,6 +578,7 @@ impl Crawl {
                         host,
                         addr,
                     } => {
+                        self.tried.insert(host_id);
                         let url = format!("gemini://{host}/robots.txt");
                         fetches.spawn(fetch(
                             self.fetcher.clone(),
@@ -543,6 +601,7 @@ impl Crawl {
                             host_id,
                             DoneJob::Page(Box::new(url)),
                         ));
+                        self.tried.insert(host_id);
                         if self
                             .config
                             .max_pages
@@ -597,6 +656,7 @@ impl Crawl {
                     next_progress
                 })
                 .min(retry_at.unwrap_or(now + Duration::from_secs(3600)))
+                .min(drain_until.unwrap_or(far))
                 .max(now);
             tokio::select! {
                 Some(joined) = fetches.join_next(), if !fetches.is_empty() => {
@@ -635,16 +695,30 @@ impl Crawl {
                     }
                 }
                 _ = tokio::time::sleep_until(wake.into()) => {}
+                _ = tokio::time::sleep_until(deadline.into()), if drain_until.is_none() => {
+                    tracing::info!("--max-duration reached: stopping the crawl");
+                    dispatching = false;
+                    self.summary.ended = StopReason::Time;
+                    drain_until = Some(Instant::now() + self.config.drain);
+                }
                 _ = &mut shutdown, if !interrupted => {
                     tracing::info!("interrupted: stopping the crawl");
                     interrupted = true;
                     dispatching = false;
                     self.summary.ended = StopReason::Signal;
-                    // Unfinished requests are dropped; their URLs stay queued and return to the
-                    // frontier as new when the crawl ends.
-                    fetches.abort_all();
-                    lookups.abort_all();
+                    let until = Instant::now() + self.config.drain;
+                    drain_until = Some(drain_until.map_or(until, |d| d.min(until)));
                 }
+            }
+            if drain_until.is_some_and(|at| Instant::now() >= at) && !fetches.is_empty() {
+                // What did not finish in time is dropped; its URLs stay claimed and return to
+                // the frontier when the run ends, for a later run.
+                tracing::info!(
+                    unfinished = fetches.len(),
+                    "requests still in flight dropped"
+                );
+                fetches.abort_all();
+                lookups.abort_all();
             }
             if retry_at.is_some_and(|at| Instant::now() >= at) {
                 retry_at = None;
@@ -793,7 +867,11 @@ impl Crawl {
     /// index and the frontier store: no request. Waits for the indexing thread to commit first,
     /// so every page visited in this run is settled in the frontier and readable in the index.
     /// Returns the anchor updates handled, to forget once the thread has committed them.
-    async fn refresh_anchors(&mut self, frontier: &Frontier) -> Result<Vec<i64>, CrawlError> {
+    async fn refresh_anchors(
+        &mut self,
+        frontier: &Frontier,
+        deadline: Option<Instant>,
+    ) -> Result<Vec<i64>, CrawlError> {
         let (ack_tx, ack_rx) = std::sync::mpsc::sync_channel(1);
         self.send_to_index(IndexMsg::Flush(ack_tx))?;
         tokio::task::spawn_blocking(move || ack_rx.recv())
@@ -803,7 +881,7 @@ impl Crawl {
         let mut handled = Vec::new();
         let mut pages = HashSet::new();
         let mut after = 0;
-        loop {
+        while !deadline.is_some_and(|d| Instant::now() >= d) {
             let updates = frontier.anchor_updates(after, ANCHOR_CHUNK)?;
             let Some(last) = updates.last() else { break };
             after = last.dirty_id;

@@ -62,6 +62,114 @@ impl Exclusions {
     }
 }
 
+/// Which capsules a run may fetch: with no `--allow-host` pattern every capsule, else only those
+/// an allow pattern matches; a `--deny-host` pattern always wins. A pattern is a host name
+/// (`example.org`) or a wildcard for its subdomains (`*.example.org`, which does not match
+/// `example.org` itself); case and a trailing dot do not matter, ports are ignored.
+#[derive(Debug, Clone, Default)]
+pub struct Scope {
+    allow: Vec<HostPattern>,
+    deny: Vec<HostPattern>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum HostPattern {
+    Exact(String),
+    /// `.example.org`: any host ending so.
+    Subdomains(String),
+}
+
+impl HostPattern {
+    fn parse(text: &str) -> Result<HostPattern, String> {
+        let t = text.trim().trim_end_matches('.').to_ascii_lowercase();
+        let (wild, name) = match t.strip_prefix("*.") {
+            Some(rest) => (true, rest.to_string()),
+            None => (false, t.clone()),
+        };
+        let valid = !name.is_empty()
+            && name.len() <= 253
+            && name.split('.').all(|label| {
+                !label.is_empty()
+                    && label.len() <= 63
+                    && label
+                        .bytes()
+                        .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+            });
+        if !valid {
+            return Err(format!(
+                "{text:?} is not a host name or *.host.name pattern"
+            ));
+        }
+        Ok(if wild {
+            HostPattern::Subdomains(format!(".{name}"))
+        } else {
+            HostPattern::Exact(name)
+        })
+    }
+
+    fn matches(&self, host: &str) -> bool {
+        match self {
+            HostPattern::Exact(name) => host == name,
+            HostPattern::Subdomains(suffix) => host.ends_with(suffix.as_str()),
+        }
+    }
+}
+
+impl Scope {
+    /// Adds an `--allow-host` pattern.
+    pub fn allow(&mut self, pattern: &str) -> Result<(), String> {
+        self.allow.push(HostPattern::parse(pattern)?);
+        Ok(())
+    }
+
+    /// Adds a `--deny-host` pattern.
+    pub fn deny(&mut self, pattern: &str) -> Result<(), String> {
+        self.deny.push(HostPattern::parse(pattern)?);
+        Ok(())
+    }
+
+    /// Adds the allow patterns of a list (`--allow-hosts-file`): one per line, blank lines and
+    /// `#` comments ignored. Errors name the line.
+    pub fn allow_list(&mut self, text: &str) -> Result<usize, String> {
+        let mut added = 0;
+        for (n, line) in text.lines().enumerate() {
+            let line = line.trim();
+            if line.is_empty() || line.starts_with('#') {
+                continue;
+            }
+            self.allow(line)
+                .map_err(|e| format!("line {}: {e}", n + 1))?;
+            added += 1;
+        }
+        Ok(added)
+    }
+
+    /// Whether every capsule may be fetched.
+    pub fn is_everything(&self) -> bool {
+        self.allow.is_empty() && self.deny.is_empty()
+    }
+
+    /// Whether a capsule (`host` or `host:port`) may be fetched in this run.
+    pub fn permits(&self, capsule: &str) -> bool {
+        // The port goes; an IPv6 literal keeps the colons inside its brackets.
+        let host = match capsule.rsplit_once(':') {
+            Some((host, port))
+                if !port.is_empty()
+                    && port.bytes().all(|b| b.is_ascii_digit())
+                    && (!capsule.starts_with('[') || host.ends_with(']')) =>
+            {
+                host
+            }
+            _ => capsule,
+        };
+        let host = host.trim_end_matches('.').to_ascii_lowercase();
+        if self.deny.iter().any(|p| p.matches(&host)) {
+            return false;
+        }
+        self.allow.is_empty() || self.allow.iter().any(|p| p.matches(&host))
+    }
+}
+
 /// The rules a crawl applies to every URL it discovers.
 #[derive(Debug, Clone)]
 pub struct UrlPolicy {
@@ -137,6 +245,62 @@ mod tests {
             let url = Url::parse(url).unwrap();
             assert_eq!(p.verdict(&url, depth), want, "{url} at depth {depth}");
         }
+    }
+
+    #[test]
+    fn scope_allows_and_denies_capsules() {
+        let everything = Scope::default();
+        assert!(everything.is_everything());
+        assert!(everything.permits("any.test"));
+
+        let mut scope = Scope::default();
+        scope.allow("*.Example.org.").unwrap();
+        scope.allow("solo.test").unwrap();
+        scope.deny("bad.example.org").unwrap();
+        let cases = [
+            ("a.example.org", true),
+            ("deep.a.example.org", true),
+            ("A.EXAMPLE.ORG.", true),
+            ("a.example.org:1966", true),
+            ("example.org", false),
+            ("notexample.org", false),
+            ("bad.example.org", false),
+            ("x.bad.example.org", true),
+            ("solo.test", true),
+            ("solo.test:1965", true),
+            ("other.test", false),
+            ("[::1]:1966", false),
+        ];
+        for (capsule, want) in cases {
+            assert_eq!(scope.permits(capsule), want, "{capsule}");
+        }
+        let mut deny_only = Scope::default();
+        deny_only.deny("*.spam.test").unwrap();
+        assert!(deny_only.permits("ham.test"));
+        assert!(!deny_only.permits("x.spam.test"));
+        for bad in [
+            "",
+            "*.",
+            "a..b",
+            "*",
+            "a b.test",
+            "https://x.test/",
+            "*.*.x",
+        ] {
+            assert!(Scope::default().allow(bad).is_err(), "{bad:?}");
+        }
+        let mut listed = Scope::default();
+        assert_eq!(
+            listed
+                .allow_list("# mine\none.test\n\n*.two.test\n")
+                .unwrap(),
+            2
+        );
+        assert!(listed.permits("x.two.test"));
+        assert!(listed
+            .allow_list("ok.test\nnot ok\n")
+            .unwrap_err()
+            .contains("line 2"));
     }
 
     #[test]

@@ -57,6 +57,9 @@ impl Crawl {
     ) -> Result<(), CrawlError> {
         self.scheduler
             .finished(done.ip, done.host_id, done.began, done.took);
+        if done.result.is_ok() {
+            self.answered.insert(done.host_id);
+        }
         match done.job {
             DoneJob::Robots { host_id } => {
                 self.record_robots(batch, host_id, done.ip, done.fetched_at, done.result)

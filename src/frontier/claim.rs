@@ -2,7 +2,8 @@
 //! claimed a few at a time in priority order (hubs, then new URLs and revisits taking turns).
 //!
 //! Three claim marks (`urls.claimed`): 0 free, 1 claimed (in the crawl's memory), 2 visited in
-//! this run. Only free URLs are in the `urls_due` index, so a URL visited in a run is never
+//! this run. Capsules are marked too (`hosts.claimed`): 1 leased, 2 passed over in this run
+//! (out of its `--allow-host` scope). Only free URLs are in the `urls_due` index, so a URL visited in a run is never
 //! claimed again in it, and every query here is a range scan of that index or of `hosts_due`:
 //! the cost of a claim does not depend on how many URLs are known. `hosts.next_due` is kept
 //! early, never late: it is lowered whenever a free URL of the capsule comes due sooner, and
@@ -66,28 +67,39 @@ pub(super) const HOST_NEXT_DUE: &str = "SELECT MIN(d) FROM (
 impl Frontier {
     /// Leases up to `capsules` capsules that have work due at `now` (earliest due first,
     /// skipping those in back-off) and claims up to `per_capsule` URLs of each. A capsule that
-    /// turns out to have nothing claimable is let go at once. The URLs come grouped by capsule.
+    /// turns out to have nothing claimable is let go at once; one that `permits` refuses (out of
+    /// this run's scope) is passed over until the run ends. The URLs come grouped by capsule,
+    /// with the number of capsules looked at: fewer than asked means no more are due.
     pub fn claim_capsules(
         &mut self,
         capsules: usize,
         per_capsule: usize,
         now: i64,
-    ) -> Result<Vec<QueuedUrl>> {
+        permits: &dyn Fn(&str) -> bool,
+    ) -> Result<(Vec<QueuedUrl>, usize)> {
         let tx = self
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let hosts: Vec<i64> = {
+        let hosts: Vec<(i64, String)> = {
             let mut stmt = tx.prepare_cached(
-                "SELECT id FROM hosts
+                "SELECT id, name FROM hosts
                  WHERE claimed = 0 AND next_due IS NOT NULL AND next_due <= ?1
                    AND (backoff_until IS NULL OR backoff_until <= ?1)
                  ORDER BY next_due, id LIMIT ?2",
             )?;
-            let rows = stmt.query_map(params![now, capsules as i64], |r| r.get(0))?;
+            let rows = stmt.query_map(params![now, capsules as i64], |r| {
+                Ok((r.get(0)?, r.get(1)?))
+            })?;
             rows.collect::<std::result::Result<_, _>>()?
         };
+        let examined = hosts.len();
         let mut claimed = Vec::new();
-        for host_id in hosts {
+        for (host_id, name) in hosts {
+            if !permits(&name) {
+                tx.prepare_cached("UPDATE hosts SET claimed = 2 WHERE id = ?1")?
+                    .execute([host_id])?;
+                continue;
+            }
             let urls = claim_from(&tx, host_id, per_capsule, now)?;
             if urls.is_empty() {
                 // `next_due` was early: set it right and move on.
@@ -99,7 +111,7 @@ impl Frontier {
             }
         }
         tx.commit()?;
-        Ok(claimed)
+        Ok((claimed, examined))
     }
 
     /// Claims up to `n` more due URLs of a capsule this crawl leases.

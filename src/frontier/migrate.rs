@@ -4,7 +4,8 @@
 //! Read-only commands never migrate: they say what to run instead.
 //!
 //! Versions: 1 (no `user_version`, the first release: one-shot crawling) and 2 (the revisit
-//! schedule, index membership apart from the crawl state, leases, anchor updates).
+//! schedule, index membership apart from the crawl state, leases, anchor updates, seeds people
+//! suggested).
 
 use rusqlite::{params, Connection, TransactionBehavior};
 
@@ -132,7 +133,9 @@ fn v1_to_v2(tx: &rusqlite::Transaction<'_>) -> Result<()> {
          CREATE INDEX urls_redirected ON urls(redirect_to) WHERE redirect_to IS NOT NULL;
          CREATE INDEX links_by_target ON links(target, label);
          CREATE INDEX hosts_due ON hosts(next_due) WHERE claimed = 0 AND next_due IS NOT NULL;
-         CREATE TABLE anchor_updates (url_id INTEGER PRIMARY KEY REFERENCES urls(id));",
+         CREATE TABLE anchor_updates (url_id INTEGER PRIMARY KEY REFERENCES urls(id));
+         CREATE TABLE seeds (url TEXT PRIMARY KEY, added_at INTEGER NOT NULL,
+                             source TEXT NOT NULL) WITHOUT ROWID;",
     )?;
     // Priorities need the URL parsed: one pass in Rust.
     let rows: Vec<(i64, String, bool)> = {

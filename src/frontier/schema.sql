@@ -84,6 +84,14 @@ CREATE TABLE links (
 ) WITHOUT ROWID;
 CREATE INDEX links_by_target ON links(target, label);
 
+-- Seeds people suggested (`geode seed add`, the frontend's /add-seed): their URLs are in `urls`,
+-- due at once; this table remembers who asked and when.
+CREATE TABLE seeds (
+    url      TEXT PRIMARY KEY,
+    added_at INTEGER NOT NULL,
+    source   TEXT NOT NULL          -- 'cli' or 'serve'
+) WITHOUT ROWID;
+
 -- Pages whose inbound link labels (anchors) changed since their document was written: the
 -- crawl rewrites their documents at its end, from what is stored, without fetching them.
 CREATE TABLE anchor_updates (

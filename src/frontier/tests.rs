@@ -150,8 +150,8 @@ fn capsules_are_leased_whole_and_urls_claimed_hubs_first() {
     b.commit().unwrap();
 
     // Not due before `now` = 100.
-    assert!(f.claim_capsules(10, 2, 99).unwrap().is_empty());
-    let claimed = f.claim_capsules(10, 2, 100).unwrap();
+    assert!(f.claim_capsules(10, 2, 99, &|_| true).unwrap().0.is_empty());
+    let claimed = f.claim_capsules(10, 2, 100, &|_| true).unwrap().0;
     assert_eq!(
         urls(&claimed),
         [
@@ -161,7 +161,11 @@ fn capsules_are_leased_whole_and_urls_claimed_hubs_first() {
         ]
     );
     // Leased capsules are not handed out again, but their remaining URLs can be claimed.
-    assert!(f.claim_capsules(10, 2, 100).unwrap().is_empty());
+    assert!(f
+        .claim_capsules(10, 2, 100, &|_| true)
+        .unwrap()
+        .0
+        .is_empty());
     let a = claimed[0].host_id;
     assert_eq!(
         urls(&f.claim_more(a, 5, 100).unwrap()),
@@ -170,9 +174,13 @@ fn capsules_are_leased_whole_and_urls_claimed_hubs_first() {
     assert!(f.claim_more(a, 5, 100).unwrap().is_empty());
     // Let go with nothing visited: claimed URLs stay claimed until the run ends.
     f.release_capsule(a).unwrap();
-    assert!(f.claim_capsules(10, 5, 100).unwrap().is_empty());
+    assert!(f
+        .claim_capsules(10, 5, 100, &|_| true)
+        .unwrap()
+        .0
+        .is_empty());
     f.end_run().unwrap();
-    assert_eq!(f.claim_capsules(10, 5, 100).unwrap().len(), 4);
+    assert_eq!(f.claim_capsules(10, 5, 100, &|_| true).unwrap().0.len(), 4);
 }
 
 #[test]
@@ -186,7 +194,7 @@ fn new_urls_and_revisits_take_turns() {
     }
     b.commit().unwrap();
     // Visit the old ones once; they come due again at 1000 + a day.
-    let claimed = f.claim_capsules(1, 10, 0).unwrap();
+    let claimed = f.claim_capsules(1, 10, 0, &|_| true).unwrap().0;
     assert_eq!(claimed.len(), 4);
     let mut b = f.batch(0).unwrap();
     for &id in &old {
@@ -200,7 +208,7 @@ fn new_urls_and_revisits_take_turns() {
     }
     b.commit().unwrap();
     let later = 1000 + 86400;
-    let claimed = f.claim_capsules(1, 6, later).unwrap();
+    let claimed = f.claim_capsules(1, 6, later, &|_| true).unwrap().0;
     assert_eq!(
         urls(&claimed),
         [
@@ -220,7 +228,7 @@ fn a_url_visited_in_a_run_is_not_claimed_again_in_it() {
     let mut b = f.batch(0).unwrap();
     let id = id_of(&mut b, "gemini://a.test/page");
     b.commit().unwrap();
-    let claimed = f.claim_capsules(1, 5, 0).unwrap();
+    let claimed = f.claim_capsules(1, 5, 0, &|_| true).unwrap().0;
     assert_eq!(claimed.len(), 1);
     assert!(!claimed[0].prior.visited);
     // Visited, due again at once: not in this run.
@@ -255,10 +263,10 @@ fn a_url_visited_in_a_run_is_not_claimed_again_in_it() {
         None,
         "nothing to wait for in this run"
     );
-    assert!(f.claim_capsules(1, 5, 10).unwrap().is_empty());
+    assert!(f.claim_capsules(1, 5, 10, &|_| true).unwrap().0.is_empty());
     // The next run takes it.
     f.end_run().unwrap();
-    let again = f.claim_capsules(1, 5, 10).unwrap();
+    let again = f.claim_capsules(1, 5, 10, &|_| true).unwrap().0;
     assert_eq!(urls(&again), ["gemini://a.test/page"]);
     assert!(again[0].prior.visited);
     assert_eq!(again[0].prior.revisit_secs, Some(1));
@@ -270,7 +278,7 @@ fn retries_come_back_in_the_same_run_and_wake_the_crawl() {
     let mut b = f.batch(0).unwrap();
     let id = id_of(&mut b, "gemini://a.test/flaky");
     b.commit().unwrap();
-    let host = f.claim_capsules(1, 5, 0).unwrap()[0].host_id;
+    let host = f.claim_capsules(1, 5, 0, &|_| true).unwrap().0[0].host_id;
     let mut b = f.batch(0).unwrap();
     let result = FetchResult {
         status: Some(40),
@@ -281,8 +289,8 @@ fn retries_come_back_in_the_same_run_and_wake_the_crawl() {
     b.commit().unwrap();
     f.release_capsule(host).unwrap();
     assert_eq!(f.next_wakeup(0).unwrap(), Some(60));
-    assert!(f.claim_capsules(1, 5, 59).unwrap().is_empty());
-    let again = f.claim_capsules(1, 5, 60).unwrap();
+    assert!(f.claim_capsules(1, 5, 59, &|_| true).unwrap().0.is_empty());
+    let again = f.claim_capsules(1, 5, 60, &|_| true).unwrap().0;
     assert_eq!(again.len(), 1);
     assert_eq!(again[0].prior.attempts, 1);
     assert_eq!(again[0].prior.state, Some(UrlState::New));
@@ -296,9 +304,9 @@ fn capsules_in_back_off_wait() {
     let host = b.host_id("a.test").unwrap();
     b.set_backoff(host, 500).unwrap();
     b.commit().unwrap();
-    assert!(f.claim_capsules(1, 5, 0).unwrap().is_empty());
+    assert!(f.claim_capsules(1, 5, 0, &|_| true).unwrap().0.is_empty());
     assert_eq!(f.next_wakeup(0).unwrap(), Some(500));
-    assert_eq!(f.claim_capsules(1, 5, 500).unwrap().len(), 1);
+    assert_eq!(f.claim_capsules(1, 5, 500, &|_| true).unwrap().0.len(), 1);
 }
 
 #[test]
@@ -421,7 +429,7 @@ fn index_operations_apply_only_when_committed() {
     // its hash is forgotten so the visit indexes it whatever it finds.
     let (confirmed, redone) = f.recover(1, 7777).unwrap();
     assert_eq!((confirmed, redone), (0, 1));
-    let again = f.claim_capsules(1, 5, 7777).unwrap();
+    let again = f.claim_capsules(1, 5, 7777, &|_| true).unwrap().0;
     assert_eq!(urls(&again), ["gemini://a.test/c"]);
     assert_eq!(again[0].prior.state, Some(UrlState::New));
     assert_eq!(again[0].prior.content_hash, None);
@@ -592,4 +600,64 @@ fn claims_use_the_indexes() {
 
 fn claim_next_due_sql() -> &'static str {
     super::claim::HOST_NEXT_DUE
+}
+
+#[test]
+fn capsules_out_of_scope_are_passed_over_until_the_run_ends() {
+    let (_d, mut f) = open();
+    let mut b = f.batch(0).unwrap();
+    id_of(&mut b, "gemini://in.test/");
+    id_of(&mut b, "gemini://out.test/");
+    b.commit().unwrap();
+    let only_in = |capsule: &str| capsule == "in.test";
+    let (claimed, examined) = f.claim_capsules(10, 5, 0, &only_in).unwrap();
+    assert_eq!(urls(&claimed), ["gemini://in.test/"]);
+    assert_eq!(examined, 2);
+    // Not examined again in this run, and not lost for the next one.
+    assert_eq!(f.claim_capsules(10, 5, 0, &only_in).unwrap().1, 0);
+    f.end_run().unwrap();
+    let (claimed, _) = f.claim_capsules(10, 5, 0, &|_| true).unwrap();
+    assert_eq!(claimed.len(), 2);
+}
+
+#[test]
+fn seeds_people_suggest_are_due_at_once_and_listed() {
+    let (_d, mut f) = open();
+    assert_eq!(
+        f.suggest_seed("gemini://new.test/", "new.test", "cli", 10)
+            .unwrap(),
+        Suggested::New
+    );
+    assert_eq!(
+        f.suggest_seed("gemini://new.test/", "new.test", "serve", 20)
+            .unwrap(),
+        Suggested::AlreadySuggested
+    );
+    // A known page that is not due is made due.
+    let mut b = f.batch(0).unwrap();
+    let known = id_of(&mut b, "gemini://known.test/");
+    visit(&mut b, known, UrlState::Indexed, 20);
+    b.commit().unwrap();
+    f.end_run().unwrap();
+    assert!(f
+        .claim_capsules(10, 5, 30, &|c| c == "known.test")
+        .unwrap()
+        .0
+        .is_empty());
+    f.end_run().unwrap();
+    assert_eq!(
+        f.suggest_seed("gemini://known.test/", "known.test", "serve", 30)
+            .unwrap(),
+        Suggested::Known
+    );
+    let (claimed, _) = f.claim_capsules(10, 5, 30, &|_| true).unwrap();
+    assert_eq!(
+        urls(&claimed),
+        ["gemini://new.test/", "gemini://known.test/"]
+    );
+    let listed = f.suggested_seeds().unwrap();
+    assert_eq!(listed.len(), 2);
+    assert_eq!(listed[0].url, "gemini://known.test/");
+    assert_eq!(listed[0].source, "serve");
+    assert_eq!(listed[1].state, "new");
 }

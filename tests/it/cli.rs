@@ -311,7 +311,7 @@ fn usage_errors_exit_2_and_runtime_errors_exit_1() {
 fn help_explains_every_command() {
     let out = geode(&["--help"]);
     let text = stdout(&out);
-    for cmd in ["crawl", "search", "stats", "backlinks"] {
+    for cmd in ["crawl", "search", "stats", "backlinks", "seed", "serve"] {
         assert!(text.contains(cmd), "{text}");
     }
     let out = geode(&["crawl", "--help"]);

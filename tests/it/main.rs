@@ -4,6 +4,7 @@
 
 mod cli;
 mod crawl;
+mod cron;
 mod hostile;
 mod polite;
 mod recrawl;
