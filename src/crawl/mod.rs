@@ -292,6 +292,8 @@ struct ExtractedPage {
     size: u64,
     /// SHA-256 of the body; `None` when only the header was read.
     hash: Option<String>,
+    /// The body compressed for the archive, when it was read.
+    zstd: Option<Vec<u8>>,
 }
 
 /// Seconds since the Unix epoch, the clock of the frontier and the revisit schedule.
@@ -1037,11 +1039,14 @@ async fn fetch(
     }
 }
 
-/// The CPU part of a fetch: text, links and title, and the body's hash for duplicate detection.
+/// The CPU part of a fetch: text, links and title, the body's hash for duplicate detection, and
+/// the body compressed for the archive.
 fn extract(url: &Url, meta: &str, body: &[u8]) -> ExtractedPage {
+    let read = crate::fetch::wants_body(meta);
     ExtractedPage {
         extracted: content::extract(url, meta, body),
         size: body.len() as u64,
-        hash: crate::fetch::wants_body(meta).then(|| crate::fetch::gemini::fingerprint_hex(body)),
+        hash: read.then(|| crate::fetch::gemini::fingerprint_hex(body)),
+        zstd: read.then(|| crate::frontier::archive::compress(body)),
     }
 }

@@ -22,7 +22,8 @@ use super::{
 use crate::content::Extracted;
 use crate::fetch::{FetchError, Outcome};
 use crate::frontier::{
-    Batch, FetchResult, Frontier, IndexOp, LinkOut, Pin, QueuedUrl, UrlState, VisitRecord,
+    ArchiveRecord, ArchivedBody, Batch, FetchResult, Frontier, IndexOp, LinkOut, Pin, QueuedUrl,
+    UrlState, VisitRecord,
 };
 use crate::index::PageDoc;
 use crate::revisit::{Change, Memory, Priority, Visit};
@@ -294,6 +295,31 @@ impl Crawl {
             fetched_at: now,
             ..FetchResult::default()
         };
+        // The archive keeps the latest response, whatever it says; slow-downs say nothing
+        // about the page and are not kept.
+        let archived = match &response.outcome {
+            Outcome::TemporaryFailure { code: 44, .. } => None,
+            outcome => Some((response.status, outcome_meta(outcome).to_string())),
+        };
+        let body = fetched.page.as_ref().and_then(|p| {
+            Some(ArchivedBody {
+                hash: p.hash.as_deref()?,
+                size: p.size,
+                zstd: p.zstd.as_deref()?,
+            })
+        });
+        if let Some((status, meta)) = &archived {
+            batch.archive(
+                url.id,
+                &ArchiveRecord {
+                    status: *status,
+                    meta,
+                    fetched_at: now,
+                    cert_sha256: response.cert_fingerprint.as_deref(),
+                    body,
+                },
+            )?;
+        }
         if !matches!(response.outcome, Outcome::TemporaryFailure { code: 44, .. }) {
             self.scheduler.answered(ip);
         }
@@ -475,10 +501,12 @@ impl Crawl {
             mut extracted,
             size,
             hash,
+            ..
         } = page;
         result.mime = Some(extracted.mime.clone());
         result.size = Some(size);
         result.content_hash = hash.clone();
+        result.content_meta = Some(result.meta.clone());
         let feed = extracted.feed;
         let (doc_id, doc_url, doc_host, doc_in_index) = match &url.canonical {
             Some(c) => (c.id, c.url.clone(), c.host.clone(), c.in_index),
@@ -732,6 +760,18 @@ impl Crawl {
                 Ok(())
             }
         }
+    }
+}
+
+/// The meta line of an answer, as the server sent it.
+fn outcome_meta(outcome: &Outcome) -> &str {
+    match outcome {
+        Outcome::Input { prompt, .. } => prompt,
+        Outcome::Success { meta, .. } => meta,
+        Outcome::Redirect { target, .. } => target,
+        Outcome::TemporaryFailure { message, .. }
+        | Outcome::PermanentFailure { message, .. }
+        | Outcome::CertificateRequired { message, .. } => message,
     }
 }
 

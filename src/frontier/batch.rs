@@ -56,7 +56,7 @@ pub struct LinkReport {
 
 /// One write transaction. Dropping it without [`Batch::commit`] rolls everything back.
 pub struct Batch<'a> {
-    tx: rusqlite::Transaction<'a>,
+    pub(super) tx: rusqlite::Transaction<'a>,
     host_ids: &'a mut HashMap<String, i64>,
     /// Hosts this transaction created: cached only once it commits, since a rollback undoes them.
     new_hosts: Vec<(String, i64)>,
@@ -360,11 +360,13 @@ impl<'a> Batch<'a> {
     /// content seen: a page that fails stays searchable with what it had.
     pub fn record_visit(&mut self, id: i64, visit: &VisitRecord<'_>) -> Result<()> {
         let r = visit.result;
+        let replaced = self.replaced_content(id, r.content_hash.as_deref())?;
         self.tx
             .prepare_cached(
                 "UPDATE urls SET state = ?2, status = ?3, meta = ?4, error = ?5,
                         mime = COALESCE(?6, mime), size = COALESCE(?7, size),
-                        content_hash = COALESCE(?8, content_hash), fetched_at = ?9,
+                        content_hash = COALESCE(?8, content_hash),
+                        content_meta = COALESCE(?18, content_meta), fetched_at = ?9,
                         due_at = ?10, revisit_secs = ?11, first_failed_at = ?12, prio = ?13,
                         feed = ?14, changes = changes + ?15,
                         changed_at = CASE WHEN ?15 THEN ?9 ELSE changed_at END,
@@ -390,25 +392,46 @@ impl<'a> Batch<'a> {
                 visit.changed,
                 visit.index_op.map(IndexOp::as_str),
                 visit.redirect_to,
+                r.content_meta,
             ])?;
+        if let Some(old) = replaced {
+            self.forget_body_if_unused(&old)?;
+        }
         Ok(())
+    }
+
+    /// The content hash a URL had, when `new` replaces it by another.
+    fn replaced_content(&mut self, id: i64, new: Option<&str>) -> Result<Option<String>> {
+        let Some(new) = new else { return Ok(None) };
+        let old: Option<String> = self
+            .tx
+            .prepare_cached("SELECT content_hash FROM urls WHERE id = ?1")?
+            .query_row([id], |r| r.get(0))
+            .optional()?
+            .flatten();
+        Ok(old.filter(|old| old != new))
     }
 
     /// Sends content to the index under `id`, the URL a temporary redirect keeps canonical: its
     /// state and content follow, its schedule stays its own.
     pub fn record_alias_content(&mut self, id: i64, result: &FetchResult) -> Result<()> {
+        let replaced = self.replaced_content(id, result.content_hash.as_deref())?;
         self.tx
             .prepare_cached(
                 "UPDATE urls SET state = 'indexed', mime = ?2, size = ?3, content_hash = ?4,
-                        index_op = 'upsert', first_failed_at = NULL
+                        content_meta = ?5, index_op = 'upsert', first_failed_at = NULL
                  WHERE id = ?1",
             )?
             .execute(params![
                 id,
                 result.mime,
                 result.size.map(|s| s as i64),
-                result.content_hash
+                result.content_hash,
+                result.content_meta
             ])?;
+        if let Some(old) = replaced {
+            self.forget_body_if_unused(&old)?;
+        }
         Ok(())
     }
 

@@ -5,7 +5,8 @@
 //!
 //! Versions: 1 (no `user_version`, the first release: one-shot crawling) and 2 (the revisit
 //! schedule, index membership apart from the crawl state, leases, anchor updates, seeds people
-//! suggested).
+//! suggested, the archive of responses). A database from version 1 has an empty archive: its
+//! pages are archived as the next crawls visit them.
 
 use rusqlite::{params, Connection, TransactionBehavior};
 
@@ -99,6 +100,7 @@ fn v1_to_v2(tx: &rusqlite::Transaction<'_>) -> Result<()> {
          ALTER TABLE urls ADD COLUMN claimed INTEGER NOT NULL DEFAULT 0;
          ALTER TABLE urls ADD COLUMN in_index INTEGER NOT NULL DEFAULT 0;
          ALTER TABLE urls ADD COLUMN index_op TEXT CHECK (index_op IN ('upsert', 'delete'));
+         ALTER TABLE urls ADD COLUMN content_meta TEXT;
 
          -- A removal in flight may still be in the index: recovery will redo it.
          UPDATE urls SET in_index = 1 WHERE state IN ('indexed', 'removing');
@@ -135,7 +137,13 @@ fn v1_to_v2(tx: &rusqlite::Transaction<'_>) -> Result<()> {
          CREATE INDEX hosts_due ON hosts(next_due) WHERE claimed = 0 AND next_due IS NOT NULL;
          CREATE TABLE anchor_updates (url_id INTEGER PRIMARY KEY REFERENCES urls(id));
          CREATE TABLE seeds (url TEXT PRIMARY KEY, added_at INTEGER NOT NULL,
-                             source TEXT NOT NULL) WITHOUT ROWID;",
+                             source TEXT NOT NULL) WITHOUT ROWID;
+         CREATE TABLE bodies (id INTEGER PRIMARY KEY, hash TEXT NOT NULL UNIQUE,
+                              size INTEGER NOT NULL, zstd BLOB NOT NULL);
+         CREATE TABLE responses (url_id INTEGER PRIMARY KEY REFERENCES urls(id),
+                                 status INTEGER NOT NULL, meta TEXT NOT NULL,
+                                 fetched_at INTEGER NOT NULL, cert_sha256 TEXT, body_hash TEXT);
+         CREATE INDEX responses_by_body ON responses(body_hash) WHERE body_hash IS NOT NULL;",
     )?;
     // Priorities need the URL parsed: one pass in Rust.
     let rows: Vec<(i64, String, bool)> = {

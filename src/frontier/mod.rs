@@ -23,6 +23,7 @@
 //! leases and claims are let go at the end of a run, and by [`Frontier::recover`] after a crash.
 //! Every claim is an index range scan: the cost does not grow with the number of URLs known.
 
+pub mod archive;
 mod batch;
 mod claim;
 mod graph;
@@ -35,6 +36,7 @@ use std::time::Duration;
 
 use rusqlite::{params, Connection, OpenFlags, OptionalExtension, TransactionBehavior};
 
+pub use archive::{ArchiveRecord, ArchiveStats, ArchivedBody, ArchivedResponse};
 pub use batch::{Batch, LinkReport, NewUrl, VisitRecord};
 pub use stats::{Backlink, CertificateChange, KnownHost, Schedule, Stats};
 
@@ -52,6 +54,8 @@ pub enum FrontierError {
     Sqlite(#[from] rusqlite::Error),
     #[error("no crawl database at {0} (run `geode crawl` first)")]
     Missing(std::path::PathBuf),
+    #[error("crawl archive: {0}")]
+    Archive(String),
     #[error(
         "the crawl database was written by a newer geode (schema {found}; this geode knows \
          {supported}): upgrade geode"
@@ -178,6 +182,8 @@ pub struct FetchResult {
     pub mime: Option<String>,
     pub size: Option<u64>,
     pub content_hash: Option<String>,
+    /// The whole meta line of a 20 (charset and language included), kept with the content.
+    pub content_meta: Option<String>,
     pub fetched_at: i64,
 }
 

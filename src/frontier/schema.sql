@@ -51,7 +51,8 @@ CREATE TABLE urls (
     error           TEXT,                 -- short error kind (failed, excluded, duplicate)
     mime            TEXT,
     size            INTEGER,
-    content_hash    TEXT,
+    content_hash    TEXT,                 -- SHA-256 of the last content (its body in `bodies`)
+    content_meta    TEXT,                 -- the meta line that came with that content
     fetched_at      INTEGER,              -- last visit
     -- The revisit schedule (crawl/revisit.rs).
     prio            INTEGER NOT NULL DEFAULT 1, -- claim order in its capsule: 0 hub, 1 new, 2 revisit
@@ -83,6 +84,24 @@ CREATE TABLE links (
     PRIMARY KEY (source, target, label)
 ) WITHOUT ROWID;
 CREATE INDEX links_by_target ON links(target, label);
+
+-- The archive (archive.rs): the latest response of every fetched URL, and its body once per
+-- distinct content, zstd-compressed.
+CREATE TABLE bodies (
+    id   INTEGER PRIMARY KEY,
+    hash TEXT NOT NULL UNIQUE,      -- SHA-256 of the body, hex (urls.content_hash)
+    size INTEGER NOT NULL,          -- bytes before compression
+    zstd BLOB NOT NULL
+);
+CREATE TABLE responses (
+    url_id      INTEGER PRIMARY KEY REFERENCES urls(id),
+    status      INTEGER NOT NULL,
+    meta        TEXT NOT NULL,
+    fetched_at  INTEGER NOT NULL,
+    cert_sha256 TEXT,
+    body_hash   TEXT                -- NULL when no body was read
+);
+CREATE INDEX responses_by_body ON responses(body_hash) WHERE body_hash IS NOT NULL;
 
 -- Seeds people suggested (`geode seed add`, the frontend's /add-seed): their URLs are in `urls`,
 -- due at once; this table remembers who asked and when.
