@@ -51,6 +51,17 @@ pub enum Command {
     Backlinks(BacklinksArgs),
     /// Suggest capsules to crawl, or list the suggestions.
     Seed(SeedArgs),
+    /// Rebuild the index from the crawl archive, with no network.
+    ///
+    /// The new index is built beside the live one and swapped in atomically: searches and
+    /// `geode serve` keep working meanwhile. Pages crawled before the archive existed cannot be
+    /// rebuilt; the next crawl fetches them.
+    Reindex(ReindexArgs),
+    /// Show everything geode knows about a URL: state, schedule, response, links in and out,
+    /// and the text that was indexed.
+    Show(ShowArgs),
+    /// Write the archived responses as a WARC 1.1 file (one gzip member per record).
+    Export(ExportArgs),
     /// Answer Gemini clients: search, backlinks and statistics over TLS.
     ///
     /// Prints "listening on ADDR" for each address, then serves until Ctrl-C or SIGTERM. The
@@ -148,6 +159,57 @@ pub struct CrawlArgs {
     /// Never fetch capsules matching this pattern (repeatable); wins over --allow-host.
     #[arg(long = "deny-host", value_name = "PATTERN")]
     pub deny_hosts: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct ReindexArgs {
+    #[command(flatten)]
+    pub data: DataDir,
+    /// Print the summary as one JSON object.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ShowArgs {
+    #[command(flatten)]
+    pub data: DataDir,
+    /// Print exactly the body bytes of the latest response, and nothing else.
+    #[arg(long, conflicts_with = "json")]
+    pub raw: bool,
+    /// Print everything as one JSON object.
+    #[arg(long)]
+    pub json: bool,
+    /// The URL (normalised like every URL geode stores).
+    #[arg(value_name = "URL")]
+    pub url: String,
+}
+
+#[derive(Debug, Args)]
+pub struct ExportArgs {
+    #[command(flatten)]
+    pub data: DataDir,
+    /// The WARC file to write (`-` for standard output).
+    #[arg(long, value_name = "FILE", required = true)]
+    pub warc: PathBuf,
+    /// Only responses fetched at or after this moment: 2024-05-01 or 2024-05-01T12:00:00Z.
+    #[arg(long, value_name = "DATE", value_parser = parse_date)]
+    pub since: Option<i64>,
+}
+
+/// A date or a moment, as unix seconds: `2024-05-01` (midnight UTC) or RFC 3339.
+fn parse_date(s: &str) -> Result<i64, String> {
+    let s = s.trim();
+    let full = if s.len() == 10 {
+        format!("{s}T00:00:00Z")
+    } else {
+        s.to_string()
+    };
+    let at = humantime::parse_rfc3339_weak(&full)
+        .map_err(|e| format!("{e} (write 2024-05-01 or 2024-05-01T12:00:00Z)"))?;
+    at.duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .map_err(|_| "a date before 1970".to_string())
 }
 
 #[derive(Debug, Args)]

@@ -296,6 +296,34 @@ struct ExtractedPage {
     zstd: Option<Vec<u8>>,
 }
 
+pub use record::MAX_ANCHORS;
+
+/// The index document of an archived page: its content extracted again from `meta` and `body`
+/// (`None`: only the header was read), with `anchors`, the labels of links to it. How
+/// `geode reindex` rebuilds what a crawl indexed.
+#[allow(clippy::too_many_arguments)]
+pub fn document(
+    url: &Url,
+    url_text: String,
+    host: String,
+    meta: &str,
+    body: Option<&[u8]>,
+    anchors: String,
+    size: u64,
+    fetched_at: i64,
+) -> crate::index::PageDoc {
+    let extracted = content::extract(url, meta, body.unwrap_or_default());
+    record::page_doc(
+        url_text,
+        host,
+        &extracted,
+        body.is_none(),
+        anchors,
+        size,
+        fetched_at,
+    )
+}
+
 /// Seconds since the Unix epoch, the clock of the frontier and the revisit schedule.
 pub fn unix_now() -> i64 {
     SystemTime::now()

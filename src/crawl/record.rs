@@ -37,7 +37,7 @@ const MAX_CAPSULE_BACKOFF: Duration = Duration::from_secs(24 * 3600);
 
 /// Most distinct inbound link labels indexed with a page: enough to say what others call it,
 /// bounded for pages every capsule links to.
-pub(super) const MAX_ANCHORS: usize = 200;
+pub const MAX_ANCHORS: usize = 200;
 
 /// What a visit found besides its state and schedule.
 #[derive(Debug, Clone, Copy, Default)]
@@ -498,7 +498,7 @@ impl Crawl {
         docs: &mut Vec<IndexMsg>,
     ) -> Result<(), CrawlError> {
         let ExtractedPage {
-            mut extracted,
+            extracted,
             size,
             hash,
             ..
@@ -594,10 +594,6 @@ impl Crawl {
         // What the pages linking here call this page (those the crawl knows so far; later
         // changes reach the document through an anchor update).
         let anchors = batch.inbound_labels(doc_id, MAX_ANCHORS)?.join("\n");
-        if hash.is_none() && !anchors.is_empty() {
-            // A file known only by its header: the labels of links to it are its only text.
-            extracted.body = format!("{}\n{anchors}", extracted.body);
-        }
         match change {
             Change::New => self.summary.new += 1,
             _ => self.summary.changed += 1,
@@ -618,8 +614,15 @@ impl Crawl {
             };
             self.finish(batch, &url, state, &result, visit, outcome, docs)?;
         }
-        let mut doc = page_doc(doc_url, doc_host, &extracted, size, result.fetched_at);
-        doc.anchors = anchors;
+        let doc = page_doc(
+            doc_url,
+            doc_host,
+            &extracted,
+            hash.is_none(),
+            anchors,
+            size,
+            result.fetched_at,
+        );
         docs.push(IndexMsg::Upsert {
             url_id: doc_id,
             doc: Box::new(doc),
@@ -781,13 +784,27 @@ fn asked_wait(meta: &str) -> Option<Duration> {
     meta.trim().parse::<u64>().ok().map(Duration::from_secs)
 }
 
-/// The index document for a page.
-fn page_doc(url: String, host: String, page: &Extracted, size: u64, now: i64) -> PageDoc {
+/// The index document for a page and the labels of the links to it. A file known only by its
+/// header (`header_only`) has those labels in its body too: they are its only text.
+pub(super) fn page_doc(
+    url: String,
+    host: String,
+    page: &Extracted,
+    header_only: bool,
+    anchors: String,
+    size: u64,
+    fetched_at: i64,
+) -> PageDoc {
+    let body = if header_only && !anchors.is_empty() {
+        format!("{}\n{anchors}", page.body)
+    } else {
+        page.body.clone()
+    };
     PageDoc {
         url,
         host,
         title: page.title.clone(),
-        body: page.body.clone(),
+        body,
         headings: page.headings.join("\n"),
         link_labels: page
             .links
@@ -799,8 +816,8 @@ fn page_doc(url: String, host: String, page: &Extracted, size: u64, now: i64) ->
         mime: page.mime.clone(),
         lang: page.lang.clone(),
         size,
-        fetched_at: now,
-        anchors: String::new(),
+        fetched_at,
+        anchors,
     }
 }
 

@@ -177,6 +177,101 @@ impl Frontier {
     }
 }
 
+/// A page the index holds, with what the archive has of its content: what `geode reindex`
+/// needs to write its document again.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IndexedContent {
+    pub id: i64,
+    pub url: String,
+    /// Capsule key.
+    pub host: String,
+    pub content_hash: Option<String>,
+    /// The meta line of its content; the MIME type alone for pages archived before it was kept.
+    pub content_meta: Option<String>,
+    pub size: u64,
+    pub fetched_at: i64,
+}
+
+impl Frontier {
+    /// Up to `limit` pages the index holds, after URL id `after`, in id order.
+    pub fn indexed_content(&self, after: i64, limit: usize) -> Result<Vec<IndexedContent>> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT u.id, u.url, h.name, u.content_hash, COALESCE(u.content_meta, u.mime),
+                    COALESCE(u.size, 0), COALESCE(u.fetched_at, 0)
+             FROM urls u JOIN hosts h ON h.id = u.host_id
+             WHERE u.in_index = 1 AND u.id > ?1 ORDER BY u.id LIMIT ?2",
+        )?;
+        let rows = stmt.query_map(params![after, limit as i64], |r| {
+            Ok(IndexedContent {
+                id: r.get(0)?,
+                url: r.get(1)?,
+                host: r.get(2)?,
+                content_hash: r.get(3)?,
+                content_meta: r.get(4)?,
+                size: r.get::<_, i64>(5)?.max(0) as u64,
+                fetched_at: r.get(6)?,
+            })
+        })?;
+        Ok(rows.collect::<std::result::Result<_, _>>()?)
+    }
+
+    /// Takes pages out of the frontier's picture of the index, because a rebuilt index will not
+    /// hold them (their content was never archived): they come due at once and are indexed by
+    /// the next crawl whatever they hold.
+    pub fn forget_indexed(&mut self, ids: &[i64], now: i64) -> Result<()> {
+        let tx = self
+            .conn
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+        {
+            let mut stmt = tx.prepare_cached(
+                "UPDATE urls SET in_index = 0, content_hash = NULL, due_at = ?2,
+                        state = CASE WHEN state = 'indexed' THEN 'new' ELSE state END
+                 WHERE id = ?1",
+            )?;
+            for id in ids {
+                stmt.execute(params![id, now])?;
+            }
+            tx.execute(
+                "UPDATE hosts SET next_due = ?1 WHERE id IN
+                   (SELECT host_id FROM urls WHERE due_at = ?1 AND in_index = 0)
+                   AND (next_due IS NULL OR next_due > ?1)",
+                [now],
+            )?;
+        }
+        tx.commit()?;
+        Ok(())
+    }
+}
+
+impl Frontier {
+    /// Up to `limit` archived responses after URL id `after` fetched at or after `since`, in id
+    /// order, with their URLs and bodies: what `geode export` writes.
+    pub fn archived_responses(
+        &self,
+        after: i64,
+        since: i64,
+        limit: usize,
+    ) -> Result<Vec<(i64, String, ArchivedResponse)>> {
+        let rows: Vec<(i64, String)> = {
+            let mut stmt = self.conn.prepare_cached(
+                "SELECT r.url_id, u.url FROM responses r JOIN urls u ON u.id = r.url_id
+                 WHERE r.url_id > ?1 AND r.fetched_at >= ?2 ORDER BY r.url_id LIMIT ?3",
+            )?;
+            let rows = stmt.query_map(params![after, since, limit as i64], |r| {
+                Ok((r.get(0)?, r.get(1)?))
+            })?;
+            rows.collect::<std::result::Result<_, _>>()?
+        };
+        let mut out = Vec::with_capacity(rows.len());
+        for (id, url) in rows {
+            if let Some(response) = self.archived(id)? {
+                out.push((id, url, response));
+            }
+        }
+        Ok(out)
+    }
+}
+
 /// Decompresses a stored body of `size` bytes. The size was recorded when it was stored, and
 /// bounds the allocation whatever the stored bytes say.
 fn decompress(zstd: &[u8], size: i64) -> Result<Vec<u8>> {

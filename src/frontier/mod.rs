@@ -36,9 +36,9 @@ use std::time::Duration;
 
 use rusqlite::{params, Connection, OpenFlags, OptionalExtension, TransactionBehavior};
 
-pub use archive::{ArchiveRecord, ArchiveStats, ArchivedBody, ArchivedResponse};
+pub use archive::{ArchiveRecord, ArchiveStats, ArchivedBody, ArchivedResponse, IndexedContent};
 pub use batch::{Batch, LinkReport, NewUrl, VisitRecord};
-pub use stats::{Backlink, CertificateChange, KnownHost, Schedule, Stats};
+pub use stats::{Backlink, CertificateChange, KnownHost, Schedule, Stats, UrlDetails};
 
 /// A recursive CTE `chain(id)`: URL `?1` and the URLs whose redirects (30 or 31) lead to it,
 /// directly or through other redirects (`UNION` ends loops).
@@ -639,6 +639,12 @@ impl Frontier {
             }
         }
         tx.commit()?;
+        Ok(())
+    }
+
+    /// Forgets every anchor update: a rebuilt index wrote every document with its anchors.
+    pub fn clear_all_anchor_updates(&mut self) -> Result<()> {
+        self.conn.execute("DELETE FROM anchor_updates", [])?;
         Ok(())
     }
 

@@ -38,6 +38,8 @@ pub struct Stats {
     pub last_crawl_finished: Option<String>,
     /// When URLs come due.
     pub schedule: Schedule,
+    /// What the archive holds.
+    pub archive: super::ArchiveStats,
 }
 
 /// The revisit schedule, for `geode stats`.
@@ -90,6 +92,40 @@ pub struct KnownHost {
     pub name: String,
     pub pages_indexed: u64,
     pub urls_known: u64,
+}
+
+/// Everything the crawl database says about one URL, for `geode show`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct UrlDetails {
+    pub id: i64,
+    pub url: String,
+    pub capsule: String,
+    /// What the last visit found (`new`: never visited).
+    pub state: String,
+    pub in_index: bool,
+    pub status: Option<u8>,
+    pub meta: Option<String>,
+    pub error: Option<String>,
+    pub mime: Option<String>,
+    pub size: Option<u64>,
+    pub content_hash: Option<String>,
+    pub content_meta: Option<String>,
+    pub fetched_at: Option<i64>,
+    /// The next visit; `None`: never again.
+    pub due_at: Option<i64>,
+    pub revisit_secs: Option<i64>,
+    pub first_failed_at: Option<i64>,
+    pub changed_at: Option<i64>,
+    pub visits: u64,
+    pub changes: u64,
+    pub feed: bool,
+    pub depth: u32,
+    /// Where its last redirect pointed.
+    pub redirect_to: Option<String>,
+    /// The URL its content is indexed under, when reached through a temporary redirect.
+    pub alias_of: Option<String>,
+    /// The links on the page: (target, label).
+    pub links_out: Vec<Backlink>,
 }
 
 /// A page linking to another.
@@ -158,6 +194,7 @@ impl Frontier {
             last_crawl_started: self.meta("last_crawl_started")?,
             last_crawl_finished: self.meta("last_crawl_finished")?,
             schedule: self.schedule(now)?,
+            archive: self.archive_stats()?,
         })
     }
 
@@ -262,6 +299,66 @@ impl Frontier {
             .prepare_cached("SELECT id FROM urls WHERE url = ?1")?
             .query_row([url], |r| r.get(0))
             .optional()?)
+    }
+
+    /// What the crawl database knows of `url` (normalised), if anything.
+    pub fn url_details(&self, url: &str) -> Result<Option<UrlDetails>> {
+        let Some(id) = self.url_id(url)? else {
+            return Ok(None);
+        };
+        let details = self.conn.query_row(
+            "SELECT u.id, u.url, h.name, u.state, u.in_index, u.status, u.meta, u.error, u.mime,
+                    u.size, u.content_hash, u.content_meta, u.fetched_at, u.due_at,
+                    u.revisit_secs, u.first_failed_at, u.changed_at, u.visits, u.changes, u.feed,
+                    u.depth, r.url, a.url
+             FROM urls u JOIN hosts h ON h.id = u.host_id
+             LEFT JOIN urls r ON r.id = u.redirect_to
+             LEFT JOIN urls a ON a.id = u.alias_of
+             WHERE u.id = ?1",
+            [id],
+            |r| {
+                Ok(UrlDetails {
+                    id: r.get(0)?,
+                    url: r.get(1)?,
+                    capsule: r.get(2)?,
+                    state: r.get(3)?,
+                    in_index: r.get(4)?,
+                    status: r.get::<_, Option<i64>>(5)?.map(|s| s.clamp(0, 99) as u8),
+                    meta: r.get(6)?,
+                    error: r.get(7)?,
+                    mime: r.get(8)?,
+                    size: r.get::<_, Option<i64>>(9)?.map(|s| s.max(0) as u64),
+                    content_hash: r.get(10)?,
+                    content_meta: r.get(11)?,
+                    fetched_at: r.get(12)?,
+                    due_at: r.get(13)?,
+                    revisit_secs: r.get(14)?,
+                    first_failed_at: r.get(15)?,
+                    changed_at: r.get(16)?,
+                    visits: r.get::<_, i64>(17)?.max(0) as u64,
+                    changes: r.get::<_, i64>(18)?.max(0) as u64,
+                    feed: r.get(19)?,
+                    depth: r.get(20)?,
+                    redirect_to: r.get(21)?,
+                    alias_of: r.get(22)?,
+                    links_out: Vec::new(),
+                })
+            },
+        )?;
+        let mut stmt = self.conn.prepare(
+            "SELECT t.url, l.label FROM links l JOIN urls t ON t.id = l.target
+             WHERE l.source = ?1 ORDER BY t.url, l.label",
+        )?;
+        let links = stmt.query_map([id], |r| {
+            Ok(Backlink {
+                url: r.get(0)?,
+                label: r.get(1)?,
+            })
+        })?;
+        Ok(Some(UrlDetails {
+            links_out: links.collect::<std::result::Result<_, _>>()?,
+            ..details
+        }))
     }
 
     /// The pages that link to `url` (normalised) or to a URL that redirected to it, with their

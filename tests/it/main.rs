@@ -2,6 +2,7 @@
 //! `capsules-fixture/`, crawled by the library or the `geode` binary. Nothing here reaches
 //! beyond 127.0.0.0/8.
 
+mod archive;
 mod cli;
 mod crawl;
 mod cron;

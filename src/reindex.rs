@@ -1,0 +1,200 @@
+//! `geode reindex`: rebuilds the Tantivy index from the archive and the crawl database, with no
+//! network, for a new schema, a better analyser or a ranking fix.
+//!
+//! The new index is built in `DIR/tantivy.reindex` while the live one keeps answering searches
+//! (and `geode serve`), then the two directories are exchanged in one atomic rename
+//! (`renameat2(RENAME_EXCHANGE)`); readers notice the new directory and reopen it. The new index
+//! commits with the live one's sequence number, so the frontier's bookkeeping of index commits
+//! stays true. Pages the index held whose content was never archived (crawled before the archive
+//! existed) cannot be rebuilt: they leave the frontier's picture of the index before the swap
+//! and come due at once, so the next crawl fetches them.
+//!
+//! A crash at any point leaves the live index whole: a half-built `tantivy.reindex` is removed by
+//! the next attempt, and after the exchange it only holds the old index, removed next.
+
+use std::path::Path;
+use std::time::Instant;
+
+use ::url::Url;
+
+use crate::crawl::{self, lock};
+use crate::frontier::{Frontier, FrontierError};
+use crate::index::{IndexError, Indexer};
+
+/// The directory a new index is built in, beside the live one.
+pub fn building_path(data_dir: &Path) -> std::path::PathBuf {
+    data_dir.join("tantivy.reindex")
+}
+
+/// What a rebuild did.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct ReindexSummary {
+    /// Documents written.
+    pub pages: u64,
+    /// Pages the old index held with no archived content: due for the next crawl.
+    pub missing: u64,
+    pub elapsed_secs: f64,
+}
+
+/// Errors that stop a rebuild. The live index is untouched by any of them.
+#[derive(Debug, thiserror::Error)]
+pub enum ReindexError {
+    #[error(transparent)]
+    Frontier(#[from] FrontierError),
+    #[error(transparent)]
+    Index(#[from] IndexError),
+    #[error(transparent)]
+    Lock(#[from] lock::LockError),
+    #[error("{0}: {1}")]
+    Io(String, std::io::Error),
+}
+
+/// Pages read from the frontier at a time.
+const CHUNK: usize = 1000;
+
+/// Rebuilds the index of `data_dir`, holding its crawl lock. `progress` hears the number of
+/// documents written so far, every [`CHUNK`].
+pub fn reindex(
+    data_dir: &Path,
+    progress: &mut dyn FnMut(u64),
+) -> Result<ReindexSummary, ReindexError> {
+    let _lock = lock::DataDirLock::acquire(data_dir)?;
+    reindex_locked(data_dir, progress)
+}
+
+/// [`reindex`] for a caller that already holds the data directory's lock (a crawl that found
+/// its index outdated).
+pub fn reindex_locked(
+    data_dir: &Path,
+    progress: &mut dyn FnMut(u64),
+) -> Result<ReindexSummary, ReindexError> {
+    let started = Instant::now();
+    let live = crawl::index_path(data_dir);
+    let building = building_path(data_dir);
+    remove_dir(&building)?;
+    let now = crawl::unix_now();
+    let mut frontier = Frontier::open(&crawl::database_path(data_dir))?;
+    // The payload of the live index's last commit, whatever its schema: what a crash left in
+    // flight is settled first, so the frontier says exactly which pages the index holds.
+    let committed = crate::index::committed_seq(&live)?.unwrap_or(0);
+    frontier.recover(committed, now)?;
+
+    let mut indexer = Indexer::open_or_create(&building)?;
+    let mut summary = ReindexSummary::default();
+    let mut missing = Vec::new();
+    let mut after = 0;
+    loop {
+        let pages = frontier.indexed_content(after, CHUNK)?;
+        let Some(last) = pages.last() else { break };
+        after = last.id;
+        for page in pages {
+            let meta = page.content_meta.as_deref().unwrap_or("");
+            let body = match &page.content_hash {
+                Some(hash) => frontier.archived_body(hash)?,
+                None => None,
+            };
+            let Ok(url) = Url::parse(&page.url) else {
+                missing.push(page.id);
+                continue;
+            };
+            // A text page whose body is not in the archive cannot be rebuilt.
+            if body.is_none() && crate::content::wants_body(meta) {
+                missing.push(page.id);
+                continue;
+            }
+            let anchors = frontier
+                .inbound_labels(page.id, crawl::MAX_ANCHORS)?
+                .join("\n");
+            let doc = crawl::document(
+                &url,
+                page.url.clone(),
+                page.host,
+                meta,
+                body.as_deref(),
+                anchors,
+                page.size,
+                page.fetched_at,
+            );
+            indexer.upsert(&doc)?;
+            summary.pages += 1;
+        }
+        progress(summary.pages);
+    }
+    indexer.commit(committed)?;
+    drop(indexer);
+    // Link authority is computed from the link graph, not the index: keep the last one.
+    let authority = crate::index::authority::path(&live);
+    if authority.exists() {
+        let to = crate::index::authority::path(&building);
+        std::fs::copy(&authority, &to)
+            .map_err(|e| ReindexError::Io(format!("copying {}", authority.display()), e))?;
+    }
+    // Before the exchange: the frontier may under-claim what an index holds (those pages are
+    // merely fetched again), never over-claim.
+    frontier.forget_indexed(&missing, now)?;
+    summary.missing = missing.len() as u64;
+    exchange(&building, &live)?;
+    remove_dir(&building)?;
+    // Every document now carries its current anchors.
+    frontier.clear_all_anchor_updates()?;
+    summary.elapsed_secs = started.elapsed().as_secs_f64();
+    Ok(summary)
+}
+
+fn remove_dir(dir: &Path) -> Result<(), ReindexError> {
+    match std::fs::remove_dir_all(dir) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(ReindexError::Io(format!("removing {}", dir.display()), e)),
+    }
+}
+
+/// Puts `new` at `live`'s path in one atomic step; the old index ends up at `new`'s path (or
+/// nowhere, when there was none).
+fn exchange(new: &Path, live: &Path) -> Result<(), ReindexError> {
+    let io = |e| {
+        ReindexError::Io(
+            format!("swapping {} into {}", new.display(), live.display()),
+            e,
+        )
+    };
+    if !live.exists() {
+        return std::fs::rename(new, live).map_err(io);
+    }
+    exchange_dirs(new, live).map_err(io)
+}
+
+#[cfg(target_os = "linux")]
+fn exchange_dirs(a: &Path, b: &Path) -> std::io::Result<()> {
+    use std::ffi::CString;
+    use std::os::unix::ffi::OsStrExt;
+    let c = |p: &Path| {
+        CString::new(p.as_os_str().as_bytes())
+            .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))
+    };
+    let (a, b) = (c(a)?, c(b)?);
+    // SAFETY: two valid NUL-terminated paths, relative to the working directory.
+    let rc = unsafe {
+        libc::renameat2(
+            libc::AT_FDCWD,
+            a.as_ptr(),
+            libc::AT_FDCWD,
+            b.as_ptr(),
+            libc::RENAME_EXCHANGE,
+        )
+    };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
+}
+
+/// Without an atomic exchange: the live index is missing for the instant between two renames.
+#[cfg(not(target_os = "linux"))]
+fn exchange_dirs(a: &Path, b: &Path) -> std::io::Result<()> {
+    let aside = b.with_extension("old");
+    std::fs::rename(b, &aside)?;
+    std::fs::rename(a, b)?;
+    std::fs::rename(&aside, a)
+}
