@@ -267,7 +267,8 @@ pub struct CrawlSummary {
 struct Done {
     ip: IpAddr,
     host_id: i64,
-    /// When the request really began (the task starts a little after it is handed out).
+    /// When the request really began: the connection was made (the task starts a little after
+    /// it is handed out, and may wait for a socket).
     began: Instant,
     /// How long it took.
     took: Duration,
@@ -1030,7 +1031,7 @@ async fn fetch(
     host_id: i64,
     job: DoneJob,
 ) -> Done {
-    let began = Instant::now();
+    let mut began = Instant::now();
     let fetched_at = unix_now();
     let mut took = None;
     let result = async {
@@ -1040,6 +1041,9 @@ async fn fetch(
             DoneJob::Robots { .. } => fetcher.fetch_robots(&parsed, addr).await?,
             DoneJob::Page(_) => fetcher.fetch(&parsed, addr).await?,
         };
+        // The request began, for the server and for politeness, when the connection was made
+        // (a wait for a socket or a slow connect comes before).
+        began = response.connected;
         took = Some(began.elapsed());
         let page = match (&job, &mut response.outcome) {
             (DoneJob::Page(_), Outcome::Success { meta, body }) => {

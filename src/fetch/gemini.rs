@@ -73,6 +73,7 @@ impl GeminiFetcher {
             Ok(Err(e)) => return Err(FetchError::Connect(e)),
             Ok(Ok(tcp)) => tcp,
         };
+        let connected = Instant::now();
         // Requests are one small write; waiting for Nagle would only add latency.
         let _ = tcp.set_nodelay(true);
         let exchange = self.exchange(tcp, server_name, request.as_bytes(), cap);
@@ -86,6 +87,7 @@ impl GeminiFetcher {
             outcome,
             cert_fingerprint,
             elapsed: started.elapsed(),
+            connected,
         })
     }
 

@@ -72,6 +72,9 @@ pub struct Response {
     pub cert_fingerprint: Option<String>,
     /// From the start of the connection to the end of the response.
     pub elapsed: Duration,
+    /// When the TCP connection was established: when the server saw the request begin, which
+    /// is what politeness gaps are measured from.
+    pub connected: std::time::Instant,
 }
 
 /// Why a fetch produced no response. These are errors of one URL: they never stop a crawl.
