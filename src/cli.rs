@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
-use geode::fetch::dns::{parse_target, Target};
+use geode::fetch::dns::{parse_override_host, parse_target, Target};
 
 /// geode: a polite search engine for geminispace.
 ///
@@ -78,6 +78,10 @@ pub struct DataDir {
     pub data: PathBuf,
 }
 
+/// Largest `--min-delay-ms`: an hour between two requests to one address is already a crawl
+/// that does nearly nothing; more is a typo (and u64::MAX milliseconds overflow every clock).
+const MAX_MIN_DELAY_MS: u64 = 3_600_000;
+
 #[derive(Debug, Args)]
 pub struct CrawlArgs {
     #[command(flatten)]
@@ -92,8 +96,9 @@ pub struct CrawlArgs {
     /// Stop after fetching this many pages in this run.
     #[arg(long, value_name = "N")]
     pub max_pages: Option<u64>,
-    /// Smallest gap, in milliseconds, between the starts of two requests to one IP address.
-    #[arg(long, value_name = "MS", default_value_t = 1000)]
+    /// Smallest gap, in milliseconds, between the starts of two requests to one IP address
+    /// (at most an hour: 3600000).
+    #[arg(long, value_name = "MS", default_value_t = 1000, value_parser = clap::value_parser!(u64).range(0..=MAX_MIN_DELAY_MS))]
     pub min_delay_ms: u64,
     /// Requests in flight at once, across all IP addresses (at most one per address).
     #[arg(long, value_name = "N", default_value_t = 64, value_parser = clap::value_parser!(u32).range(1..=65536))]
@@ -379,16 +384,14 @@ fn parse_rate(s: &str) -> Result<f64, String> {
 }
 
 fn parse_resolve(s: &str) -> Result<(String, Target), String> {
-    let (host, addr) = s
-        .split_once('=')
-        .ok_or_else(|| format!("expected HOST=ADDR, got {s:?}"))?;
-    let host = host.trim().trim_end_matches('.').to_ascii_lowercase();
-    if host.is_empty() {
-        return Err(format!("no host name in {s:?}"));
-    }
-    let target = parse_target(addr).ok_or_else(|| {
-        format!("{addr:?} is not an IP address (IPv4 or IPv6, optionally with :PORT)")
+    let (host, addr) = s.split_once('=').ok_or_else(|| {
+        format!(
+            "expected HOST=ADDR, got {:?}",
+            s.chars().take(60).collect::<String>()
+        )
     })?;
+    let host = parse_override_host(host)?;
+    let target = parse_target(addr)?;
     Ok((host, target))
 }
 
@@ -411,6 +414,26 @@ mod tests {
         assert!(parse_resolve("h").is_err());
         assert!(parse_resolve("=1.2.3.4").is_err());
         assert!(parse_resolve("h=localhost").is_err());
+        assert!(parse_resolve("h=127.0.0.1:0").is_err());
+        assert!(parse_resolve(&format!("{}=127.0.0.1", "h".repeat(5000))).is_err());
+        assert!(parse_resolve("h\u{1b}[2J=127.0.0.1").is_err());
+    }
+
+    #[test]
+    fn min_delay_is_bounded() {
+        let parse = |ms: &str| {
+            Cli::try_parse_from(["geode", "crawl", "--min-delay-ms", ms]).map(|cli| {
+                match cli.command {
+                    Command::Crawl(args) => args.min_delay(),
+                    _ => unreachable!("a crawl command"),
+                }
+            })
+        };
+        assert_eq!(parse("0").unwrap(), Duration::ZERO);
+        assert_eq!(parse("3600000").unwrap(), Duration::from_secs(3600));
+        for bad in ["3600001", "18446744073709551615", "-1", "1e3"] {
+            assert!(parse(bad).is_err(), "{bad}");
+        }
     }
 
     #[test]

@@ -84,6 +84,7 @@ fn crawl(args: CrawlArgs) -> Result<(), Failure> {
         seeds.push(parse_seed(seed).map_err(|e| Failure::Usage(anyhow!("--seed {seed}: {e}")))?);
     }
     if let Some(file) = &args.seeds_file {
+        let mut from_file = 0usize;
         let text = std::fs::read_to_string(file)
             .with_context(|| format!("reading seeds file {}", file.display()))
             .map_err(Failure::Usage)?;
@@ -96,6 +97,16 @@ fn crawl(args: CrawlArgs) -> Result<(), Failure> {
                 Failure::Usage(anyhow!("{}:{}: {line}: {e}", file.display(), n + 1))
             })?;
             seeds.push(seed);
+            from_file += 1;
+        }
+        // Without seeds the crawl falls back to the URLs it knows or the built-in public list;
+        // a file given on purpose that holds none is a mistake, not a wish for either.
+        if from_file == 0 {
+            return Err(Failure::Usage(anyhow!(
+                "seeds file {} holds no seed URL (only blank lines and # comments); add one, or \
+                 leave out --seeds-file to continue from the URLs already known",
+                file.display()
+            )));
         }
     }
     config.seeds = seeds;

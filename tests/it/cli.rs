@@ -328,3 +328,72 @@ fn help_explains_every_command() {
         assert!(text.contains(flag), "crawl --help lacks {flag}");
     }
 }
+
+/// Issue 12, item 13: a seeds file holding only comments used to fall back silently to the
+/// built-in list of public capsules (a crawl of the real geminispace nobody asked for).
+#[test]
+fn a_seeds_file_with_only_comments_is_a_usage_error() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    for (name, text) in [
+        ("comments.txt", "# my seeds\n\n   # none yet\n"),
+        ("empty.txt", ""),
+        ("blank.txt", "\n \n\t\n"),
+    ] {
+        let file = tmp.path().join(name);
+        std::fs::write(&file, text).unwrap();
+        let out = geode(&[
+            "crawl",
+            "--data",
+            data.to_str().unwrap(),
+            "--seeds-file",
+            file.to_str().unwrap(),
+        ]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{name}: {err}");
+        assert!(err.contains("holds no seed URL"), "{name}: {err}");
+        assert!(
+            err.contains(name),
+            "{name}: the message names the file: {err}"
+        );
+    }
+    assert!(!data.exists(), "a usage error creates nothing");
+}
+
+/// Issue 12, item 14: inputs that were accepted and then connected to port 0, kept a control
+/// character in a host name, or made the crawl sleep for 584 million years.
+#[test]
+fn resolve_and_min_delay_inputs_are_refused_with_a_reason() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    let dir = data.to_str().unwrap();
+    let long_host = format!("{}=127.0.0.1", "a".repeat(5000));
+    let cases: &[(&[&str], &str)] = &[
+        (&["--resolve", "a.test=127.0.0.1:0"], "port 0"),
+        (&["--resolve", "a.test=[::1"], "unbalanced ["),
+        (&["--resolve", "a.test=::1]:1965"], "unbalanced ]"),
+        (&["--resolve", &long_host], "at most 253"),
+        (&["--resolve", "a\u{1b}[31m.test=127.0.0.1"], "control"),
+        (&["--resolve", "a\tb=127.0.0.1"], "control"),
+        (&["--min-delay-ms", "18446744073709551615"], "min-delay-ms"),
+        (&["--min-delay-ms", "3600001"], "min-delay-ms"),
+    ];
+    for (extra, why) in cases {
+        let mut args = vec!["crawl", "--data", dir, "--seed", "gemini://a.test/"];
+        args.extend_from_slice(extra);
+        let out = geode(&args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        // clap echoes the whole argument; show only the end of the message.
+        let tail: String = err
+            .chars()
+            .rev()
+            .take(300)
+            .collect::<Vec<_>>()
+            .into_iter()
+            .rev()
+            .collect();
+        assert_eq!(out.status.code(), Some(2), "{why}: {tail}");
+        assert!(err.contains(why), "{why}: {tail}");
+    }
+    assert!(!data.exists(), "a usage error creates nothing");
+}
