@@ -640,7 +640,9 @@ fn search(args: SearchArgs) -> Result<(), Failure> {
         } else {
             hit.title.as_str()
         };
-        writeln!(out, "{}. {title}", args.offset + i + 1).context("writing results")?;
+        // Saturating: an offset near usize::MAX has no hits, but the sum must not wrap.
+        let rank = args.offset.saturating_add(i).saturating_add(1);
+        writeln!(out, "{rank}. {title}").context("writing results")?;
         writeln!(out, "   {}", hit.url).context("writing results")?;
         if !hit.snippet.is_empty() {
             writeln!(out, "   {}", hit.snippet).context("writing results")?;
@@ -655,19 +657,27 @@ fn search(args: SearchArgs) -> Result<(), Failure> {
         .context("writing results")?;
         writeln!(out).context("writing results")?;
     }
-    let shown = results.hits.len();
-    let first = if shown == 0 { 0 } else { args.offset + 1 };
     writeln!(
         out,
-        "{} result{} ({}-{} shown) in {:.1} ms",
+        "{} result{} ({}) in {:.1} ms",
         results.total,
         if results.total == 1 { "" } else { "s" },
-        first,
-        args.offset + shown,
+        shown_range(args.offset, results.hits.len()),
         took_ms
     )
     .context("writing results")?;
     Ok(())
+}
+
+/// Which results a page showed, counted from 1: "3-12 shown", or "none shown" for a page past
+/// the end (where "0-N" would name results that were not shown).
+fn shown_range(offset: usize, shown: usize) -> String {
+    if shown == 0 {
+        return "none shown".to_string();
+    }
+    let first = offset.saturating_add(1);
+    let last = offset.saturating_add(shown);
+    format!("{first}-{last} shown")
 }
 
 /// A byte count for people: 512 B, 3.4 KiB, 1.2 MiB.
@@ -692,6 +702,13 @@ fn index_failure(e: IndexError) -> Failure {
 
 fn stats(args: StatsArgs) -> Result<(), Failure> {
     let data = &args.data.data;
+    // The index first: when it cannot be opened, that is the problem to report, even if the
+    // crawl database is missing as well (a crawl killed while it was starting).
+    let documents = match SearchIndex::open(&crawl::index_path(data)) {
+        Ok(index) => index.num_docs(),
+        Err(IndexError::Missing(_)) => 0,
+        Err(e) => return Err(Failure::Runtime(e.into())),
+    };
     let frontier = Frontier::open_read_only(&crawl::database_path(data))
         .map_err(|e| Failure::Runtime(e.into()))?;
     let now = std::time::SystemTime::now()
@@ -699,11 +716,6 @@ fn stats(args: StatsArgs) -> Result<(), Failure> {
         .map(|d| d.as_secs() as i64)
         .unwrap_or(0);
     let stats = frontier.stats(now).context("reading the crawl database")?;
-    let documents = match SearchIndex::open(&crawl::index_path(data)) {
-        Ok(index) => index.num_docs(),
-        Err(IndexError::Missing(_)) => 0,
-        Err(e) => return Err(Failure::Runtime(e.into())),
-    };
     if args.json {
         let mut value = serde_json::to_value(&stats).context("encoding JSON")?;
         value["index_documents"] = documents.into();

@@ -47,11 +47,12 @@ pub(crate) const REDIRECT_CHAIN: &str = "chain(id) AS ( \
      UNION \
      SELECT u.id FROM urls u JOIN chain c ON u.redirect_to = c.id)";
 
-/// Errors of the crawl database.
+/// Errors of the crawl database. The SQLite error is shown in the message, so it is not also a
+/// `source()` (which would print it twice in a `{:#}` chain).
 #[derive(Debug, thiserror::Error)]
 pub enum FrontierError {
     #[error("crawl database: {0}")]
-    Sqlite(#[from] rusqlite::Error),
+    Sqlite(rusqlite::Error),
     #[error("no crawl database at {0} (run `geode crawl` first)")]
     Missing(std::path::PathBuf),
     #[error("crawl archive: {0}")]
@@ -66,6 +67,15 @@ pub enum FrontierError {
          `geode crawl` on this data directory once, which upgrades it in place"
     )]
     Outdated { found: i64, supported: i64 },
+    /// The database (or the directory holding it) exists but may not be read.
+    #[error("cannot read the crawl database at {0}: {1}")]
+    Unreadable(std::path::PathBuf, std::io::Error),
+}
+
+impl From<rusqlite::Error> for FrontierError {
+    fn from(e: rusqlite::Error) -> Self {
+        FrontierError::Sqlite(e)
+    }
 }
 
 type Result<T> = std::result::Result<T, FrontierError>;

@@ -89,6 +89,9 @@ pub struct PageDoc {
 }
 
 /// Errors of the index layer.
+///
+/// A variant that names its cause in its message does not also expose it as `source()`:
+/// `anyhow`'s `{:#}` prints the whole chain, so a cause shown both ways is printed twice.
 #[derive(Debug, thiserror::Error)]
 pub enum IndexError {
     /// The user's query could not be parsed (a usage error, exit 2).
@@ -102,13 +105,28 @@ pub enum IndexError {
          data directory"
     )]
     Locked(std::path::PathBuf),
+    /// A file or directory of the index that exists but cannot be read (permissions, above all).
+    #[error("cannot read {0}: {1}")]
+    Unreadable(std::path::PathBuf, std::io::Error),
     #[error("index I/O: {0}")]
-    Io(#[from] std::io::Error),
+    Io(std::io::Error),
     #[error("tantivy: {0}")]
-    Tantivy(#[from] tantivy::TantivyError),
+    Tantivy(tantivy::TantivyError),
     /// A file of the index directory that geode writes itself (the authority file) is damaged.
     #[error("corrupt index file {0}")]
     Corrupt(String),
+}
+
+impl From<std::io::Error> for IndexError {
+    fn from(e: std::io::Error) -> Self {
+        IndexError::Io(e)
+    }
+}
+
+impl From<TantivyError> for IndexError {
+    fn from(e: TantivyError) -> Self {
+        IndexError::Tantivy(e)
+    }
 }
 
 /// Name under which the text analyzer of the searchable fields is registered.

@@ -40,10 +40,10 @@ pub enum CertError {
     Unusable(String),
     #[error("making a certificate for {host:?}: {message}")]
     Generate { host: String, message: String },
-    #[error("writing {path}: {source}")]
+    #[error("writing {path}: {error}")]
     Write {
         path: PathBuf,
-        source: std::io::Error,
+        error: std::io::Error,
     },
 }
 
@@ -192,7 +192,7 @@ fn generate(hostname: &str, ips: &[IpAddr]) -> Result<Made, CertError> {
 fn save(dir: &Path, hostname: &str, made: &Made) -> Result<(), CertError> {
     let write_err = |path: &Path| {
         let path = path.to_path_buf();
-        move |source| CertError::Write { path, source }
+        move |error| CertError::Write { path, error }
     };
     std::fs::create_dir_all(dir).map_err(write_err(dir))?;
     write_atomically(&dir.join(KEY_FILE), made.key_pem.as_bytes(), 0o600)?;
@@ -205,9 +205,9 @@ fn save(dir: &Path, hostname: &str, made: &Made) -> Result<(), CertError> {
 }
 
 fn write_atomically(path: &Path, bytes: &[u8], mode: u32) -> Result<(), CertError> {
-    let err = |source| CertError::Write {
+    let err = |error| CertError::Write {
         path: path.to_path_buf(),
-        source,
+        error,
     };
     let tmp = path.with_extension(format!("tmp{}", std::process::id()));
     let mut options = std::fs::OpenOptions::new();

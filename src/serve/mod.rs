@@ -124,15 +124,16 @@ impl ServeConfig {
     }
 }
 
-/// Errors that stop the server from starting.
+/// Errors that stop the server from starting. Causes are part of the messages and never also
+/// a `source()`, so a `{:#}` chain prints each once.
 #[derive(Debug, thiserror::Error)]
 pub enum ServeError {
     #[error("certificate: {0}")]
-    Cert(#[from] CertError),
-    #[error("cannot listen on {addr}: {source}")]
+    Cert(CertError),
+    #[error("cannot listen on {addr}: {error}")]
     Bind {
         addr: SocketAddr,
-        source: std::io::Error,
+        error: std::io::Error,
     },
     #[error("TLS configuration: {0}")]
     Tls(String),
@@ -140,6 +141,12 @@ pub enum ServeError {
     NoListener,
     #[error("starting: {0}")]
     Start(String),
+}
+
+impl From<CertError> for ServeError {
+    fn from(e: CertError) -> Self {
+        ServeError::Cert(e)
+    }
 }
 
 /// A bound server, not yet serving.
@@ -194,14 +201,11 @@ impl Server {
         let mut listeners = Vec::with_capacity(config.listen.len());
         let mut addrs = Vec::with_capacity(config.listen.len());
         for addr in &config.listen {
-            let listener = listen(*addr).map_err(|source| ServeError::Bind {
-                addr: *addr,
-                source,
-            })?;
-            let local = listener.local_addr().map_err(|source| ServeError::Bind {
-                addr: *addr,
-                source,
-            })?;
+            let listener =
+                listen(*addr).map_err(|error| ServeError::Bind { addr: *addr, error })?;
+            let local = listener
+                .local_addr()
+                .map_err(|error| ServeError::Bind { addr: *addr, error })?;
             addrs.push(local);
             listeners.push(listener);
         }

@@ -329,6 +329,91 @@ fn help_explains_every_command() {
     }
 }
 
+/// A data directory whose index holds `pages` (URL, body), committed, and no crawl database.
+fn index_of(pages: &[(&str, &str)]) -> tempfile::TempDir {
+    let data = tempfile::tempdir().unwrap();
+    let mut indexer =
+        geode::index::Indexer::open_or_create(&geode::crawl::index_path(data.path())).unwrap();
+    for (url, body) in pages {
+        indexer
+            .upsert(&geode::index::PageDoc {
+                url: url.to_string(),
+                host: "a.test".into(),
+                title: url.to_string(),
+                body: body.to_string(),
+                mime: "text/gemini".into(),
+                size: body.len() as u64,
+                ..Default::default()
+            })
+            .unwrap();
+    }
+    indexer.commit(1).unwrap();
+    data
+}
+
+/// Issue 12, item 15: `--offset` near the top of the range printed "0-18446744073709551615
+/// shown"; a page past the end shows nothing, and says so.
+#[test]
+fn search_offsets_near_the_maximum_print_a_true_range() {
+    let data = index_of(&[
+        ("gemini://a.test/1", "kettle one"),
+        ("gemini://a.test/2", "kettle two"),
+        ("gemini://a.test/3", "kettle three"),
+    ]);
+    let dir = data.path().to_str().unwrap();
+    let cases: &[(&str, &str)] = &[
+        ("0", "3 results (1-3 shown)"),
+        ("1", "3 results (2-3 shown)"),
+        ("3", "3 results (none shown)"),
+        ("18446744073709551614", "3 results (none shown)"),
+        ("18446744073709551615", "3 results (none shown)"),
+    ];
+    for (offset, want) in cases {
+        let out = geode(&["search", "--data", dir, "--offset", offset, "kettle"]);
+        assert_eq!(out.status.code(), Some(0), "--offset {offset}");
+        let text = stdout(&out);
+        assert!(text.contains(want), "--offset {offset}: {text}");
+        let out = geode(&[
+            "search",
+            "--data",
+            dir,
+            "--json",
+            "--offset",
+            offset,
+            "--limit",
+            "18446744073709551615",
+            "kettle",
+        ]);
+        assert_eq!(out.status.code(), Some(0), "--json --offset {offset}");
+    }
+}
+
+/// Issue 12, item 15: an index error used to print its text twice on one line ("tantivy: X: X").
+#[test]
+fn index_errors_print_their_text_once() {
+    let data = tempfile::tempdir().unwrap();
+    let index = geode::crawl::index_path(data.path());
+    std::fs::create_dir_all(&index).unwrap();
+    std::fs::write(index.join("meta.json"), "garbage\n").unwrap();
+    std::fs::write(index.join("geode-schema"), "3\n").unwrap();
+    let dir = data.path().to_str().unwrap();
+    for args in [
+        &["search", "--data", dir, "kettle"][..],
+        &["stats", "--data", dir],
+    ] {
+        let out = geode(args);
+        let err = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert_eq!(out.status.code(), Some(1), "geode {args:?}: {err}");
+        let line = err.lines().find(|l| l.starts_with("geode: ")).unwrap_or("");
+        assert!(!line.is_empty(), "geode {args:?}: {err}");
+        assert_eq!(
+            line.matches("meta.json").count(),
+            1,
+            "geode {args:?} repeats itself: {line}"
+        );
+    }
+}
+
 /// Issue 12, item 13: a seeds file holding only comments used to fall back silently to the
 /// built-in list of public capsules (a crawl of the real geminispace nobody asked for).
 #[test]

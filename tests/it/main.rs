@@ -13,3 +13,4 @@ mod resume;
 mod serve;
 mod sockets;
 mod support;
+mod tidy;
