@@ -306,16 +306,73 @@ impl Frontier {
         })
     }
 
-    /// Opens an existing database for reading only (`stats`, `backlinks`, `serve`).
+    /// Opens an existing database for reading only (`stats`, `backlinks`, `serve`), writing
+    /// nothing at all, so that it works on a read-only mount or as a user who may only read.
+    ///
+    /// SQLite's `mode=ro` alone is not enough: a reader of a WAL database creates the `-wal`
+    /// and `-shm` files when they are missing (and leaves them behind), and cannot open the
+    /// database where it may not create them. So: while a `-wal` file exists, a crawl is
+    /// writing (or was, until it was killed), and the reader joins it through the shared-memory
+    /// file (`mode=ro`; SQLite opens that file read-only where it may not write it). Without
+    /// one, every change is in the database file itself, and it is opened `immutable`: no
+    /// locks, no side files. A crawl starting meanwhile writes to a new `-wal` file, not to
+    /// the database file, until its first checkpoint thousands of pages later: far beyond one
+    /// read. A database that exists but cannot be read is [`FrontierError::Unreadable`] (with
+    /// the reason, e.g. permission denied), never [`FrontierError::Missing`].
     pub fn open_read_only(path: &Path) -> Result<Self> {
-        if !path.exists() {
-            return Err(FrontierError::Missing(path.to_path_buf()));
+        let unreadable = |e| FrontierError::Unreadable(path.to_path_buf(), e);
+        // `Path::exists` says false for a directory the user may not enter; the error itself
+        // tells "missing" from "not allowed".
+        match std::fs::metadata(path) {
+            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Err(FrontierError::Missing(path.to_path_buf()))
+            }
+            Err(e) => return Err(unreadable(e)),
         }
+        // A file the user may not read: say so (SQLite would only say it cannot open it).
+        // access(2) rather than opening the file: closing any descriptor of a file drops every
+        // POSIX lock this process holds on it, including those of SQLite's other connections.
+        #[cfg(unix)]
+        {
+            use std::os::unix::ffi::OsStrExt;
+            let c_path = std::ffi::CString::new(path.as_os_str().as_bytes()).map_err(|e| {
+                unreadable(std::io::Error::new(std::io::ErrorKind::InvalidInput, e))
+            })?;
+            // SAFETY: access(2) reads the NUL-terminated path we own; nothing else.
+            if unsafe { libc::access(c_path.as_ptr(), libc::R_OK) } != 0 {
+                return Err(unreadable(std::io::Error::last_os_error()));
+            }
+        }
+        let mut wal = path.as_os_str().to_owned();
+        wal.push("-wal");
+        let writing = match std::fs::metadata(&wal) {
+            Ok(_) => true,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => false,
+            Err(e) => return Err(unreadable(e)),
+        };
+        // A URI names the file: its bytes outside the unreserved set are percent-encoded.
+        let mut uri = String::from("file:");
+        for &b in path.as_os_str().as_encoded_bytes() {
+            if b.is_ascii_alphanumeric() || b"/-._~".contains(&b) {
+                uri.push(char::from(b));
+            } else {
+                uri.push_str(&format!("%{b:02X}"));
+            }
+        }
+        uri.push_str(if writing {
+            "?mode=ro"
+        } else {
+            "?mode=ro&immutable=1"
+        });
         let conn = Connection::open_with_flags(
-            path,
-            OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+            &uri,
+            OpenFlags::SQLITE_OPEN_READ_ONLY
+                | OpenFlags::SQLITE_OPEN_URI
+                | OpenFlags::SQLITE_OPEN_NO_MUTEX,
         )?;
         conn.busy_timeout(Duration::from_secs(30))?;
+        conn.pragma_update(None, "query_only", true)?;
         if !migrate::check(&conn)? {
             return Err(FrontierError::Missing(path.to_path_buf()));
         }

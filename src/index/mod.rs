@@ -53,6 +53,7 @@ use tantivy::{Index, TantivyError};
 
 pub mod analysis;
 pub mod authority;
+mod readonly;
 mod search;
 pub mod snippet;
 mod writer;
@@ -218,24 +219,66 @@ pub(crate) fn register_tokenizers(index: &Index) {
         .register(TEXT_TOKENIZER, analysis::text_analyzer());
 }
 
-/// Opens the index in `dir` without taking any lock. `Ok(None)` when `dir` does not exist or
-/// holds no index (no `meta.json`). Does not check the schema or register tokenizers: callers
-/// that only read metas need neither.
-fn open_raw(dir: &Path) -> Result<Option<Index>, IndexError> {
-    if !dir.is_dir() {
+/// How an index directory is opened. Readers go through [`readonly::ReadOnlyDirectory`] and
+/// write nothing, not even a lock file; the writer uses Tantivy's `MmapDirectory`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Access {
+    Read,
+    Write,
+}
+
+/// Whether `path` exists: `Ok(false)` only for "not found". Any other failure (permission
+/// denied above all) is an error naming the path, never taken for absence: `Path::exists`
+/// would say `false` for a directory the user may not enter, and geode would then call a
+/// perfectly good index missing.
+fn present(path: &Path) -> Result<bool, IndexError> {
+    match std::fs::metadata(path) {
+        Ok(_) => Ok(true),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
+        Err(e) => Err(IndexError::Unreadable(path.to_path_buf(), e)),
+    }
+}
+
+/// Opens the index in `dir` without taking any lock. `Ok(None)` when `dir` holds no index: it
+/// does not exist, is empty, or holds a half-created index (see [`half_created`]). Does not
+/// check the schema or register tokenizers: callers that only read metas need neither.
+fn open_raw(dir: &Path, access: Access) -> Result<Option<Index>, IndexError> {
+    if !present(dir)? || !present(&dir.join(META_FILE))? {
         return Ok(None);
     }
-    let directory = MmapDirectory::open(dir).map_err(TantivyError::from)?;
-    if !Index::exists(&directory).map_err(TantivyError::from)? {
+    let index = match access {
+        Access::Read => {
+            Index::open(readonly::ReadOnlyDirectory::open(dir).map_err(TantivyError::from)?)?
+        }
+        Access::Write => Index::open(MmapDirectory::open(dir).map_err(TantivyError::from)?)?,
+    };
+    if half_created(dir, &index)? {
         return Ok(None);
     }
-    Ok(Some(Index::open(directory)?))
+    Ok(Some(index))
+}
+
+/// An index that a crawl began to create and never finished: Tantivy's `meta.json` is there
+/// but geode's schema marker is not, and nothing was ever committed. Older geode versions
+/// wrote the marker after Tantivy's files, so a crawl killed in between left exactly this;
+/// it holds no data and counts as no index. (An index without the marker that does hold
+/// commits was written by geode before the marker existed: schema 1, refused by
+/// [`open_index`].)
+fn half_created(dir: &Path, index: &Index) -> Result<bool, IndexError> {
+    if present(&dir.join(SCHEMA_VERSION_FILE))? {
+        return Ok(false);
+    }
+    let metas = index.load_metas()?;
+    Ok(metas.segments.is_empty() && metas.payload.is_none())
 }
 
 /// Opens an existing index for use: checks that its schema is geode's and registers the
-/// tokenizers. `Ok(None)` when there is no index in `dir`.
-pub(crate) fn open_index(dir: &Path) -> Result<Option<(Index, Fields)>, IndexError> {
-    let Some(index) = open_raw(dir)? else {
+/// tokenizers. `Ok(None)` when there is no index in `dir` (nor a half-created one).
+pub(crate) fn open_index(
+    dir: &Path,
+    access: Access,
+) -> Result<Option<(Index, Fields)>, IndexError> {
+    let Some(index) = open_raw(dir, access)? else {
         return Ok(None);
     };
     let (schema, fields) = build_schema();
@@ -253,14 +296,125 @@ pub(crate) fn open_index(dir: &Path) -> Result<Option<(Index, Fields)>, IndexErr
     Ok(Some((index, fields)))
 }
 
-/// Creates a new, empty index in `dir` (which must exist and hold no index).
+/// Makes a new, empty index at `dir` in one step, so that a crash at any instant leaves either
+/// no index or a whole one (schema marker included), never a directory that later reads as
+/// another geode's.
+///
+/// The index is built in `.tantivy-new` beside `dir` (Tantivy's files, then the marker, each
+/// synced), and renamed into place. An empty or half-created `dir` is removed first, as is a
+/// `.tantivy-new` left by a crash. All of it happens under an exclusive `flock` on the parent
+/// directory, so two crawls started at once on a fresh data directory cannot trip over each
+/// other: the second finds the first one's index and opens it (and its writer lock then stops
+/// it, as it stops any second crawl).
 pub(crate) fn create_index(dir: &Path) -> Result<(Index, Fields), IndexError> {
-    let (schema, fields) = build_schema();
-    let index = Index::create_in_dir(dir, schema)?;
-    std::fs::write(dir.join(SCHEMA_VERSION_FILE), format!("{SCHEMA_VERSION}\n"))?;
-    register_tokenizers(&index);
-    Ok((index, fields))
+    let parent = match dir.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => std::path::PathBuf::from("."),
+    };
+    let name = dir
+        .file_name()
+        .ok_or_else(|| IndexError::Io(std::io::Error::other("an index directory needs a name")))?;
+    std::fs::create_dir_all(&parent)?;
+    let _creating = DirLock::exclusive(&parent)?;
+    // Another process may have finished creating it while this one waited for the lock.
+    if let Some(found) = open_index(dir, Access::Write)? {
+        return Ok(found);
+    }
+    if present(dir)? {
+        if !only_index_files(dir)? {
+            return Err(IndexError::Io(std::io::Error::other(format!(
+                "{} holds files that are not part of a geode index; move it away and crawl again",
+                dir.display()
+            ))));
+        }
+        tracing::info!(
+            "{} holds no complete index (a crawl stopped while creating it); starting afresh",
+            dir.display()
+        );
+        std::fs::remove_dir_all(dir)?;
+    }
+    let staging = parent.join(format!(".{}-new", name.to_string_lossy()));
+    if present(&staging)? {
+        std::fs::remove_dir_all(&staging)?;
+    }
+    std::fs::create_dir(&staging)?;
+    {
+        let (schema, _) = build_schema();
+        // Dropped before the rename: it is rooted at the staging path.
+        let _index = Index::create_in_dir(&staging, schema)?;
+    }
+    let marker = staging.join(SCHEMA_VERSION_FILE);
+    std::fs::write(&marker, format!("{SCHEMA_VERSION}\n"))?;
+    std::fs::File::open(&marker)?.sync_all()?;
+    sync_dir(&staging)?;
+    std::fs::rename(&staging, dir)?;
+    sync_dir(&parent)?;
+    open_index(dir, Access::Write)?.ok_or_else(|| IndexError::Missing(dir.to_path_buf()))
 }
+
+/// Whether every entry of `dir` has the name of a file Tantivy or geode keeps in an index
+/// directory: what may be removed as a half-created index without losing anyone's files.
+fn only_index_files(dir: &Path) -> Result<bool, IndexError> {
+    let entries = std::fs::read_dir(dir).map_err(|e| IndexError::Unreadable(dir.into(), e))?;
+    for entry in entries {
+        let name = entry?.file_name();
+        let name = name.to_string_lossy();
+        let segment_file = name.split_once('.').is_some_and(|(stem, _)| {
+            stem.len() == 32 && stem.bytes().all(|b| b.is_ascii_hexdigit())
+        });
+        let ours = matches!(
+            name.as_ref(),
+            "meta.json" | ".managed.json" | SCHEMA_VERSION_FILE | authority::FILE_NAME
+        ) || name.starts_with(".tantivy-")
+            || name.starts_with(&format!(".{}", authority::FILE_NAME))
+            || segment_file;
+        if !ours {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
+/// Makes a directory's entries (a rename, a new file) durable. Where directories cannot be
+/// opened as files this is skipped; where they can, a failing sync is a real error.
+fn sync_dir(dir: &Path) -> Result<(), IndexError> {
+    if let Ok(d) = std::fs::File::open(dir) {
+        d.sync_all()?;
+    }
+    Ok(())
+}
+
+/// An exclusive `flock` on a directory, held while the value lives.
+struct DirLock {
+    _dir: std::fs::File,
+}
+
+impl DirLock {
+    #[cfg(unix)]
+    fn exclusive(dir: &Path) -> Result<DirLock, IndexError> {
+        use std::os::fd::AsRawFd;
+        let file = std::fs::File::open(dir).map_err(|e| IndexError::Unreadable(dir.into(), e))?;
+        loop {
+            // SAFETY: flock(2) on a descriptor we own; no memory is passed.
+            if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) } == 0 {
+                return Ok(DirLock { _dir: file });
+            }
+            let error = std::io::Error::last_os_error();
+            if error.kind() != std::io::ErrorKind::Interrupted {
+                return Err(IndexError::Io(error));
+            }
+        }
+    }
+
+    #[cfg(not(unix))]
+    fn exclusive(dir: &Path) -> Result<DirLock, IndexError> {
+        let file = std::fs::File::open(dir).map_err(|e| IndexError::Unreadable(dir.into(), e))?;
+        Ok(DirLock { _dir: file })
+    }
+}
+
+/// Tantivy's file listing the segments of the last commit: an index exists once it does.
+const META_FILE: &str = "meta.json";
 
 /// File beside Tantivy's own, holding [`SCHEMA_VERSION`] of the index in its directory.
 const SCHEMA_VERSION_FILE: &str = "geode-schema";
@@ -270,7 +424,7 @@ fn read_schema_version(dir: &Path) -> Result<u32, IndexError> {
     match std::fs::read_to_string(dir.join(SCHEMA_VERSION_FILE)) {
         Ok(text) => Ok(text.trim().parse().unwrap_or(0)),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(1),
-        Err(e) => Err(e.into()),
+        Err(e) => Err(IndexError::Unreadable(dir.join(SCHEMA_VERSION_FILE), e)),
     }
 }
 
@@ -295,7 +449,7 @@ pub(crate) fn parse_payload(payload: Option<&str>) -> Option<u64> {
 /// Reads the commit sequence number stored with the last Tantivy commit, without taking the
 /// writer lock. `None` when the index does not exist or was never committed by a crawl.
 pub fn committed_seq(dir: &std::path::Path) -> Result<Option<u64>, IndexError> {
-    let Some(index) = open_raw(dir)? else {
+    let Some(index) = open_raw(dir, Access::Read)? else {
         return Ok(None);
     };
     let metas = index.load_metas()?;
@@ -340,10 +494,118 @@ mod tests {
         assert_eq!(committed_seq(tmp.path()).expect("read"), None);
     }
 
+    /// One page, committed, then found: the index at `dir` works.
+    fn write_and_find(dir: &Path) {
+        let mut ix = Indexer::open_or_create(dir).expect("open or create");
+        ix.upsert(&PageDoc {
+            url: "gemini://a.test/".into(),
+            host: "a.test".into(),
+            body: "kettle".into(),
+            mime: "text/gemini".into(),
+            ..PageDoc::default()
+        })
+        .expect("upsert");
+        ix.commit(7).expect("commit");
+        drop(ix);
+        let found = SearchIndex::open(dir)
+            .expect("open")
+            .search("kettle", 10, 0);
+        assert_eq!(found.expect("search").total, 1);
+        assert_eq!(committed_seq(dir).expect("seq"), Some(7));
+    }
+
+    /// Issue 12, item 6: a crawl killed in the first milliseconds left an index directory that
+    /// every later crawl refused as "built by another version of geode". Each state a crash
+    /// could leave, by the old code or the new, reads as no index and is made afresh.
+    #[test]
+    fn a_half_created_index_reads_as_new_and_is_made_afresh() {
+        type Setup = fn(&Path, &Path);
+        let states: &[(&str, Setup)] = &[
+            ("an empty directory", |dir, _| {
+                std::fs::create_dir(dir).unwrap();
+            }),
+            ("Tantivy's files before meta.json", |dir, _| {
+                std::fs::create_dir(dir).unwrap();
+                std::fs::write(dir.join(".managed.json"), "[]").unwrap();
+                std::fs::write(dir.join(".tantivy-writer.lock"), "").unwrap();
+            }),
+            ("meta.json without the schema marker", |dir, _| {
+                std::fs::create_dir(dir).unwrap();
+                let (schema, _) = build_schema();
+                Index::create_in_dir(dir, schema).unwrap();
+            }),
+            ("the marker without meta.json", |dir, _| {
+                std::fs::create_dir(dir).unwrap();
+                std::fs::write(dir.join(SCHEMA_VERSION_FILE), "3\n").unwrap();
+            }),
+            ("a staging directory and no index", |_, staging| {
+                std::fs::create_dir(staging).unwrap();
+                std::fs::write(staging.join("meta.json"), "{").unwrap();
+            }),
+            ("a staging directory beside an empty one", |dir, staging| {
+                std::fs::create_dir(dir).unwrap();
+                std::fs::create_dir(staging).unwrap();
+                let (schema, _) = build_schema();
+                Index::create_in_dir(staging, schema).unwrap();
+            }),
+        ];
+        for (what, setup) in states {
+            let tmp = tempfile::tempdir().expect("tempdir");
+            let dir = tmp.path().join("tantivy");
+            let staging = tmp.path().join(".tantivy-new");
+            setup(&dir, &staging);
+            assert!(
+                matches!(SearchIndex::open(&dir), Err(IndexError::Missing(_))),
+                "{what}: readers see no index"
+            );
+            assert_eq!(committed_seq(&dir).expect("seq"), None, "{what}");
+            write_and_find(&dir);
+            assert!(!staging.exists(), "{what}: the staging directory is gone");
+            let marker = std::fs::read_to_string(dir.join(SCHEMA_VERSION_FILE)).unwrap();
+            assert_eq!(marker.trim(), SCHEMA_VERSION.to_string(), "{what}");
+        }
+    }
+
+    #[test]
+    fn what_is_not_half_created_is_left_alone() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        // An index with commits but no marker: geode's schema 1, refused as before.
+        let old = tmp.path().join("old");
+        std::fs::create_dir(&old).unwrap();
+        {
+            let (schema, fields) = build_schema();
+            let index = Index::create_in_dir(&old, schema).unwrap();
+            register_tokenizers(&index);
+            let mut writer: tantivy::IndexWriter = index.writer(15_000_000).unwrap();
+            writer
+                .add_document(tantivy::doc!(fields.url => "gemini://a.test/"))
+                .unwrap();
+            writer.commit().unwrap();
+        }
+        for result in [
+            Indexer::open_or_create(&old).map(|_| ()),
+            SearchIndex::open(&old).map(|_| ()),
+        ] {
+            let message = result.expect_err("schema 1").to_string();
+            assert!(message.contains("another version of geode"), "{message}");
+        }
+        assert!(old.join("meta.json").exists(), "nothing was deleted");
+        // A directory holding someone's files is never taken for a half-created index.
+        let foreign = tmp.path().join("foreign");
+        std::fs::create_dir(&foreign).unwrap();
+        std::fs::write(foreign.join("notes.txt"), "mine").unwrap();
+        let message = Indexer::open_or_create(&foreign)
+            .map(|_| ())
+            .expect_err("foreign files")
+            .to_string();
+        assert!(message.contains("not part of a geode index"), "{message}");
+        assert_eq!(std::fs::read(foreign.join("notes.txt")).unwrap(), b"mine");
+    }
+
     #[test]
     fn analyzer_lowercases_and_folds_accents() {
         let tmp = tempfile::tempdir().expect("tempdir");
-        let (index, _) = create_index(tmp.path()).expect("create");
+        let (index, _) = create_index(&tmp.path().join("index")).expect("create");
         let mut analyzer = index.tokenizers().get(TEXT_TOKENIZER).expect("registered");
         let cases: &[(&str, &[&str])] = &[
             ("Café au LAIT", &["cafe", "au", "lait"]),

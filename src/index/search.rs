@@ -1,7 +1,8 @@
 //! Searching: readers over the index, ranking, result diversity, snippets.
 //!
-//! A [`SearchIndex`] never takes the writer lock, so `geode search` and `geode serve` can run
-//! while a crawl is writing; the reader picks up new commits shortly after they land, and the
+//! A [`SearchIndex`] never takes the writer lock and writes nothing (it reads through
+//! `readonly.rs`), so `geode search` and `geode serve` can run while a crawl is writing, on a
+//! read-only directory, or as a user who may only read the index; the reader picks up new commits shortly after they land, and the
 //! authority file when a crawl rewrites it.
 //!
 //! Ranking (the formula is in ARCHITECTURE.md, "Ranking"): Tantivy's BM25 over the fields the
@@ -29,7 +30,7 @@ use tantivy::{DocId, Index, IndexReader, ReloadPolicy, Score, SegmentReader, Tan
 use super::authority::Authority;
 use super::compile::compile;
 use super::snippet::{snippet, Highlighter};
-use super::{open_index, Fields, IndexError};
+use super::{open_index, Access, Fields, IndexError};
 use crate::query;
 
 /// Longest snippet, in characters.
@@ -141,7 +142,7 @@ struct AuthorityState {
 impl SearchIndex {
     /// Opens the index in `dir` for reading. Fails with [`IndexError::Missing`] when absent.
     pub fn open(dir: &Path) -> Result<Self, IndexError> {
-        let Some((index, fields)) = open_index(dir)? else {
+        let Some((index, fields)) = open_index(dir, Access::Read)? else {
             return Err(IndexError::Missing(dir.to_path_buf()));
         };
         let reader = index

@@ -22,7 +22,7 @@ use url::Url;
 use super::analysis;
 use super::snippet::clean_title;
 use super::{
-    create_index, open_index, parse_payload, prefix, url_hash, Fields, IndexError, PageDoc,
+    create_index, open_index, parse_payload, prefix, url_hash, Access, Fields, IndexError, PageDoc,
 };
 
 /// Text looked at to detect a page's language: enough for a confident guess, little enough to
@@ -53,10 +53,10 @@ pub struct Indexer {
 }
 
 impl Indexer {
-    /// Opens the index in `dir`, creating it (and the directory) when missing.
+    /// Opens the index in `dir`, creating it (and the directories above it) when missing,
+    /// empty or half-created ([`create_index`] makes it in one step).
     pub fn open_or_create(dir: &Path) -> Result<Self, IndexError> {
-        std::fs::create_dir_all(dir)?;
-        let (index, fields) = match open_index(dir)? {
+        let (index, fields) = match open_index(dir, Access::Write)? {
             Some(found) => found,
             None => create_index(dir)?,
         };

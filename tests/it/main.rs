@@ -6,6 +6,7 @@ mod archive;
 mod cli;
 mod crawl;
 mod cron;
+mod datadir;
 mod hostile;
 mod polite;
 mod recrawl;

@@ -68,7 +68,7 @@ fn remove_ended_runs(root: &Path) {
 }
 
 /// Crawls the fixture space from `seed` into `data`; `max_depth` limits the link hops.
-fn crawl_into(data: &Path, seed: &str, max_depth: Option<u32>) {
+pub(crate) fn crawl_into(data: &Path, seed: &str, max_depth: Option<u32>) {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -89,15 +89,21 @@ fn crawl_into(data: &Path, seed: &str, max_depth: Option<u32>) {
 // ---------------------------------------------------------------------------------------------
 // The server under test.
 
-struct Serving {
+pub(crate) struct Serving {
     child: Child,
-    addr: SocketAddr,
+    pub(crate) addr: SocketAddr,
 }
 
 impl Serving {
     /// Starts `geode serve` on 127.0.0.1:0 and waits for its "listening on" line.
-    fn start(data: &Path, extra: &[&str]) -> Serving {
-        let mut child = Command::new(support::geode_bin())
+    pub(crate) fn start(data: &Path, extra: &[&str]) -> Serving {
+        Serving::spawn(Command::new(support::geode_bin()), data, extra)
+    }
+
+    /// [`Serving::start`] through `command`: the `geode` binary, or a program that runs it
+    /// (as another user, say) with the arguments that follow.
+    pub(crate) fn spawn(mut command: Command, data: &Path, extra: &[&str]) -> Serving {
+        let mut child = command
             .args(["serve", "--data"])
             .arg(data)
             .args(["--listen", "127.0.0.1:0", "--hostname", HOST])
@@ -126,7 +132,7 @@ impl Serving {
         Serving { child, addr }
     }
 
-    fn url(&self, path: &str) -> String {
+    pub(crate) fn url(&self, path: &str) -> String {
         format!("gemini://{HOST}:{}{path}", self.addr.port())
     }
 
@@ -177,10 +183,10 @@ fn fresh_source() -> IpAddr {
 
 /// What a server answered.
 #[derive(Debug)]
-struct Answer {
-    status: u8,
-    meta: String,
-    body: String,
+pub(crate) struct Answer {
+    pub(crate) status: u8,
+    pub(crate) meta: String,
+    pub(crate) body: String,
     /// The leaf certificate presented.
     cert: Vec<u8>,
 }
@@ -238,7 +244,7 @@ async fn exchange_with(
 }
 
 /// Requests `url` (CRLF added) from a fresh source address, within 10 s.
-async fn get(addr: SocketAddr, url: &str) -> Answer {
+pub(crate) async fn get(addr: SocketAddr, url: &str) -> Answer {
     let request = format!("{url}\r\n");
     tokio::time::timeout(
         Duration::from_secs(10),
@@ -249,7 +255,7 @@ async fn get(addr: SocketAddr, url: &str) -> Answer {
     .unwrap_or_else(|e| panic!("{url}: {e}"))
 }
 
-fn runtime() -> tokio::runtime::Runtime {
+pub(crate) fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -258,7 +264,7 @@ fn runtime() -> tokio::runtime::Runtime {
 }
 
 /// The targets of a page's link lines.
-fn link_targets(body: &str) -> Vec<String> {
+pub(crate) fn link_targets(body: &str) -> Vec<String> {
     body.lines()
         .filter_map(|l| l.strip_prefix("=>"))
         .filter_map(|rest| rest.split_whitespace().next())
