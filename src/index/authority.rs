@@ -20,7 +20,8 @@
 //!
 //! A 500,000-page index makes a 6 MB file. [`write`] replaces it atomically (temporary file in
 //! the same directory, fsync, rename, fsync of the directory), so a reader sees the old file or
-//! the new one, never a mix.
+//! the new one, never a mix. The temporary file has one fixed name (`.authority.bin.tmp`), so
+//! a write killed midway leaves nothing that the next write does not reuse.
 
 use std::fs::{self, File};
 use std::io::{Read, Write};
@@ -54,15 +55,27 @@ pub fn path(dir: &Path) -> PathBuf {
     dir.join(FILE_NAME)
 }
 
-/// The temporary file a write goes through (one writer per data directory; the pid keeps two
-/// processes from sharing it all the same).
+/// The temporary file a write goes through. One fixed name, so that a write killed midway
+/// leaves at most this one file, which the next write reuses. (Older versions named it after
+/// the writer's pid, so every killed write left one more behind; [`write`] removes those.)
 fn temp_path(dir: &Path) -> PathBuf {
-    dir.join(format!(".{FILE_NAME}.{}.tmp", std::process::id()))
+    dir.join(format!(".{FILE_NAME}.tmp"))
+}
+
+/// Whether `name` is a temporary file of an older version's write: `.authority.bin.PID.tmp`.
+fn is_stale_temp(name: &str) -> bool {
+    name.strip_prefix(&format!(".{FILE_NAME}."))
+        .and_then(|rest| rest.strip_suffix(".tmp"))
+        .is_some_and(|pid| !pid.is_empty() && pid.bytes().all(|b| b.is_ascii_digit()))
 }
 
 /// Replaces the authority file in `dir` (which must exist) with `scores`, given in any order.
 /// A non-finite score is stored as 0; of two entries with the same hash the higher score is
 /// kept. On error the previous file is left as it was.
+///
+/// The temporary file is locked (`flock`, exclusive, not waiting) before it is truncated, so
+/// two writers at once cannot mix their bytes: the second fails, and its crawl logs that the
+/// authority was not updated.
 pub fn write(dir: &Path, scores: &[(u64, f32)]) -> Result<(), IndexError> {
     let mut entries: Vec<(u64, f32)> = scores
         .iter()
@@ -73,8 +86,15 @@ pub fn write(dir: &Path, scores: &[(u64, f32)]) -> Result<(), IndexError> {
     let bytes = encode(&entries);
 
     let temp = temp_path(dir);
+    // Not truncated on open: another writer may hold it; truncation waits for the lock.
+    let mut file = fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(&temp)?;
+    lock_exclusive(&file)?;
     let written = (|| {
-        let mut file = File::create(&temp)?;
+        file.set_len(0)?;
         file.write_all(&bytes)?;
         file.sync_all()?;
         fs::rename(&temp, path(dir))
@@ -83,11 +103,49 @@ pub fn write(dir: &Path, scores: &[(u64, f32)]) -> Result<(), IndexError> {
         let _ = fs::remove_file(&temp);
         return Err(e.into());
     }
+    drop(file);
     // Make the rename itself durable. Directories cannot be opened as files everywhere; where
     // they can, a failing sync is a real error.
     if let Ok(d) = File::open(dir) {
         d.sync_all()?;
     }
+    remove_stale_temps(dir);
+    Ok(())
+}
+
+/// Removes the temporary files older versions left behind when killed mid-write. Failing to
+/// is not worth failing the write for: they only take space.
+fn remove_stale_temps(dir: &Path) {
+    let Ok(entries) = fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        if entry.file_name().to_str().is_some_and(is_stale_temp) {
+            if let Err(e) = fs::remove_file(entry.path()) {
+                tracing::debug!("leaving {}: {e}", entry.path().display());
+            }
+        }
+    }
+}
+
+#[cfg(unix)]
+fn lock_exclusive(file: &File) -> Result<(), IndexError> {
+    use std::os::fd::AsRawFd;
+    // SAFETY: flock(2) on a descriptor we own; no memory is passed.
+    if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0 {
+        return Ok(());
+    }
+    let error = std::io::Error::last_os_error();
+    if error.kind() == std::io::ErrorKind::WouldBlock {
+        return Err(IndexError::Io(std::io::Error::other(
+            "another process is writing the authority file",
+        )));
+    }
+    Err(IndexError::Io(error))
+}
+
+#[cfg(not(unix))]
+fn lock_exclusive(_file: &File) -> Result<(), IndexError> {
     Ok(())
 }
 
@@ -358,6 +416,54 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// Issue 12, item 8: a crawl killed during the authority step left a
+    /// `.authority.bin.<pid>.tmp` file that no later run removed.
+    #[test]
+    fn a_killed_authority_write_leaves_no_temp_file_behind() {
+        let dir = tempfile::tempdir().unwrap();
+        let junk = [
+            ".authority.bin.4242.tmp",
+            ".authority.bin.1.tmp",
+            // What a write killed by this version leaves: reused, not added to.
+            ".authority.bin.tmp",
+        ];
+        for name in junk {
+            fs::write(dir.path().join(name), b"half a file").unwrap();
+        }
+        // Not ours: left alone.
+        let keep = ["authority.bin.bak", ".authority.bin.x.tmp", "notes.tmp"];
+        for name in keep {
+            fs::write(dir.path().join(name), b"mine").unwrap();
+        }
+        write(dir.path(), &[(1, 0.5), (2, 1.0)]).unwrap();
+        write(dir.path(), &[(3, 0.25)]).unwrap();
+        let mut names: Vec<String> = fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        names.sort();
+        let mut want: Vec<String> = keep.iter().map(|s| s.to_string()).collect();
+        want.push(FILE_NAME.to_string());
+        want.sort();
+        assert_eq!(names, want);
+        let loaded = Authority::load(dir.path()).unwrap();
+        assert_eq!((loaded.len(), loaded.get(3)), (1, 0.25));
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_second_writer_at_once_fails_instead_of_mixing_bytes() {
+        use std::os::fd::AsRawFd;
+        let dir = tempfile::tempdir().unwrap();
+        write(dir.path(), &[(1, 1.0)]).unwrap();
+        let held = File::create(temp_path(dir.path())).unwrap();
+        // SAFETY: flock(2) on a descriptor we own; no memory is passed.
+        assert_eq!(unsafe { libc::flock(held.as_raw_fd(), libc::LOCK_EX) }, 0);
+        let e = write(dir.path(), &[(2, 1.0)]).unwrap_err();
+        assert!(e.to_string().contains("another process"), "{e}");
+        assert_eq!(Authority::load(dir.path()).unwrap().get(1), 1.0);
     }
 
     #[test]
