@@ -123,7 +123,8 @@ impl FetchError {
 
 /// Whether a MIME type's body is worth downloading ([`crate::content::wants_body`]): text and
 /// feeds are indexed; anything else is indexed by its URL, type and the labels of links to it,
-/// so only its header is read.
+/// so only its header is read. An empty meta (`20` or `20 `) is `text/gemini; charset=utf-8`,
+/// as the specification says.
 pub fn wants_body(meta: &str) -> bool {
     crate::content::wants_body(meta)
 }
@@ -223,4 +224,31 @@ pub fn outcome_of(status: u8, meta: &str) -> Result<Outcome, FetchError> {
             )))
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_text_bodies_are_wanted_and_an_empty_meta_is_gemtext() {
+        let cases = [
+            ("text/gemini", true),
+            ("text/gemini; charset=utf-8; lang=en", true),
+            ("TEXT/Plain", true),
+            (" text/markdown ", true),
+            // Issue 12, item 9: `20` and `20 ` carry no type; the specification's default is
+            // text/gemini, and the body was thrown away.
+            ("", true),
+            ("   ", true),
+            ("; charset=utf-8", true),
+            ("image/png", false),
+            ("application/octet-stream", false),
+            ("text", false),
+            ("texts/plain", false),
+        ];
+        for (meta, want) in cases {
+            assert_eq!(wants_body(meta), want, "{meta:?}");
+        }
+    }
 }

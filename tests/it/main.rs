@@ -7,6 +7,7 @@ mod cli;
 mod crawl;
 mod cron;
 mod datadir;
+mod fetch;
 mod hostile;
 mod polite;
 mod recrawl;

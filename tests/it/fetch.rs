@@ -1,0 +1,65 @@
+//! The fetch layer against the fixture server: what a `Fetcher` makes of answers that real
+//! capsules send and the specification allows.
+
+use std::net::SocketAddr;
+
+use geode::fetch::sockets::SocketBudget;
+use geode::fetch::{FetchLimits, Fetcher, Outcome};
+use geode::fixture::{FixtureConfig, FixtureServer};
+
+const PAGE: &str = "# Bare header\n\nA page served without a MIME type.\n=> /other A link\n";
+
+/// Issue 12, item 9: a success with no MIME type (`20` alone, or `20 `) means
+/// `text/gemini; charset=utf-8`; geode threw such bodies away.
+#[tokio::test]
+async fn a_success_without_a_mime_type_is_gemtext_and_its_body_is_kept() {
+    let root = tempfile::tempdir().unwrap();
+    let capsule = root.path().join("nomime.test");
+    std::fs::create_dir(&capsule).unwrap();
+    std::fs::write(capsule.join("page.gmi"), PAGE).unwrap();
+    std::fs::write(
+        capsule.join("routes.conf"),
+        "/bare nomime page.gmi\n/blank file page.gmi \"\"\n/typed file page.gmi\n",
+    )
+    .unwrap();
+    let server = FixtureServer::start(FixtureConfig {
+        root: root.path().to_path_buf(),
+        listen: vec![SocketAddr::from(([127, 0, 9, 1], 0))],
+    })
+    .await
+    .expect("fixture server");
+    let addr = server.addrs[0];
+    let fetcher = Fetcher::new(FetchLimits::default(), SocketBudget::new(8));
+
+    for (path, header) in [
+        ("/bare", "20"),
+        ("/blank", "20 "),
+        ("/typed", "20 text/gemini"),
+    ] {
+        let url = url::Url::parse(&format!("gemini://nomime.test{path}")).unwrap();
+        let response = fetcher.fetch(&url, addr).await.expect("a response");
+        assert_eq!(response.status, 20, "{path}");
+        let Outcome::Success { meta, body } = response.outcome else {
+            panic!("{path}: {:?}", response.outcome);
+        };
+        assert_eq!(
+            body,
+            PAGE.as_bytes(),
+            "{path} ({header:?}): the body is kept"
+        );
+        let page = geode::content::extract(&url, &meta, &body);
+        assert_eq!(page.mime, "text/gemini", "{path}");
+        assert_eq!(page.title, "Bare header", "{path}");
+        assert_eq!(page.links.len(), 1, "{path}");
+    }
+    // The fixture really sent the headers the test is about.
+    let log = server.requests();
+    let meta_of = |path: &str| {
+        log.iter()
+            .find(|r| r.request.ends_with(path))
+            .and_then(|r| r.meta.clone())
+    };
+    assert_eq!(meta_of("/blank").as_deref(), Some(""));
+    assert_eq!(meta_of("/typed").as_deref(), Some("text/gemini"));
+    server.shutdown().await;
+}
