@@ -361,6 +361,12 @@ impl Frontier {
         }))
     }
 
+    /// Whether the crawl database holds `url` (normalised): a URL geode has met, as a seed, a
+    /// link or a redirect target.
+    pub fn knows(&self, url: &str) -> Result<bool> {
+        Ok(self.url_id(url)?.is_some())
+    }
+
     /// The pages that link to `url` (normalised) or to a URL that redirected to it, with their
     /// labels, sorted by source URL.
     pub fn backlinks(&self, url: &str) -> Result<Vec<Backlink>> {

@@ -51,6 +51,16 @@ pub struct Snapshot {
     pub documents: u64,
 }
 
+/// What the crawl database says about links to one URL.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Backlinks {
+    /// Whether the URL is in the crawl database. Only then may a page show it as a link: a
+    /// URL a visitor typed is the visitor's text, and geode's pages do not turn it into a link
+    /// on their behalf.
+    pub known: bool,
+    pub links: Vec<Backlink>,
+}
+
 /// The readers of one data directory.
 pub struct Backend {
     data_dir: PathBuf,
@@ -205,10 +215,14 @@ impl Backend {
         Ok(snapshot)
     }
 
-    /// The pages linking to `url` (normalised); `Ok(None)` without a crawl database.
-    pub fn backlinks(&self, url: &str) -> Result<Option<Vec<Backlink>>, FrontierError> {
+    /// The pages linking to `url` (normalised), and whether the crawl database knows `url` at
+    /// all; `Ok(None)` without a crawl database.
+    pub fn backlinks(&self, url: &str) -> Result<Option<Backlinks>, FrontierError> {
         match Frontier::open_read_only(&crawl::database_path(&self.data_dir)) {
-            Ok(frontier) => Ok(Some(frontier.backlinks(url)?)),
+            Ok(frontier) => Ok(Some(Backlinks {
+                known: frontier.knows(url)?,
+                links: frontier.backlinks(url)?,
+            })),
             Err(FrontierError::Missing(_)) => Ok(None),
             Err(e) => Err(e),
         }

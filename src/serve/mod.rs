@@ -643,7 +643,7 @@ async fn backlinks(shared: &Shared, input: String) -> Response {
     let target = url.clone();
     match blocking(shared, move |b| b.backlinks(&target)).await {
         None => Response::busy(),
-        Some(Ok(Some(links))) => Response::gemtext(pages::backlinks(&url, &links)),
+        Some(Ok(Some(found))) => Response::gemtext(pages::backlinks(&url, &found)),
         Some(Ok(None)) => Response::gemtext(pages::no_index()),
         Some(Err(e)) => {
             tracing::warn!("reading backlinks: {e}");

@@ -29,8 +29,10 @@
 use std::fmt::Write as _;
 use std::time::Duration;
 
-use crate::frontier::{Backlink, KnownHost, Stats};
+use crate::frontier::{KnownHost, Stats};
 use crate::index::{Hit, SearchResults};
+
+use super::backend::Backlinks;
 
 use super::request::{percent_encode, MAX_PAGE, PAGE_SIZE};
 
@@ -398,10 +400,22 @@ pub fn no_index() -> String {
     g.finish()
 }
 
-pub fn backlinks(url: &str, links: &[Backlink]) -> String {
+/// The pages linking to `url`. `url` is what the visitor asked about: it becomes a link only
+/// when the crawl database knows it ([`Backlinks::known`]); otherwise it is shown as text, so
+/// that `/backlinks?ANYTHING` cannot make geode's own page carry a link of the visitor's
+/// choosing (a phishing page, a `javascript:` URL). The linking pages come from the database.
+pub fn backlinks(url: &str, found: &Backlinks) -> String {
+    let links = &found.links;
     let mut g = Gemtext::new();
     g.heading(1, "Backlinks").blank();
-    g.text("Pages linking to:").link(url, url).blank();
+    g.text("Pages linking to:");
+    if found.known {
+        g.link(url, url);
+    } else {
+        g.quote(&truncate(url, ECHO_MAX_CHARS))
+            .text("geode has never met this URL.");
+    }
+    g.blank();
     if links.is_empty() {
         g.text("No page known to geode links there.");
     } else {
@@ -677,6 +691,7 @@ fn civil_from_days(days: i64) -> (i64, u32, u32) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::frontier::Backlink;
     use crate::index::ScoreParts;
 
     /// The kinds a gemtext client sees, by the rules of the spec plus the lenient ones some
@@ -960,7 +975,11 @@ mod tests {
                 label: String::new(),
             },
         ];
-        let page = backlinks("gemini://c.test/", &links);
+        let page = backlinks("gemini://c.test/", &Backlinks { known: true, links });
+        assert!(
+            page.contains("Pages linking to:\n=> gemini://c.test/ gemini://c.test/\n"),
+            "{page}"
+        );
         assert!(
             page.contains("=> gemini://a.test/ gemini://a.test/ (as “Home => gemini://evil/”)\n"),
             "{page}"
@@ -980,6 +999,36 @@ mod tests {
             page.contains("=> gemini://a.test:1966/ a.test:1966 (3)\n"),
             "{page}"
         );
+    }
+
+    /// Issue 12, item 1: `/backlinks?javascript:alert(1)` answered `=> javascript:alert(1)`, and
+    /// any URL a visitor typed became a link on geode's own page.
+    #[test]
+    fn backlinks_never_link_unknown_urls() {
+        for url in [
+            "https://evil.example/login",
+            "javascript:alert(1)",
+            "gemini://never.seen/",
+            "=> gemini://evil/ \n# x",
+        ] {
+            let page = backlinks(
+                url,
+                &Backlinks {
+                    known: false,
+                    links: Vec::new(),
+                },
+            );
+            for line in page.lines() {
+                if let Some(target) = line.strip_prefix("=>") {
+                    let target = target.split_whitespace().next().unwrap_or("");
+                    assert!(target.starts_with('/'), "{url}: {line:?}\n{page}");
+                }
+                assert!(!line.starts_with("# x"), "{url}: {line:?}");
+            }
+            assert!(page.contains("never met this URL"), "{page}");
+            let shown = one_line(url);
+            assert!(page.contains(&shown), "{url} is shown as text: {page}");
+        }
     }
 
     #[test]

@@ -590,6 +590,45 @@ fn injected_markup_in_queries_and_paths_never_becomes_a_link() {
     });
 }
 
+/// Issue 12, item 1: `/backlinks?URL` made any URL a link on geode's own page (a phishing
+/// vector: `=> https://evil.example/login`). Only URLs the crawl database knows are links.
+#[test]
+fn backlinks_never_link_unknown_urls() {
+    let server = Serving::start(crawled(), &[]);
+    let addr = server.addr;
+    runtime().block_on(async {
+        for asked in [
+            "https://evil.example/login",
+            "javascript:alert(1)",
+            "gemini://evil.example/",
+            "gemini://alpha.test/never-linked",
+        ] {
+            let answer = get(addr, &server.url(&format!("/backlinks?{asked}"))).await;
+            assert_eq!(answer.status, 20, "{asked}: {}", answer.meta);
+            for target in link_targets(&answer.body) {
+                assert!(
+                    target.starts_with('/'),
+                    "{asked} became a link: {target}\n{}",
+                    answer.body
+                );
+            }
+        }
+        // A URL the crawl met is still a link, with the pages linking to it.
+        let known = get(addr, &server.url("/backlinks?gemini://beta.test/")).await;
+        let targets = link_targets(&known.body);
+        assert!(
+            targets.contains(&"gemini://beta.test/".to_string()),
+            "{}",
+            known.body
+        );
+        assert!(
+            targets.contains(&"gemini://alpha.test/".to_string()),
+            "{}",
+            known.body
+        );
+    });
+}
+
 #[test]
 fn a_client_that_is_too_fast_is_told_how_long_to_wait() {
     let server = Serving::start(crawled(), &["--rate-limit", "1", "--rate-burst", "5"]);
