@@ -311,9 +311,14 @@ pub struct ServeArgs {
     /// PEM private key of --cert.
     #[arg(long, value_name = "FILE", requires = "cert")]
     pub key: Option<PathBuf>,
-    /// Connections open at once, across all clients.
+    /// Connections being answered at once (their request read), across all clients.
     #[arg(long, value_name = "N", default_value_t = 256, value_parser = clap::value_parser!(u32).range(1..=65536))]
     pub max_connections: u32,
+    /// Connections in their TLS handshake or request line at once, across all clients. When
+    /// full, a new connection closes the oldest one of the client holding the most, so idle
+    /// connections cannot keep new clients out.
+    #[arg(long, value_name = "N", default_value_t = 1024, value_parser = clap::value_parser!(u32).range(1..=65536))]
+    pub max_pending_connections: u32,
     /// Connections open at once from one client (IPv4 address or IPv6 /64); 0 for no cap.
     #[arg(long, value_name = "N", default_value_t = 32)]
     pub max_client_connections: u32,
@@ -338,6 +343,7 @@ impl ServeArgs {
             };
         }
         config.max_connections = self.max_connections as usize;
+        config.max_pending_connections = self.max_pending_connections as usize;
         config.max_connections_per_client = self.max_client_connections as usize;
         config.rate_limit = (self.rate_limit > 0.0).then_some(geode::serve::ratelimit::RateLimit {
             per_second: self.rate_limit,
@@ -460,6 +466,10 @@ mod tests {
         assert_eq!(config.hostname, "geode.example");
         assert_eq!(config.listen.len(), 2);
         assert_eq!(config.rate_limit, None);
+        assert_eq!(
+            (config.max_connections, config.max_pending_connections),
+            (256, 1024)
+        );
         assert_eq!(
             config.cert,
             geode::serve::cert::CertSource::SelfSigned {

@@ -862,7 +862,25 @@ fn backlinks(args: BacklinksArgs) -> Result<(), Failure> {
 fn serve(args: ServeArgs) -> Result<(), Failure> {
     use geode::serve::cert::CertError;
     use geode::serve::{ServeError, Server};
-    let config = args.config();
+    let mut config = args.config();
+    // Every pending and answered connection is a descriptor: take what the system allows, and
+    // keep the pending budget within it (accepting into EMFILE would only make clients wait).
+    match geode::fetch::sockets::raise_nofile_limit() {
+        Ok(limit) => {
+            let reserve = config.max_connections as u64 + 64;
+            let room = usize::try_from(limit.soft.saturating_sub(reserve)).unwrap_or(usize::MAX);
+            if room < config.max_pending_connections {
+                tracing::warn!(
+                    "descriptor limit {}: at most {} pending connections instead of {}",
+                    limit.soft,
+                    room.max(1),
+                    config.max_pending_connections
+                );
+                config.max_pending_connections = room.max(1);
+            }
+        }
+        Err(e) => tracing::warn!("cannot read the file descriptor limit: {e}"),
+    }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

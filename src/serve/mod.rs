@@ -9,12 +9,31 @@
 //! One connection, one request, as Gemini wants: TLS handshake (at most
 //! [`Timeouts::handshake`]), the request read into a fixed 1026-byte buffer (at most
 //! [`Timeouts::request`]), one response, close_notify. A connection never lives longer than
-//! [`Timeouts::connection`]. At most [`ServeConfig::max_connections`] are open at once (the
-//! accept loops wait for a free slot, so excess clients queue in the kernel's backlog), and at
-//! most [`ServeConfig::max_connections_per_client`] per client (extra ones are closed at once).
-//! Each request spends a token of its client's bucket ([`ServeConfig::rate_limit`]); without
-//! one it is answered `44 <seconds>`. Searches and database reads run on the blocking pool,
-//! [`ServeConfig::blocking_slots`] at a time.
+//! [`Timeouts::connection`].
+//!
+//! # Admission
+//!
+//! A connection lives in two phases, with a budget each, so that idle sockets (which cost
+//! their opener nothing) can never keep a real client out:
+//!
+//! 1. *Pending*, from `accept` to the request's CRLF: at most
+//!    [`ServeConfig::max_pending_connections`] (default 1024), with short time limits. The
+//!    accept loops never wait for this budget: when it is full, a newcomer evicts the oldest
+//!    pending connection of the client holding the most ([`ratelimit::PendingConnections`]),
+//!    which is closed at once. A flood of idle connections thus displaces only itself, and a
+//!    new client is accepted and handshaken at once whatever the flood.
+//! 2. *Answering*, from the request to close_notify: at most
+//!    [`ServeConfig::max_connections`] (default 256) at once. A connection with a request
+//!    waits for a place here (still evictable while it waits), so request handling is never
+//!    starved by connections that never send one.
+//!
+//! Besides, at most [`ServeConfig::max_connections_per_client`] connections of one client are
+//! open at once, in either phase (extra ones are closed at once). Each request spends a token
+//! of its client's bucket ([`ServeConfig::rate_limit`]); without one it is answered
+//! `44 <seconds>`. Searches and database reads run on the blocking pool,
+//! [`ServeConfig::blocking_slots`] at a time. Sockets open at once are thus bounded by the sum
+//! of the two budgets; `geode serve` raises its descriptor limit and lowers the pending budget
+//! to fit it.
 //!
 //! Not here: writing the index (only the crawl does), HTTP, client certificates.
 
@@ -37,7 +56,7 @@ use tokio_rustls::TlsAcceptor;
 
 use backend::{Backend, SearchOutcome};
 use cert::{CertError, CertSource};
-use ratelimit::{ConnectionCounter, RateLimit, RateLimiter};
+use ratelimit::{ConnectionCounter, PendingConnections, PendingSlot, RateLimit, RateLimiter};
 use request::{Authority, Framing, Route, MAX_REQUEST, PAGE_SIZE};
 
 pub use cert::Identity;
@@ -52,8 +71,11 @@ pub struct ServeConfig {
     /// The host name clients use; requests for other hosts are refused (53).
     pub hostname: String,
     pub cert: CertSource,
-    /// Connections open at once, across all clients.
+    /// Connections being answered (request read) at once, across all clients.
     pub max_connections: usize,
+    /// Connections in their TLS handshake or request line at once, across all clients; when
+    /// full, a new connection evicts an older one (module doc).
+    pub max_pending_connections: usize,
     /// Connections open at once from one client (IPv4 address or IPv6 /64); 0 for no cap.
     pub max_connections_per_client: usize,
     /// Requests per client; `None` for no limit.
@@ -82,8 +104,8 @@ pub struct Timeouts {
 impl Default for Timeouts {
     fn default() -> Self {
         Timeouts {
-            handshake: Duration::from_secs(10),
-            request: Duration::from_secs(10),
+            handshake: Duration::from_secs(5),
+            request: Duration::from_secs(5),
             write: Duration::from_secs(30),
             connection: Duration::from_secs(60),
             busy: Duration::from_secs(5),
@@ -92,8 +114,10 @@ impl Default for Timeouts {
     }
 }
 
-/// Default cap on open connections.
+/// Default cap on connections being answered.
 pub const DEFAULT_MAX_CONNECTIONS: usize = 256;
+/// Default cap on connections that have not sent their request yet.
+pub const DEFAULT_MAX_PENDING_CONNECTIONS: usize = 1024;
 /// Default cap on one client's open connections.
 pub const DEFAULT_MAX_CONNECTIONS_PER_CLIENT: usize = 32;
 /// Default rate limit: 5 requests per second, bursts of 20.
@@ -114,6 +138,7 @@ impl ServeConfig {
                 dir: data_dir.join("serve"),
             },
             max_connections: DEFAULT_MAX_CONNECTIONS,
+            max_pending_connections: DEFAULT_MAX_PENDING_CONNECTIONS,
             max_connections_per_client: DEFAULT_MAX_CONNECTIONS_PER_CLIENT,
             rate_limit: Some(DEFAULT_RATE_LIMIT),
             blocking_slots: std::thread::available_parallelism()
@@ -155,7 +180,6 @@ pub struct Server {
     listeners: Vec<TcpListener>,
     identity: Identity,
     shared: Arc<Shared>,
-    max_connections: usize,
 }
 
 /// What every connection needs.
@@ -165,8 +189,56 @@ struct Shared {
     backend: Arc<Backend>,
     limiter: RateLimiter,
     per_client: ConnectionCounter,
+    /// Connections before their request (module doc, "Admission").
+    pending: PendingConnections,
+    /// Places for connections being answered.
+    answering: Arc<Semaphore>,
+    /// Every connection task, for the drain at shutdown.
+    open: Arc<OpenConnections>,
     blocking: Arc<Semaphore>,
     timeouts: Timeouts,
+}
+
+/// How many connection tasks are running, and a signal when none is.
+#[derive(Default)]
+struct OpenConnections {
+    count: std::sync::atomic::AtomicUsize,
+    none: tokio::sync::Notify,
+}
+
+/// A running connection task; counted while it lives.
+struct OpenConnection(Arc<OpenConnections>);
+
+impl OpenConnections {
+    fn enter(self: &Arc<Self>) -> OpenConnection {
+        self.count.fetch_add(1, std::sync::atomic::Ordering::AcqRel);
+        OpenConnection(Arc::clone(self))
+    }
+
+    /// Resolves once no connection task is running.
+    async fn drained(&self) {
+        loop {
+            // Created before the check: notify_waiters reaches it even before it is polled.
+            let notified = self.none.notified();
+            if self.count.load(std::sync::atomic::Ordering::Acquire) == 0 {
+                return;
+            }
+            notified.await;
+        }
+    }
+}
+
+impl Drop for OpenConnection {
+    fn drop(&mut self) {
+        if self
+            .0
+            .count
+            .fetch_sub(1, std::sync::atomic::Ordering::AcqRel)
+            == 1
+        {
+            self.0.none.notify_waiters();
+        }
+    }
 }
 
 impl Server {
@@ -216,6 +288,9 @@ impl Server {
             backend: Arc::new(Backend::new(&config.data_dir)),
             limiter: RateLimiter::new(config.rate_limit),
             per_client: ConnectionCounter::new(config.max_connections_per_client),
+            pending: PendingConnections::new(config.max_pending_connections),
+            answering: Arc::new(Semaphore::new(max_connections)),
+            open: Arc::default(),
             blocking: Arc::new(Semaphore::new(config.blocking_slots.max(1))),
             timeouts: config.timeouts,
         });
@@ -224,7 +299,6 @@ impl Server {
             listeners,
             identity,
             shared,
-            max_connections,
         })
     }
 
@@ -242,22 +316,13 @@ impl Server {
     /// [`Timeouts::shutdown_grace`] to finish.
     pub async fn run(self, shutdown: impl Future<Output = ()>) {
         let Server {
-            listeners,
-            shared,
-            max_connections,
-            ..
+            listeners, shared, ..
         } = self;
-        let slots = Arc::new(Semaphore::new(max_connections));
         let (stop, stop_rx) = watch::channel(false);
         let loops: Vec<_> = listeners
             .into_iter()
             .map(|listener| {
-                tokio::spawn(accept_loop(
-                    listener,
-                    Arc::clone(&shared),
-                    Arc::clone(&slots),
-                    stop_rx.clone(),
-                ))
+                tokio::spawn(accept_loop(listener, Arc::clone(&shared), stop_rx.clone()))
             })
             .collect();
         shutdown.await;
@@ -267,9 +332,7 @@ impl Server {
         for handle in loops {
             let _ = handle.await;
         }
-        // Every open connection holds a slot: having them all back means all have closed.
-        let all = u32::try_from(max_connections).unwrap_or(u32::MAX);
-        let drained = tokio::time::timeout(shared.timeouts.shutdown_grace, slots.acquire_many(all));
+        let drained = tokio::time::timeout(shared.timeouts.shutdown_grace, shared.open.drained());
         if drained.await.is_err() {
             tracing::warn!(
                 "connections still open after {:?}; leaving them",
@@ -322,25 +385,14 @@ fn only_v6(_socket: &tokio::net::TcpSocket) -> std::io::Result<()> {
     Ok(())
 }
 
-async fn accept_loop(
-    listener: TcpListener,
-    shared: Arc<Shared>,
-    slots: Arc<Semaphore>,
-    mut stop: watch::Receiver<bool>,
-) {
+async fn accept_loop(listener: TcpListener, shared: Arc<Shared>, mut stop: watch::Receiver<bool>) {
     let local_port = listener.local_addr().map(|a| a.port()).unwrap_or(1965);
     let authority = Arc::new(Authority::new(&shared.hostname, local_port));
     loop {
-        // Waiting for a free slot before accepting leaves excess clients in the backlog.
-        let slot = tokio::select! {
-            // Err means the server was dropped: stop as well.
-            _ = stop.changed() => break,
-            slot = Arc::clone(&slots).acquire_owned() => match slot {
-                Ok(slot) => slot,
-                Err(_) => break,
-            },
-        };
+        // Never waits for a budget before accepting: a full pending budget evicts instead
+        // (module doc, "Admission"), so a new client never queues behind idle sockets.
         let accepted = tokio::select! {
+            // Err means the server was dropped: stop as well.
             _ = stop.changed() => break,
             accepted = listener.accept() => accepted,
         };
@@ -357,18 +409,21 @@ async fn accept_loop(
             tracing::debug!("{peer}: too many connections from this client; closed");
             continue;
         };
+        let (pending, evicted) = shared.pending.admit(peer.ip());
+        if evicted {
+            tracing::debug!("pending connections full: closed one to admit {peer}");
+        }
+        let open = shared.open.enter();
         let shared = Arc::clone(&shared);
         let authority = Arc::clone(&authority);
         tokio::spawn(async move {
             let deadline = shared.timeouts.connection;
-            if tokio::time::timeout(deadline, connection(&shared, &authority, tcp, peer))
-                .await
-                .is_err()
-            {
+            let served = connection(&shared, &authority, tcp, peer, pending);
+            if tokio::time::timeout(deadline, served).await.is_err() {
                 tracing::debug!("{peer}: connection deadline reached");
             }
             drop(client_slot);
-            drop(slot);
+            drop(open);
         });
     }
 }
@@ -403,32 +458,79 @@ impl Response {
     }
 }
 
-async fn connection(shared: &Shared, authority: &Authority, tcp: TcpStream, peer: SocketAddr) {
-    let started = Instant::now();
-    // Responses are small; do not let Nagle hold back the last segment.
-    let _ = tcp.set_nodelay(true);
+/// What the pending phase of a connection came to: the TLS stream and the bytes of the request
+/// (or `None` when the client never finished its handshake or failed while sending).
+type Received = Option<(
+    tokio_rustls::server::TlsStream<TcpStream>,
+    Box<[u8; MAX_REQUEST + 2]>,
+    Option<Read>,
+)>;
+
+/// The pending phase: TLS handshake, then the request line, each within its time limit. The
+/// request is `None` when its time ran out (answered 59).
+async fn receive(shared: &Shared, tcp: TcpStream, peer: SocketAddr) -> Received {
     let mut stream =
         match tokio::time::timeout(shared.timeouts.handshake, shared.acceptor.accept(tcp)).await {
             Ok(Ok(stream)) => stream,
             Ok(Err(e)) => {
                 tracing::debug!("{peer}: handshake failed: {e}");
-                return;
+                return None;
             }
             Err(_) => {
                 tracing::debug!("{peer}: handshake timeout");
-                return;
+                return None;
             }
         };
-
-    let mut buf = [0u8; MAX_REQUEST + 2];
-    let read = tokio::time::timeout(shared.timeouts.request, read_request(&mut stream, &mut buf));
-    let (framing, unread) = match read.await {
-        Err(_) => (Framing::TimedOut, false),
+    let mut buf = Box::new([0u8; MAX_REQUEST + 2]);
+    let read = tokio::time::timeout(
+        shared.timeouts.request,
+        read_request(&mut stream, &mut buf[..]),
+    );
+    match read.await {
+        Err(_) => Some((stream, buf, None)),
         Ok(Err(e)) => {
             tracing::debug!("{peer}: reading the request: {e}");
+            None
+        }
+        Ok(Ok(read)) => Some((stream, buf, Some(read))),
+    }
+}
+
+async fn connection(
+    shared: &Shared,
+    authority: &Authority,
+    tcp: TcpStream,
+    peer: SocketAddr,
+    mut pending: PendingSlot,
+) {
+    let started = Instant::now();
+    // Responses are small; do not let Nagle hold back the last segment.
+    let _ = tcp.set_nodelay(true);
+    let received = tokio::select! {
+        () = pending.evicted() => {
+            tracing::debug!("{peer}: closed before its request to make room for another client");
             return;
         }
-        Ok(Ok(read)) => read.framing(&buf),
+        received = receive(shared, tcp, peer) => received,
+    };
+    let Some((mut stream, buf, read)) = received else {
+        return;
+    };
+    // A place among the connections being answered; still evictable while waiting for it.
+    let _answering = tokio::select! {
+        () = pending.evicted() => {
+            tracing::debug!("{peer}: closed while waiting to be answered, to make room");
+            return;
+        }
+        place = Arc::clone(&shared.answering).acquire_owned() => match place {
+            Ok(place) => place,
+            Err(_) => return,
+        },
+    };
+    drop(pending);
+    let (framing, unread) = match read {
+        None => (Framing::TimedOut, false),
+        Some(read) => read.framing(&buf[..]),
     };
     let request_text = match framing {
         Framing::Line(line) => String::from_utf8_lossy(line).into_owned(),

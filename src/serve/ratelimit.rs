@@ -1,6 +1,18 @@
-//! Per-client limits of `geode serve`: a token bucket per client (requests per second with a
-//! burst; a client out of tokens is answered `44 <seconds>`) and a cap on one client's
-//! simultaneous connections (extra ones are closed at once).
+//! Per-client limits of `geode serve`, and the budget of connections that have not yet sent
+//! their request.
+//!
+//! - A token bucket per client (requests per second with a burst; a client out of tokens is
+//!   answered `44 <seconds>`).
+//! - A cap on one client's simultaneous connections ([`ConnectionCounter`]; extra ones are
+//!   closed at once).
+//! - [`PendingConnections`]: a bounded set of connections still in their TLS handshake or
+//!   request line. It never makes a newcomer wait: when it is full, admitting a connection
+//!   evicts one already in it, the oldest of the client that holds the most. An idle TCP
+//!   connection costs its opener nothing, so a budget that made newcomers wait for idle ones to
+//!   time out (as a plain semaphore before `accept` does) would let a few hundred idle sockets
+//!   lock every client out. With eviction, a flood of idle connections only ever displaces
+//!   itself: a client with one connection in its handshake is evicted only when no client holds
+//!   two, that is when the budget is full of distinct clients each mid-handshake.
 //!
 //! A client is an IPv4 address, or an IPv6 /64: one host gets a whole /64, so counting single
 //! IPv6 addresses would let it walk around the limit. IPv4-mapped IPv6 addresses count as IPv4.
@@ -8,12 +20,15 @@
 //! The bucket table is bounded: when full, buckets that have refilled (idle clients) are dropped;
 //! if every bucket is still in use, a new client goes unlimited rather than locking everyone
 //! out, since the connection cap bounds the harm. Time is passed in, so the rules are tested
-//! without sleeping. Not here: the global connection cap (a semaphore in `serve/mod.rs`).
+//! without sleeping. Not here: the budget of connections being answered (a semaphore in
+//! `serve/mod.rs`) and the time limits.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::net::IpAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
+
+use tokio::sync::oneshot;
 
 /// The rate limit: `per_second` tokens flow into a bucket that holds at most `burst`.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -170,6 +185,134 @@ impl Drop for ConnectionSlot {
     }
 }
 
+/// Connections that have not yet sent their request, at most `capacity`; see the module doc.
+#[derive(Debug, Clone)]
+pub struct PendingConnections {
+    inner: Arc<Mutex<PendingTable>>,
+}
+
+#[derive(Debug)]
+struct PendingTable {
+    capacity: usize,
+    /// Admission number of the next connection: smaller is older.
+    next: u64,
+    len: usize,
+    /// Per client, its pending connections by admission number, each with the sender that
+    /// tells it to close.
+    by_client: HashMap<ClientKey, BTreeMap<u64, oneshot::Sender<()>>>,
+}
+
+/// One pending connection's place; dropping it (the request arrived, or the connection ended)
+/// frees the place.
+#[derive(Debug)]
+pub struct PendingSlot {
+    key: ClientKey,
+    id: u64,
+    evicted: oneshot::Receiver<()>,
+    table: Arc<Mutex<PendingTable>>,
+}
+
+impl PendingConnections {
+    /// A budget of `capacity` connections (at least 1).
+    pub fn new(capacity: usize) -> PendingConnections {
+        PendingConnections {
+            inner: Arc::new(Mutex::new(PendingTable {
+                capacity: capacity.max(1),
+                next: 0,
+                len: 0,
+                by_client: HashMap::new(),
+            })),
+        }
+    }
+
+    /// Admits a new connection from `ip`, evicting another one first when the budget is full.
+    /// Returns the new connection's slot and whether a connection was evicted.
+    pub fn admit(&self, ip: IpAddr) -> (PendingSlot, bool) {
+        let key = ClientKey::of(ip);
+        // A poisoned lock means a panic mid-update of plain maps; they are still consistent
+        // enough to admit and evict (a stale entry only costs one place).
+        let mut table = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        let evicted = table.len >= table.capacity && table.evict_one();
+        let id = table.next;
+        table.next += 1;
+        let (tell, evicted_rx) = oneshot::channel();
+        table.by_client.entry(key).or_default().insert(id, tell);
+        table.len += 1;
+        let slot = PendingSlot {
+            key,
+            id,
+            evicted: evicted_rx,
+            table: Arc::clone(&self.inner),
+        };
+        (slot, evicted)
+    }
+
+    /// Connections pending now.
+    pub fn len(&self) -> usize {
+        self.inner.lock().unwrap_or_else(|p| p.into_inner()).len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+impl PendingTable {
+    /// Tells the oldest connection of the client with the most pending connections to close
+    /// (of two clients with as many, the one whose oldest connection is older), and forgets
+    /// it. `false` when there is nothing to evict.
+    fn evict_one(&mut self) -> bool {
+        let victim = self
+            .by_client
+            .iter()
+            .filter_map(|(key, open)| open.keys().next().map(|&oldest| (*key, open.len(), oldest)))
+            .max_by(|a, b| a.1.cmp(&b.1).then(b.2.cmp(&a.2)))
+            .map(|(key, _, _)| key);
+        let Some(key) = victim else {
+            return false;
+        };
+        let Some(open) = self.by_client.get_mut(&key) else {
+            return false;
+        };
+        let Some((_, tell)) = open.pop_first() else {
+            return false;
+        };
+        if open.is_empty() {
+            self.by_client.remove(&key);
+        }
+        self.len -= 1;
+        // The connection may be closing on its own already; then nobody listens.
+        let _ = tell.send(());
+        true
+    }
+}
+
+impl PendingSlot {
+    /// Resolves when this connection has been evicted to make room; never otherwise.
+    pub async fn evicted(&mut self) {
+        if (&mut self.evicted).await.is_err() {
+            // The budget is gone (the server is stopping): nobody will evict any more.
+            std::future::pending::<()>().await;
+        }
+    }
+}
+
+impl Drop for PendingSlot {
+    fn drop(&mut self) {
+        let mut table = self.table.lock().unwrap_or_else(|p| p.into_inner());
+        let Some(open) = table.by_client.get_mut(&self.key) else {
+            return;
+        };
+        // Absent when this connection was evicted: its place is already free.
+        if open.remove(&self.id).is_some() {
+            if open.is_empty() {
+                table.by_client.remove(&self.key);
+            }
+            table.len -= 1;
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -279,6 +422,46 @@ mod tests {
         let later = t0 + Duration::from_secs(10);
         assert!(limiter.check(ip("192.0.2.5"), later).is_ok());
         assert_eq!(limiter.tracked(), 1);
+    }
+
+    /// Whether `slot` has been told to close, without waiting.
+    fn was_evicted(slot: &mut PendingSlot) -> bool {
+        slot.evicted.try_recv().is_ok()
+    }
+
+    #[test]
+    fn a_full_pending_budget_evicts_the_oldest_of_the_busiest_client() {
+        let pending = PendingConnections::new(4);
+        let flood = ip("192.0.2.1");
+        let other = ip("192.0.2.2");
+        let (mut f1, e) = pending.admit(flood);
+        assert!(!e);
+        let (mut o1, _) = pending.admit(other);
+        let (mut f2, _) = pending.admit(flood);
+        let (mut f3, _) = pending.admit(flood);
+        assert!(!was_evicted(&mut f3));
+        assert_eq!(pending.len(), 4);
+        // Full: a newcomer takes the place of the flood's oldest, not of the older lone one.
+        let (mut fresh, evicted) = pending.admit(ip("192.0.2.3"));
+        assert!(evicted);
+        assert!(was_evicted(&mut f1));
+        assert!(!was_evicted(&mut o1) && !was_evicted(&mut f2) && !was_evicted(&mut fresh));
+        assert_eq!(pending.len(), 4);
+        // An evicted slot dropped late frees nothing twice.
+        drop(f1);
+        assert_eq!(pending.len(), 4);
+        // A finished handshake frees its place: no eviction for the next one.
+        drop(f2);
+        let (_g, evicted) = pending.admit(ip("192.0.2.4"));
+        assert!(!evicted);
+        // Ties go to the client whose oldest connection is oldest: o1 (admitted second)
+        // before f3, fresh and _g, all one each.
+        drop(f3);
+        let (_h, _) = pending.admit(ip("192.0.2.5"));
+        let (_i, evicted) = pending.admit(ip("192.0.2.6"));
+        assert!(evicted);
+        assert!(was_evicted(&mut o1));
+        assert!(!was_evicted(&mut fresh));
     }
 
     #[test]

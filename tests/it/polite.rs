@@ -56,6 +56,7 @@ fn parse(r: &RequestRecord) -> url::Url {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_politeness_geminispace_is_crawled_exactly_and_politely() {
+    let _timing = support::TIMING.lock().await;
     let ips: BTreeSet<u8> = SPACE.iter().map(|(_, n)| *n).collect();
     let listen: Vec<SocketAddr> = ips.iter().map(|n| SocketAddr::new(ip(*n), 0)).collect();
     let server = FixtureServer::start(FixtureConfig {

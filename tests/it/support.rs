@@ -126,3 +126,9 @@ pub fn assert_polite(log: &[RequestRecord], delay: Duration) {
     let listed: String = breaches.iter().map(|b| format!("{b}\n")).collect();
     assert!(breaches.is_empty(), "{listed}");
 }
+
+/// Held by tests whose assertions are about timing (politeness gaps of a few tens of
+/// milliseconds) and by tests that load the machine in bursts (thousands of connections at
+/// once), so that the two kinds never run side by side: on a small machine the burst delays
+/// the fixture's timestamps enough to read as a breach. Other tests run beside either.
+pub static TIMING: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
