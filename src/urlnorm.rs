@@ -163,7 +163,16 @@ fn canonical_host(raw: &str) -> Result<String, UrlError> {
             if trimmed.is_empty() {
                 return Err(UrlError::NoHost);
             }
-            Ok(trimmed.to_string())
+            if trimmed.len() == domain.len() {
+                return Ok(domain);
+            }
+            // Without its dots a name may read as something else: `0..` is a domain, `0` the
+            // IPv4 address 0.0.0.0. Parsed again, it reads as a second pass would read it.
+            match Host::parse(trimmed) {
+                Ok(Host::Domain(again)) => Ok(again),
+                Ok(other) => Ok(other.to_string()),
+                Err(e) => Err(UrlError::Parse(format!("invalid host {raw:?}: {e}"))),
+            }
         }
         other => Ok(other.to_string()),
     }
@@ -390,6 +399,29 @@ mod tests {
                 norm(input)
             );
         }
+    }
+
+    /// Found by `fuzz_url_normalisation` (issue 12, item 16): `0%2e%2E` decodes to the domain
+    /// `0..`, which lost its dots became `0`; normalising that URL again read `0` as the IPv4
+    /// address 0.0.0.0, so normalisation was not idempotent and one capsule had two keys.
+    #[test]
+    fn hosts_that_are_numbers_without_their_trailing_dots_normalise_once() {
+        let cases = [
+            ("GEMINI://0%2e%2E#", "gemini://0.0.0.0/"),
+            ("gemini://0../", "gemini://0.0.0.0/"),
+            ("gemini://127.0.0.1../x", "gemini://127.0.0.1/x"),
+            ("gemini://0x7f.1.%2e/", "gemini://127.0.0.1/"),
+            ("gemini://1.2.3.4%2E%2E%2E/", "gemini://1.2.3.4/"),
+            ("gemini://example.org../", "gemini://example.org/"),
+        ];
+        for (input, want) in cases {
+            let once = norm(input);
+            assert_eq!(once.as_deref(), Ok(want), "input {input:?}");
+            assert_eq!(norm(want).as_deref(), Ok(want), "again {want:?}");
+        }
+        let base = normalize("gemini://base.test/a").unwrap();
+        let resolved = resolve(&base, "GEMINI://0%2e%2E#").unwrap();
+        assert_eq!(resolved.as_str(), "gemini://0.0.0.0/");
     }
 
     #[test]
