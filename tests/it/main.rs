@@ -8,6 +8,7 @@ mod crawl;
 mod cron;
 mod datadir;
 mod fetch;
+mod fuzz;
 mod hostile;
 mod polite;
 mod recrawl;
