@@ -26,10 +26,10 @@ pub enum LockError {
         .dir.display()
     )]
     Held { dir: PathBuf, pid: Option<u32> },
-    #[error("lock file {}: {source}", .path.display())]
+    #[error("lock file {}: {error}", .path.display())]
     Io {
         path: PathBuf,
-        source: std::io::Error,
+        error: std::io::Error,
     },
 }
 
@@ -43,9 +43,9 @@ impl DataDirLock {
     /// Takes the lock of `data_dir` (which must exist) without waiting.
     pub fn acquire(data_dir: &Path) -> Result<DataDirLock, LockError> {
         let path = lock_path(data_dir);
-        let io = |source| LockError::Io {
+        let io = |error| LockError::Io {
             path: path.clone(),
-            source,
+            error,
         };
         let mut file = OpenOptions::new()
             .read(true)
