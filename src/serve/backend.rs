@@ -16,7 +16,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::crawl;
-use crate::frontier::{Backlink, Frontier, FrontierError, KnownHost, Stats};
+use crate::frontier::{Backlink, Frontier, FrontierError, KnownHost, Stats, Suggested};
 use crate::index::{IndexError, SearchIndex, SearchResults};
 
 /// How often at most the index directory is checked for replacement (or first appearance).
@@ -217,6 +217,20 @@ impl Backend {
 
     /// The pages linking to `url` (normalised), and whether the crawl database knows `url` at
     /// all; `Ok(None)` without a crawl database.
+    /// Records a seed a visitor suggested, in the crawl database (created if there is none
+    /// yet): the one write `geode serve` makes to it.
+    pub fn suggest_seed(&self, url: &url::Url) -> Result<Suggested, FrontierError> {
+        std::fs::create_dir_all(&self.data_dir)
+            .map_err(|e| FrontierError::Unreadable(self.data_dir.clone(), e))?;
+        let mut frontier = Frontier::open(&crate::crawl::database_path(&self.data_dir))?;
+        frontier.suggest_seed(
+            url.as_str(),
+            &crate::urlnorm::capsule_key(url),
+            "serve",
+            crate::crawl::unix_now(),
+        )
+    }
+
     pub fn backlinks(&self, url: &str) -> Result<Option<Backlinks>, FrontierError> {
         match Frontier::open_read_only(&crawl::database_path(&self.data_dir)) {
             Ok(frontier) => Ok(Some(Backlinks {

@@ -642,6 +642,7 @@ fn unix_now() -> i64 {
 
 const SEARCH_PROMPT: &str = "Search geminispace (words, \"phrases\", site:, lang:; see /about)";
 const BACKLINKS_PROMPT: &str = "Which URL's backlinks? (e.g. gemini://example.org/)";
+const SEED_PROMPT: &str = "Suggest a capsule for the next crawl (a gemini:// URL)";
 
 async fn respond(shared: &Shared, route: Route) -> Response {
     match route {
@@ -655,6 +656,8 @@ async fn respond(shared: &Shared, route: Route) -> Response {
         Route::VerboseSearch { query, page } => search(shared, query, page, true).await,
         Route::Backlinks { url: None } => Response::header(10, BACKLINKS_PROMPT),
         Route::Backlinks { url: Some(input) } => backlinks(shared, input).await,
+        Route::AddSeed { url: None } => Response::header(10, SEED_PROMPT),
+        Route::AddSeed { url: Some(input) } => add_seed(shared, input).await,
         Route::Home | Route::Stats | Route::KnownHosts => {
             let now = unix_now();
             let snapshot = blocking(shared, move |b| b.snapshot(now)).await;
@@ -750,6 +753,25 @@ async fn backlinks(shared: &Shared, input: String) -> Response {
         Some(Err(e)) => {
             tracing::warn!("reading backlinks: {e}");
             Response::header(40, "The crawl database cannot be read right now")
+        }
+    }
+}
+
+/// A visitor's suggestion: a gemini:// URL is normalised and queued for the next crawl;
+/// anything else gets the prompt again, saying why.
+async fn add_seed(shared: &Shared, input: String) -> Response {
+    let url = match crate::urlnorm::normalize(input.trim()) {
+        Ok(url) if url.scheme() == "gemini" => url,
+        Ok(_) => return Response::header(10, "Only gemini:// URLs can be suggested; try again"),
+        Err(_) => return Response::header(10, "That is not a URL; try again (gemini://...)"),
+    };
+    let queued = url.clone();
+    match blocking(shared, move |b| b.suggest_seed(&queued)).await {
+        None => Response::busy(),
+        Some(Ok(outcome)) => Response::gemtext(pages::seed_added(url.as_str(), outcome)),
+        Some(Err(e)) => {
+            tracing::warn!("recording a suggested seed: {e}");
+            Response::header(40, "The suggestion cannot be recorded right now")
         }
     }
 }

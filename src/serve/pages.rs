@@ -258,6 +258,7 @@ pub fn home(summary: Option<&Summary>, now: i64) -> String {
     }
     g.link("/stats", "Statistics")
         .link("/known-hosts", "Known capsules")
+        .link("/add-seed", "Suggest a capsule to crawl")
         .finish()
 }
 
@@ -438,6 +439,25 @@ pub fn backlinks(url: &str, found: &Backlinks) -> String {
     g.blank()
         .link(&format!("/backlinks?{}", percent_encode(url)), "Refresh")
         .link("/backlinks", "Backlinks of another URL")
+        .link("/", "geode home");
+    g.finish()
+}
+
+/// The answer to `/add-seed?URL`. The URL is shown as text, not as a link: a visitor chose it.
+pub fn seed_added(url: &str, outcome: crate::frontier::Suggested) -> String {
+    use crate::frontier::Suggested;
+    let mut g = Gemtext::new();
+    g.heading(1, "Suggest a capsule").blank();
+    let said = match outcome {
+        Suggested::New => "Thank you: the next crawl will fetch it, politely, and index what it finds (its robots.txt permitting).",
+        Suggested::Known => "geode knows it already: the next crawl will visit it again.",
+        Suggested::AlreadySuggested => "It was suggested before: the next crawl will visit it.",
+        Suggested::QueueFull => "Too many suggestions are waiting for the next crawl; please try again after it.",
+    };
+    g.text(&format!("“{}”", truncate(url, ECHO_MAX_CHARS)))
+        .text(said)
+        .blank()
+        .link("/add-seed", "Suggest another")
         .link("/", "geode home");
     g.finish()
 }

@@ -115,6 +115,10 @@ pub enum Route {
     KnownHosts,
     Stats,
     About,
+    /// `/add-seed[?URL]`: a visitor suggests a capsule for the next crawl.
+    AddSeed {
+        url: Option<String>,
+    },
     /// `/robots.txt`: keeps other crawlers out of result pages.
     Robots,
 }
@@ -224,6 +228,7 @@ fn route(path: &str, query: Option<String>) -> Result<Route, Reject> {
         "/about" => Some(Route::About),
         "/robots.txt" => Some(Route::Robots),
         "/backlinks" => Some(Route::Backlinks { url: query.clone() }),
+        "/add-seed" => Some(Route::AddSeed { url: query.clone() }),
         _ => None,
     };
     if let Some(route) = simple {

@@ -629,6 +629,66 @@ fn backlinks_never_link_unknown_urls() {
     });
 }
 
+/// Issue 13: visitors suggest capsules through /add-seed; the suggestion waits in the crawl
+/// database for the next crawl, which needs no --seed to fetch it.
+#[test]
+fn visitors_suggest_capsules_for_the_next_crawl() {
+    let data = tempfile::tempdir().unwrap();
+    let server = Serving::start(data.path(), &[]);
+    let addr = server.addr;
+    runtime().block_on(async {
+        let prompt = get(addr, &server.url("/add-seed")).await;
+        assert_eq!(prompt.status, 10);
+        assert!(prompt.meta.contains("gemini://"), "{}", prompt.meta);
+        for garbage in ["not%20a%20url", "https://beta.test/", "mailto:x@beta.test"] {
+            let again = get(addr, &server.url(&format!("/add-seed?{garbage}"))).await;
+            assert_eq!(again.status, 10, "{garbage}: {}", again.meta);
+            assert!(again.meta.contains("try again"), "{}", again.meta);
+        }
+        let added = get(addr, &server.url("/add-seed?gemini://BETA.test")).await;
+        assert_eq!(added.status, 20, "{}", added.meta);
+        assert!(
+            added.body.contains("“gemini://beta.test/”"),
+            "{}",
+            added.body
+        );
+        assert!(added.body.contains("the next crawl"), "{}", added.body);
+        assert!(
+            link_targets(&added.body).iter().all(|t| t.starts_with('/')),
+            "the visitor's URL is text, not a link: {}",
+            added.body
+        );
+        let again = get(addr, &server.url("/add-seed?gemini://beta.test/")).await;
+        assert!(again.body.contains("suggested before"), "{}", again.body);
+        let home = get(addr, &server.url("/")).await;
+        assert!(link_targets(&home.body).contains(&"/add-seed".to_string()));
+    });
+    let listed = Command::new(support::geode_bin())
+        .args(["seed", "list", "--json", "--data"])
+        .arg(data.path())
+        .output()
+        .unwrap();
+    let line = String::from_utf8_lossy(&listed.stdout);
+    let seed: serde_json::Value = serde_json::from_str(line.trim()).unwrap();
+    assert_eq!(seed["url"], "gemini://beta.test/");
+    assert_eq!(seed["source"], "serve");
+    // The next crawl, without --seed, fetches it.
+    let dir = data.path().to_path_buf();
+    std::thread::spawn(move || {
+        let runtime = runtime();
+        runtime.block_on(async {
+            let space = Space::start().await;
+            let mut config = support::config(&space, &dir, Duration::ZERO);
+            config.seeds.clear();
+            config.policy.max_depth = 0;
+            support::crawl(config).await;
+        })
+    })
+    .join()
+    .unwrap();
+    assert_eq!(support::indexed(data.path()), ["gemini://beta.test/"]);
+}
+
 /// Opens `n` TCP connections to `addr` from `source` and sends nothing on them.
 async fn idle_connections(
     addr: SocketAddr,
