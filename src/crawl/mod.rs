@@ -187,6 +187,8 @@ pub enum CrawlError {
     IndexerStopped(String),
     #[error(transparent)]
     Lock(#[from] lock::LockError),
+    #[error("rebuilding the outdated index: {0}")]
+    Reindex(String),
 }
 
 /// Why a crawl ended (`ended` in the JSON summary).
@@ -370,7 +372,25 @@ pub async fn run_observed(
         .map_err(|e| CrawlError::DataDir(config.data_dir.clone(), e))?;
     // The lock comes first: it keeps two crawls off one data directory, and says who holds it.
     let _lock = lock::DataDirLock::acquire(&config.data_dir)?;
-    let indexer = Indexer::open_or_create(&index_path(&config.data_dir))?;
+    let indexer = match Indexer::open_or_create(&index_path(&config.data_dir)) {
+        // An index from an older geode is rebuilt from the archive first.
+        Err(IndexError::OtherVersion { found, .. }) if found < crate::index::SCHEMA_VERSION => {
+            tracing::info!(
+                found,
+                current = crate::index::SCHEMA_VERSION,
+                "the index was built by an older geode: rebuilding it from the archive"
+            );
+            let rebuilt = crate::reindex::reindex_locked(&config.data_dir, &mut |_| {})
+                .map_err(|e| CrawlError::Reindex(e.to_string()))?;
+            tracing::info!(
+                pages = rebuilt.pages,
+                to_fetch = rebuilt.missing,
+                "index rebuilt"
+            );
+            Indexer::open_or_create(&index_path(&config.data_dir))?
+        }
+        opened => opened?,
+    };
     let db = database_path(&config.data_dir);
     let mut frontier = Frontier::open(&db)?;
     let run_started = unix_now();

@@ -37,7 +37,8 @@
 //! query word is matched exactly in the text fields and by stem in every language at once.
 //! Tokenizers are registered from `open_index` / `create_index` only (Tantivy does not persist
 //! them). Changing the analysis changes the terms on disk: [`SCHEMA_VERSION`] goes up, and an
-//! index of another version is refused with a message saying to crawl again.
+//! index of another version is refused ([`IndexError::OtherVersion`]): an older one is rebuilt
+//! from the crawl archive by `geode reindex`, which a crawl runs by itself.
 //!
 //! Not here: deciding what to index (the crawl and `content` do that) and which pages a commit
 //! holds (the frontier does, from the sequence number).
@@ -106,6 +107,10 @@ pub enum IndexError {
          data directory"
     )]
     Locked(std::path::PathBuf),
+    /// The index was written by another geode: older (`geode reindex` rebuilds it from the
+    /// archive) or newer.
+    #[error("{}", outdated_message(.dir, *.found))]
+    OtherVersion { dir: std::path::PathBuf, found: u32 },
     /// A file or directory of the index that exists but cannot be read (permissions, above all).
     #[error("cannot read {0}: {1}")]
     Unreadable(std::path::PathBuf, std::io::Error),
@@ -135,7 +140,7 @@ pub(crate) const TEXT_TOKENIZER: &str = "geode_text";
 
 /// Version of the schema and analysis, kept in the index directory (`geode-schema`). Bumped by
 /// any change that alters the terms on disk, not just the field list.
-pub(crate) const SCHEMA_VERSION: u32 = 3;
+pub const SCHEMA_VERSION: u32 = 3;
 
 /// Handles to the schema's fields, resolved once.
 #[derive(Debug, Clone, Copy)]
@@ -286,11 +291,16 @@ pub(crate) fn open_index(
     // or, worse, silently match nothing (same fields, other terms); say it plainly instead.
     let version = read_schema_version(dir)?;
     if index.schema() != schema || version != SCHEMA_VERSION {
-        return Err(IndexError::Tantivy(TantivyError::SchemaError(format!(
-            "the index at {} was built by another version of geode (schema {version}, this \
-             geode reads schema {SCHEMA_VERSION}); delete that directory and crawl again",
-            dir.display()
-        ))));
+        // A marker that says this version over another field list is an older index too.
+        let found = if version == SCHEMA_VERSION {
+            0
+        } else {
+            version
+        };
+        return Err(IndexError::OtherVersion {
+            dir: dir.to_path_buf(),
+            found,
+        });
     }
     register_tokenizers(&index);
     Ok(Some((index, fields)))
@@ -420,6 +430,26 @@ const META_FILE: &str = "meta.json";
 const SCHEMA_VERSION_FILE: &str = "geode-schema";
 
 /// The schema version an index was written with; 1 (before the file existed) when absent.
+/// What to say about an index of schema `found`.
+fn outdated_message(dir: &Path, found: u32) -> String {
+    let data = dir.parent().unwrap_or(dir).display();
+    if found > SCHEMA_VERSION {
+        format!(
+            "the index at {} was built by a newer geode (schema {found}; this geode reads schema \
+             {SCHEMA_VERSION}): upgrade geode",
+            dir.display()
+        )
+    } else {
+        format!(
+            "the index at {} was built by an older geode (schema {found}; this geode reads schema \
+             {SCHEMA_VERSION}): run `geode reindex --data {data}` to rebuild it from the crawl \
+             archive (a crawl does it by itself); pages crawled before the archive existed are \
+             fetched again by the next crawl",
+            dir.display()
+        )
+    }
+}
+
 fn read_schema_version(dir: &Path) -> Result<u32, IndexError> {
     match std::fs::read_to_string(dir.join(SCHEMA_VERSION_FILE)) {
         Ok(text) => Ok(text.trim().parse().unwrap_or(0)),
@@ -587,7 +617,8 @@ mod tests {
             SearchIndex::open(&old).map(|_| ()),
         ] {
             let message = result.expect_err("schema 1").to_string();
-            assert!(message.contains("another version of geode"), "{message}");
+            assert!(message.contains("built by an older geode"), "{message}");
+            assert!(message.contains("geode reindex"), "{message}");
         }
         assert!(old.join("meta.json").exists(), "nothing was deleted");
         // A directory holding someone's files is never taken for a half-created index.

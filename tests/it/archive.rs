@@ -354,3 +354,41 @@ async fn kill_9_during_a_crawl_and_during_a_reindex_leaves_archive_and_index_usa
     );
     server.shutdown().await;
 }
+
+/// An index from an older geode is refused by searches with the remedy, and rebuilt from the
+/// archive by the next crawl, without fetching anything.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_outdated_index_is_rebuilt_by_the_next_crawl() {
+    let space = Space::start().await;
+    let data = tempfile::tempdir().unwrap();
+    let dir = data.path().display().to_string();
+    crawl_space(&space, &dir).await;
+    let before = results(&dir, "kettle");
+    // What an older geode left: its schema marker.
+    let marker = data.path().join("tantivy/geode-schema");
+    let current: u32 = std::fs::read_to_string(&marker)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    std::fs::write(&marker, format!("{}\n", current - 1)).unwrap();
+    let refused = geode(&["search", "--data", &dir, "kettle"]);
+    assert_eq!(refused.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        err.contains("older geode") && err.contains("geode reindex --data"),
+        "{err}"
+    );
+    let requests = space.requests().len();
+    crawl_space(&space, &dir).await;
+    assert_eq!(
+        space.requests().len(),
+        requests,
+        "nothing was due, nothing fetched"
+    );
+    assert_eq!(results(&dir, "kettle"), before);
+    assert_eq!(
+        std::fs::read_to_string(&marker).unwrap().trim(),
+        current.to_string()
+    );
+}
