@@ -1059,7 +1059,14 @@ async fn fetch(
             .map_err(|e| FetchError::Internal(format!("stored URL does not parse: {e}")))?;
         let mut response = match &job {
             DoneJob::Robots { .. } => fetcher.fetch_robots(&parsed, addr).await?,
-            DoneJob::Page(_) => fetcher.fetch(&parsed, addr).await?,
+            DoneJob::Page(url) => {
+                // Revisits ask whether the version fetched last changed (HTTP validators).
+                let known = crate::fetch::Validators {
+                    etag: url.prior.etag.clone(),
+                    last_modified: url.prior.last_modified.clone(),
+                };
+                fetcher.fetch_revisit(&parsed, addr, &known).await?
+            }
         };
         // The request began, for the server and for politeness, when the connection was made
         // (a wait for a socket or a slow connect comes before).

@@ -298,7 +298,8 @@ impl Crawl {
         // The archive keeps the latest response, whatever it says; slow-downs say nothing
         // about the page and are not kept.
         let archived = match &response.outcome {
-            Outcome::TemporaryFailure { code: 44, .. } => None,
+            // A 304 has no body: the archived response stays the one it confirms.
+            Outcome::TemporaryFailure { code: 44, .. } | Outcome::NotModified => None,
             outcome => Some((response.status, outcome_meta(outcome).to_string())),
         };
         let body = fetched.page.as_ref().and_then(|p| {
@@ -326,8 +327,32 @@ impl Crawl {
         match response.outcome {
             Outcome::Success { meta, .. } => {
                 result.meta = meta;
+                result.validators = Some((
+                    response.validators.etag.clone(),
+                    response.validators.last_modified.clone(),
+                ));
                 let page = fetched.page.expect("success responses are extracted");
                 self.record_content(batch, url, result, page, docs)
+            }
+            Outcome::NotModified => {
+                // The server says it is the version fetched last: unchanged, no body read.
+                self.summary.unchanged += 1;
+                let feed = url.prior.feed;
+                let state = if url.prior.in_index || url.canonical.is_some() {
+                    url.prior.state.unwrap_or(UrlState::Indexed)
+                } else {
+                    UrlState::Fetched
+                };
+                result.meta = "not modified".into();
+                let visit = Visit::Content {
+                    change: Change::Unchanged,
+                    feed,
+                };
+                let found = Found {
+                    feed,
+                    ..Found::default()
+                };
+                self.finish(batch, &url, state, &result, visit, found, docs)
             }
             Outcome::Redirect { target, permanent } => {
                 result.meta = target.clone();
@@ -775,6 +800,7 @@ fn outcome_meta(outcome: &Outcome) -> &str {
         Outcome::TemporaryFailure { message, .. }
         | Outcome::PermanentFailure { message, .. }
         | Outcome::CertificateRequired { message, .. } => message,
+        Outcome::NotModified => "",
     }
 }
 

@@ -88,6 +88,7 @@ impl GeminiFetcher {
             cert_fingerprint,
             elapsed: started.elapsed(),
             connected,
+            validators: super::Validators::default(),
         })
     }
 

@@ -60,6 +60,17 @@ pub enum Outcome {
     PermanentFailure { code: u8, message: String },
     /// 60-69: a client certificate is wanted; geode never makes one up.
     CertificateRequired { code: u8, message: String },
+    /// The resource has not changed since the validators sent with a conditional request
+    /// (HTTP 304): the page is as it was.
+    NotModified,
+}
+
+/// What a server said to recognise this version of a resource (HTTP `ETag` and
+/// `Last-Modified`); Gemini has none.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Validators {
+    pub etag: Option<String>,
+    pub last_modified: Option<String>,
 }
 
 /// A completed fetch.
@@ -75,6 +86,8 @@ pub struct Response {
     /// When the TCP connection was established: when the server saw the request begin, which
     /// is what politeness gaps are measured from.
     pub connected: std::time::Instant,
+    /// Validators for a conditional revisit (HTTP only).
+    pub validators: Validators,
 }
 
 /// Why a fetch produced no response. These are errors of one URL: they never stop a crawl.
@@ -153,7 +166,20 @@ impl Fetcher {
     /// Fetches `url` from `addr`. The URL must already be normalised. A body over the limit is
     /// an error.
     pub async fn fetch(&self, url: &Url, addr: SocketAddr) -> Result<Response, FetchError> {
-        self.fetch_with(url, addr, BodyCap::Fail).await
+        self.fetch_with(url, addr, BodyCap::Fail, &Validators::default())
+            .await
+    }
+
+    /// [`Fetcher::fetch`] for a revisit: the validators of the version fetched last time go
+    /// with the request (where the protocol has them), so that an unchanged resource comes back
+    /// as [`Outcome::NotModified`] without its body.
+    pub async fn fetch_revisit(
+        &self,
+        url: &Url,
+        addr: SocketAddr,
+        known: &Validators,
+    ) -> Result<Response, FetchError> {
+        self.fetch_with(url, addr, BodyCap::Fail, known).await
     }
 
     /// Fetches a robots.txt: RFC 9309 asks crawlers to use at least the first 500 KiB of a
@@ -163,6 +189,7 @@ impl Fetcher {
             url,
             addr,
             BodyCap::Truncate(crate::robots::MAX_ROBOTS_BYTES),
+            &Validators::default(),
         )
         .await
     }
@@ -172,6 +199,7 @@ impl Fetcher {
         url: &Url,
         addr: SocketAddr,
         cap: BodyCap,
+        _known: &Validators,
     ) -> Result<Response, FetchError> {
         match url.scheme() {
             "gemini" => self.gemini.fetch(url, addr, cap).await,

@@ -367,6 +367,8 @@ impl<'a> Batch<'a> {
                         mime = COALESCE(?6, mime), size = COALESCE(?7, size),
                         content_hash = COALESCE(?8, content_hash),
                         content_meta = COALESCE(?18, content_meta), fetched_at = ?9,
+                        etag = CASE WHEN ?19 THEN ?20 ELSE etag END,
+                        last_modified = CASE WHEN ?19 THEN ?21 ELSE last_modified END,
                         due_at = ?10, revisit_secs = ?11, first_failed_at = ?12, prio = ?13,
                         feed = ?14, changes = changes + ?15,
                         changed_at = CASE WHEN ?15 THEN ?9 ELSE changed_at END,
@@ -393,6 +395,9 @@ impl<'a> Batch<'a> {
                 visit.index_op.map(IndexOp::as_str),
                 visit.redirect_to,
                 r.content_meta,
+                r.validators.is_some(),
+                r.validators.as_ref().and_then(|v| v.0.clone()),
+                r.validators.as_ref().and_then(|v| v.1.clone()),
             ])?;
         if let Some(old) = replaced {
             self.forget_body_if_unused(&old)?;

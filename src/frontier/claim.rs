@@ -19,7 +19,8 @@ use crate::revisit::Priority;
 const CLAIM_COLUMNS: &str = "u.id, u.url, u.host_id, h.name, u.depth, u.hops,
        a.id, a.url, ah.name, a.in_index,
        u.state, u.in_index, u.content_hash, u.mime, u.meta, u.status, u.revisit_secs,
-       u.first_failed_at, u.attempts, u.fetched_at IS NOT NULL";
+       u.first_failed_at, u.attempts, u.fetched_at IS NOT NULL, u.feed, u.etag,
+       u.last_modified";
 
 fn queued_url(r: &Row<'_>) -> rusqlite::Result<QueuedUrl> {
     Ok(QueuedUrl {
@@ -49,6 +50,9 @@ fn queued_url(r: &Row<'_>) -> rusqlite::Result<QueuedUrl> {
             first_failed_at: r.get(17)?,
             attempts: r.get::<_, i64>(18)?.clamp(0, u32::MAX as i64) as u32,
             visited: r.get(19)?,
+            feed: r.get(20)?,
+            etag: r.get(21)?,
+            last_modified: r.get(22)?,
         },
     })
 }

@@ -101,6 +101,8 @@ fn v1_to_v2(tx: &rusqlite::Transaction<'_>) -> Result<()> {
          ALTER TABLE urls ADD COLUMN in_index INTEGER NOT NULL DEFAULT 0;
          ALTER TABLE urls ADD COLUMN index_op TEXT CHECK (index_op IN ('upsert', 'delete'));
          ALTER TABLE urls ADD COLUMN content_meta TEXT;
+         ALTER TABLE urls ADD COLUMN etag TEXT;
+         ALTER TABLE urls ADD COLUMN last_modified TEXT;
 
          -- A removal in flight may still be in the index: recovery will redo it.
          UPDATE urls SET in_index = 1 WHERE state IN ('indexed', 'removing');

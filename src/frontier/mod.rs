@@ -171,6 +171,11 @@ pub struct Prior {
     /// Temporary failures in a row.
     pub attempts: u32,
     pub visited: bool,
+    /// The page was a feed at its last visit.
+    pub feed: bool,
+    /// HTTP validators of the content fetched last (for a conditional revisit).
+    pub etag: Option<String>,
+    pub last_modified: Option<String>,
 }
 
 /// The cached robots.txt answer of a capsule.
@@ -194,6 +199,8 @@ pub struct FetchResult {
     pub content_hash: Option<String>,
     /// The whole meta line of a 20 (charset and language included), kept with the content.
     pub content_meta: Option<String>,
+    /// HTTP validators of new content (`None`: keep those recorded).
+    pub validators: Option<(Option<String>, Option<String>)>,
     pub fetched_at: i64,
 }
 

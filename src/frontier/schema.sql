@@ -53,6 +53,8 @@ CREATE TABLE urls (
     size            INTEGER,
     content_hash    TEXT,                 -- SHA-256 of the last content (its body in `bodies`)
     content_meta    TEXT,                 -- the meta line that came with that content
+    etag            TEXT,                 -- HTTP validators of that content, for conditional
+    last_modified   TEXT,                 -- revisits (If-None-Match, If-Modified-Since)
     fetched_at      INTEGER,              -- last visit
     -- The revisit schedule (crawl/revisit.rs).
     prio            INTEGER NOT NULL DEFAULT 1, -- claim order in its capsule: 0 hub, 1 new, 2 revisit
