@@ -22,8 +22,10 @@ use super::prefix;
 use crate::gemtext::art::is_decoration_line;
 
 /// How much of a body a snippet reads, in bytes: bodies can be 4 MiB, and a passage worth
-/// showing is almost always near the start.
-pub const SCAN_BYTES: usize = 200_000;
+/// showing is almost always near the start. The index stores no more than this of a body
+/// (its `excerpt` field), so a snippet's work is bounded twice: what is read from disk and
+/// what is tokenized. Ten snippets of a full 32 KiB each are the largest part of a search.
+pub const SCAN_BYTES: usize = 32 * 1024;
 
 /// Marks around a matched word.
 const MARK: &str = "**";
