@@ -46,8 +46,13 @@ pub(crate) const BOOST_HEADINGS: f32 = 2.0;
 pub(crate) const BOOST_ANCHORS: f32 = 1.5;
 pub(crate) const BOOST_LINK_LABELS: f32 = 0.5;
 pub(crate) const BOOST_BODY: f32 = 1.0;
-/// Words of the URL count a little for plain words (`gemlog`, a capsule's name).
+/// Words of the URL count a little for plain words (`gemlog`, a capsule's name)...
 pub(crate) const BOOST_URL: f32 = 0.5;
+/// ...and much more in a navigational query (see [`relax`]): the address of the page asked for
+/// usually says what the query says (`/gemlog/`, `blog.gmi`, `/team/`).
+pub(crate) const BOOST_URL_NAVIGATIONAL: f32 = 2.0;
+/// Navigational queries have at most this many words.
+const NAVIGATIONAL_MAX_WORDS: usize = 3;
 /// A match by stem only (`runs` for `running`) is worth less than the exact form; an exact
 /// match scores in both its text field and `stem`.
 pub(crate) const BOOST_STEM: f32 = 0.6;
@@ -87,6 +92,9 @@ pub(crate) trait Lexicon {
     fn neighbours(&self, token: &str) -> Vec<Neighbour>;
     /// The cluster of near-duplicates of the page at `url`, if the index holds it.
     fn cluster_of(&self, url: &str) -> Option<u64>;
+    /// Whether `token` names a capsule: it is a label of a host name or a user directory
+    /// (`osiux` in `gmi.osiux.com`, `gwenillia` in `tilde.team/~gwenillia`), or begins one.
+    fn names_site(&self, token: &str) -> bool;
 }
 
 /// A bare word of a relaxed query.
@@ -176,11 +184,34 @@ pub(crate) fn relax(
     if explicit_and {
         return None;
     }
-    let compiler = Compiler { fields, lexicon };
     let parts: &[Query] = match query {
         Query::Term { .. } => std::slice::from_ref(query),
         Query::And(parts) => parts,
         _ => return None,
+    };
+    // A short query naming a capsule asks for a page of it: its address matters more.
+    let bare: Vec<&str> = parts
+        .iter()
+        .filter_map(|p| match p {
+            Query::Term { text, .. } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect();
+    let navigational = bare.len() <= NAVIGATIONAL_MAX_WORDS
+        && bare
+            .iter()
+            .any(|w| match analysis::query_tokens(w).as_slice() {
+                [(_, token)] => lexicon.names_site(token),
+                _ => false,
+            });
+    let compiler = Compiler {
+        fields,
+        lexicon,
+        url_boost: if navigational {
+            BOOST_URL_NAVIGATIONAL
+        } else {
+            BOOST_URL
+        },
     };
     let mut relaxed = Relaxed {
         required: Vec::new(),
@@ -231,14 +262,20 @@ pub(crate) fn compile(
     fields: &Fields,
     lexicon: &dyn Lexicon,
 ) -> Result<Box<dyn TQuery>, NothingToSearch> {
-    Compiler { fields, lexicon }
-        .node(query)
-        .ok_or(NothingToSearch)
+    Compiler {
+        fields,
+        lexicon,
+        url_boost: BOOST_URL,
+    }
+    .node(query)
+    .ok_or(NothingToSearch)
 }
 
 struct Compiler<'a> {
     fields: &'a Fields,
     lexicon: &'a dyn Lexicon,
+    /// Boost of the URL's words for a plain word.
+    url_boost: f32,
 }
 
 impl Compiler<'_> {
@@ -312,7 +349,7 @@ impl Compiler<'_> {
                 }
                 clauses.push((
                     Occur::Should,
-                    boosted(term(self.fields.url_text, token), BOOST_URL),
+                    boosted(term(self.fields.url_text, token), self.url_boost),
                 ));
                 for stem in analysis::stem_query_word(&text.to_lowercase()) {
                     clauses.push((

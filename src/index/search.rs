@@ -58,10 +58,16 @@ const DIVERSITY_WINDOW: usize = 1000;
 /// candidates.
 const PER_CAPSULE: usize = 2;
 const BLOCK: usize = 10;
+/// A result of another capsule takes a waiting result's place only when it scores at least
+/// this share of it.
+const DIVERSITY_MIN_SHARE: f32 = 0.2;
 
 /// A page lacking words scores its text relevance times the share of the query's weight it
 /// holds to this power: missing a rare word costs much more than missing a common one.
 const COVERAGE_POWER: f32 = 3.0;
+
+/// Site keys read per segment to tell whether a query word names a capsule.
+const MAX_SITE_TERMS: usize = 100_000;
 
 /// How often a search checks whether the authority file changed.
 const AUTHORITY_CHECK_EVERY: Duration = Duration::from_secs(2);
@@ -332,7 +338,13 @@ impl SearchIndex {
         }
         if full {
             let head = ranked.len().min(DIVERSITY_WINDOW);
-            let reordered = diversify(&ranked[..head], |(r, _)| r.capsule, PER_CAPSULE, BLOCK);
+            let reordered = diversify(
+                &ranked[..head],
+                |(r, _)| r.capsule,
+                |(r, _)| r.score,
+                PER_CAPSULE,
+                BLOCK,
+            );
             ranked.splice(..head, reordered);
         }
 
@@ -627,6 +639,34 @@ impl Lexicon for IndexLexicon<'_> {
         spelling::neighbours(self.searcher, &[self.fields.body, self.fields.title], token)
     }
 
+    fn names_site(&self, token: &str) -> bool {
+        if token.chars().count() < 3 {
+            return false;
+        }
+        for segment in self.searcher.segment_readers() {
+            let Ok(inverted) = segment.inverted_index(self.fields.site) else {
+                continue;
+            };
+            let Ok(mut stream) = inverted.terms().stream() else {
+                continue;
+            };
+            let mut scanned = 0;
+            while scanned < MAX_SITE_TERMS && stream.advance() {
+                scanned += 1;
+                let Ok(site) = std::str::from_utf8(stream.key()) else {
+                    continue;
+                };
+                let names = site.split(['.', '/', '~', ':', '-']).any(|label| {
+                    label == token || (label.starts_with(token) && label.len() <= token.len() + 3)
+                });
+                if names {
+                    return true;
+                }
+            }
+        }
+        false
+    }
+
     fn cluster_of(&self, url: &str) -> Option<u64> {
         let query = TermQuery::new(
             Term::from_field_text(self.fields.url, url),
@@ -667,10 +707,12 @@ fn suggestion(text: &str, relaxed: &Relaxed, with_all_words: usize) -> Option<St
 /// Reorders `items` (best first) so that in every block of `block` results no capsule has more
 /// than `cap` places while candidates of other capsules remain; a result that must wait keeps
 /// its rank among the waiting ones and comes first in the next block. When only one capsule's
-/// results remain, they fill blocks in order. Every item appears exactly once.
+/// results remain, or the others score under [`DIVERSITY_MIN_SHARE`] of the best waiting one,
+/// the waiting results fill the block in order. Every item appears exactly once.
 fn diversify<T: Clone>(
     items: &[T],
     capsule: impl Fn(&T) -> u64,
+    score: impl Fn(&T) -> f32,
     cap: usize,
     block: usize,
 ) -> Vec<T> {
@@ -684,6 +726,15 @@ fn diversify<T: Clone>(
             let Some(item) = pending.pop_front() else {
                 break;
             };
+            // Variety is not worth a much worse result: a strong page of a capsule that has had
+            // its share beats a faint match elsewhere (a query naming a capsule wants its pages).
+            if waiting
+                .first()
+                .is_some_and(|w| score(&item) < DIVERSITY_MIN_SHARE * score(w))
+            {
+                pending.push_front(item);
+                break;
+            }
             let count = counts.entry(capsule(&item)).or_default();
             if *count < cap {
                 *count += 1;
@@ -1133,12 +1184,27 @@ mod tests {
         ];
         for (capsules, cap, block, want) in cases {
             let items: Vec<(usize, u64)> = capsules.iter().copied().enumerate().collect();
-            let got: Vec<usize> = diversify(&items, |&(_, c)| c, *cap, *block)
+            let got: Vec<usize> = diversify(&items, |&(_, c)| c, |_| 1.0, *cap, *block)
                 .into_iter()
                 .map(|(i, _)| i)
                 .collect();
             assert_eq!(&got, want, "capsules {capsules:?} cap {cap} block {block}");
         }
+    }
+
+    #[test]
+    fn diversity_does_not_promote_faint_results() {
+        // (capsule, score), best first: capsule 1 has three strong results, capsule 3 a good
+        // one, capsule 2 a faint one.
+        let items = [(1u64, 10.0f32), (1, 9.0), (1, 8.0), (3, 5.0), (2, 1.0)];
+        let order = |items: &[(u64, f32)]| -> Vec<(u64, f32)> {
+            diversify(items, |&(c, _)| c, |&(_, s)| s, 2, 10)
+        };
+        // Capsule 3 (5.0 >= 0.2 x 8.0) moves up; capsule 2 (1.0 < 1.6) does not.
+        assert_eq!(
+            order(&items),
+            [(1, 10.0), (1, 9.0), (3, 5.0), (1, 8.0), (2, 1.0)]
+        );
     }
 
     #[test]
