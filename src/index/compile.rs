@@ -426,7 +426,9 @@ impl Compiler<'_> {
                 query = Box::new(BooleanQuery::new(clauses));
             }
         }
-        let df = doc_freq as f64;
+        // Rarity is the word's own: its stem also matches other words (`computers` shares
+        // `en:comput` with `computing`), which says nothing about how common the word is.
+        let df = text_df.max(1).min(num_docs) as f64;
         let n = num_docs as f64;
         let weight = (1.0 + (n - df + 0.5).max(0.0) / (df + 0.5)).ln() as f32;
         let essential = num_docs < COMMON_MIN_DOCS || df <= COMMON_SHARE * n;
