@@ -16,8 +16,7 @@
 //! | `host_hash`   | u64  | `FAST`                         | capsule, for result diversity                   |
 //! | `url_hash`    | u64  | `FAST`                         | [`authority::url_hash`], to look up authority   |
 //! | `title`       | text | `geode_text`, stored           | searched, boost 3; cleaned of decoration        |
-//! | `body`        | text | `geode_text`                   | searched, boost 1                               |
-//! | `excerpt`     | text | `STORED`                       | the body's first 32 KiB: what snippets read     |
+//! | `body`        | text | `geode_text`, stored           | searched, boost 1; stored for snippets, refresh |
 //! | `headings`    | text | `geode_text`, stored           | searched, boost 2                               |
 //! | `link_labels` | text | `geode_text`                   | labels of the page's own links, boost 0.5       |
 //! | `anchors`     | text | `geode_text`                   | labels of links pointing here, boost 1.5        |
@@ -159,7 +158,6 @@ pub(crate) struct Fields {
     pub url_hash: Field,
     pub title: Field,
     pub body: Field,
-    pub excerpt: Field,
     pub headings: Field,
     pub link_labels: Field,
     pub anchors: Field,
@@ -202,8 +200,7 @@ pub(crate) fn build_schema() -> (Schema, Fields) {
         host_hash: b.add_u64_field("host_hash", fast_u64()),
         url_hash: b.add_u64_field("url_hash", fast_u64()),
         title: b.add_text_field("title", text_stored.clone()),
-        body: b.add_text_field("body", text_unstored.clone()),
-        excerpt: b.add_text_field("excerpt", STORED),
+        body: b.add_text_field("body", text_stored.clone()),
         headings: b.add_text_field("headings", text_stored),
         link_labels: b.add_text_field("link_labels", text_unstored.clone()),
         anchors: b.add_text_field("anchors", text_unstored),

@@ -385,7 +385,7 @@ impl SearchIndex {
     fn hit(&self, doc: &TantivyDocument, ranked: Ranked, highlighter: &Highlighter) -> Hit {
         let f = &self.fields;
         let lang = first_str(doc, f.lang).map(str::to_string);
-        let body = first_str(doc, f.excerpt).unwrap_or_default();
+        let body = first_str(doc, f.body).unwrap_or_default();
         Hit {
             url: self.text(doc, f.url),
             title: self.text(doc, f.title),
@@ -1147,7 +1147,7 @@ mod tests {
                 host: host.to_string(),
                 ..page(
                     &format!("gemini://{host}/p"),
-                    "Cats",
+                    "Lynx",
                     "a lynx in the forest, once",
                 )
             });

@@ -22,9 +22,9 @@ use super::prefix;
 use crate::gemtext::art::is_decoration_line;
 
 /// How much of a body a snippet reads, in bytes: bodies can be 4 MiB, and a passage worth
-/// showing is almost always near the start. The index stores no more than this of a body
-/// (its `excerpt` field), so a snippet's work is bounded twice: what is read from disk and
-/// what is tokenized. Ten snippets of a full 32 KiB each are the largest part of a search.
+/// showing is almost always near the start. Tokenizing (and stemming) the scanned text is most
+/// of a snippet's cost, and ten snippets are the largest part of a search: 32 KiB keeps that
+/// bounded (it was 200 KB, when snippets took most of a search's time).
 pub const SCAN_BYTES: usize = 32 * 1024;
 
 /// Marks around a matched word.

@@ -34,7 +34,7 @@ use url::Url;
 
 use super::analysis;
 use super::neardup;
-use super::snippet::{self, clean_title};
+use super::snippet::clean_title;
 use super::{
     create_index, open_index, parse_payload, prefix, url_hash, Access, Fields, IndexError, PageDoc,
 };
@@ -133,9 +133,6 @@ impl Indexer {
         d.add_u64(f.url_hash, url_hash(&doc.url));
         d.add_text(f.title, clean_title(&doc.title));
         d.add_text(f.body, &doc.body);
-        // Snippets read only this much of a body (see `snippet::SCAN_BYTES`); storing no more
-        // keeps a search from decompressing megabytes to show a line.
-        d.add_text(f.excerpt, prefix(&doc.body, snippet::SCAN_BYTES));
         d.add_text(f.headings, &doc.headings);
         d.add_text(f.link_labels, &doc.link_labels);
         d.add_text(f.anchors, &doc.anchors);
