@@ -317,16 +317,26 @@ impl SearchIndex {
                 (n, n, ranked)
             }
             Some(r) => {
-                let coverage = Arc::new(Coverage::new(&searcher, r)?);
-                let (total, ranked) = searcher.search(
-                    &*r.any_word(),
-                    &(
-                        Count,
-                        TopDocs::with_limit(window).tweak_score(ranker(Some(coverage))),
-                    ),
+                // Pages with all the words first: when a thousand of them fill the window, a
+                // page lacking words would need to beat them all on a third or less of its
+                // score, so the costlier scoring of every page with some word is skipped.
+                let (complete, ranked) = searcher.search(
+                    &*r.all_words(),
+                    &(Count, TopDocs::with_limit(window).tweak_score(ranker(None))),
                 )?;
-                let complete = searcher.search(&*r.all_words(), &Count)?;
-                (total, complete, ranked)
+                if complete >= window.max(DIVERSITY_WINDOW) {
+                    (searcher.search(&*r.any_word(), &Count)?, complete, ranked)
+                } else {
+                    let coverage = Arc::new(Coverage::new(&searcher, r)?);
+                    let (total, ranked) = searcher.search(
+                        &*r.any_word(),
+                        &(
+                            Count,
+                            TopDocs::with_limit(window).tweak_score(ranker(Some(coverage))),
+                        ),
+                    )?;
+                    (total, complete, ranked)
+                }
             }
         };
         // The best-ranked member of a cluster of near-duplicates stands for it; then no capsule
