@@ -29,10 +29,15 @@ pub enum Command {
     Crawl(CrawlArgs),
     /// Search the index.
     ///
-    /// Every word must match (in any form: "running" also finds "runs"). The query language:
+    /// Pages with all the words come first (in any form: "running" also finds "runs"), then
+    /// pages that lack some, marked "missing:". A word the index does not know is also matched
+    /// by its likely spellings, and a "did you mean" line offers the corrected query. Only one
+    /// page of each cluster of near-duplicates is shown, with "N similar pages". The query
+    /// language:
     ///
-    ///   "exact phrase"      the words in a row, exactly as written
+    ///   "exact phrase"      the words in a row, exactly as written (always required)
     ///   a OR b              either; AND binds tighter than OR; ( ) group
+    ///   a AND b             every word required
     ///   -word, NOT word     exclude
     ///   site:HOST[/~user]   pages of a capsule, its subdomains, or a user directory
     ///   lang:xx             language (declared by the server, else detected)
@@ -40,6 +45,7 @@ pub enum Command {
     ///   filetype:EXT        URL extension: gmi, txt, pdf ...
     ///   intitle:WORD        in the title (intitle:"a phrase" too); inurl:WORD in the URL
     ///   size:>N, size:<N    body size in bytes; K, M, G suffixes (size:>10K)
+    ///   similar:URL         the page and its near-duplicates
     ///
     /// Results are ranked by text relevance, link authority and a home-page prior, with at
     /// most two results of one capsule in each block of ten.
@@ -252,10 +258,17 @@ fn parse_duration(s: &str) -> Result<Duration, String> {
 pub struct SearchArgs {
     #[command(flatten)]
     pub data: DataDir,
-    /// Print the results as one JSON object: query, total, took_ms, hits (url, title, snippet,
-    /// score and its parts, host, mime, lang, size, fetched_at).
+    /// Print the results as one JSON object: query, total, with_all_words, did_you_mean,
+    /// took_ms, hits (url, title, snippet, score and its parts, host, mime, lang, size,
+    /// fetched_at, missing, similar).
     #[arg(long)]
     pub json: bool,
+    /// Every word required, no spelling help: the matching of geode before partial matches.
+    #[arg(long)]
+    pub strict: bool,
+    /// List every near-duplicate instead of one page per cluster.
+    #[arg(long)]
+    pub all: bool,
     /// Result order: full (text relevance, authority, home-page prior, capsule diversity) or
     /// bm25 (text relevance only, for comparison).
     #[arg(long, value_name = "MODE", default_value = "full", value_parser = ["full", "bm25"])]

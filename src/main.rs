@@ -614,10 +614,12 @@ fn search(args: SearchArgs) -> Result<(), Failure> {
         } else {
             Ranking::Full
         },
+        strict: args.strict,
+        all: args.all,
     };
     let started = Instant::now();
     let results = index
-        .search_parsed(&parsed, &options)
+        .search_parsed(&query, &parsed, &options)
         .map_err(index_failure)?;
     let took_ms = started.elapsed().as_secs_f64() * 1000.0;
     let mut out = std::io::stdout().lock();
@@ -625,6 +627,8 @@ fn search(args: SearchArgs) -> Result<(), Failure> {
         let doc = serde_json::json!({
             "query": query,
             "total": results.total,
+            "with_all_words": results.with_all_words,
+            "did_you_mean": results.did_you_mean,
             "offset": args.offset,
             "limit": args.limit,
             "took_ms": (took_ms * 1000.0).round() / 1000.0,
@@ -633,6 +637,9 @@ fn search(args: SearchArgs) -> Result<(), Failure> {
         let line = serde_json::to_string(&doc).context("encoding JSON")?;
         writeln!(out, "{line}").context("writing results")?;
         return Ok(());
+    }
+    if let Some(better) = &results.did_you_mean {
+        writeln!(out, "Did you mean: {better}\n").context("writing results")?;
     }
     for (i, hit) in results.hits.iter().enumerate() {
         let title = if hit.title.is_empty() {
@@ -647,14 +654,19 @@ fn search(args: SearchArgs) -> Result<(), Failure> {
         if !hit.snippet.is_empty() {
             writeln!(out, "   {}", hit.snippet).context("writing results")?;
         }
-        writeln!(
-            out,
-            "   {} · {} · {}",
-            hit.host,
-            hit.mime,
-            human_size(hit.size)
-        )
-        .context("writing results")?;
+        let mut facts = format!("   {} · {} · {}", hit.host, hit.mime, human_size(hit.size));
+        if !hit.missing.is_empty() {
+            facts.push_str(&format!(" · missing: {}", hit.missing.join(", ")));
+        }
+        if hit.similar > 0 && !args.all {
+            facts.push_str(&format!(
+                " · {} similar page{} (--all, or similar:{})",
+                hit.similar,
+                if hit.similar == 1 { "" } else { "s" },
+                hit.url
+            ));
+        }
+        writeln!(out, "{facts}").context("writing results")?;
         writeln!(out).context("writing results")?;
     }
     writeln!(

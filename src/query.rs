@@ -17,7 +17,7 @@
 //! `OR`, `AND` and `NOT` are operators only in upper case; `or` is a word. A `-` negates only at
 //! the start of a token (`e-mail` is one word); a `-` standing alone between spaces is
 //! punctuation, as in `Artist - Title`, and is ignored. Filter names (`site`, `lang`, `mime`,
-//! `content_type`, `intitle`, `inurl`, `filetype`, `size`) are case-insensitive; a word whose
+//! `content_type`, `intitle`, `inurl`, `filetype`, `size`, `similar`) are case-insensitive; a word whose
 //! text before its first `:` is not one of them is an ordinary word (`gemini://example.org/`,
 //! `12:30`). Filter values are normalised here (see [`Filter`]).
 //!
@@ -71,6 +71,8 @@ pub enum Filter {
     FileType(String),
     /// `size:>N`, `size:<N`, `size:>=N`, `size:<=N`, `size:N`, bytes after K/M/G suffixes.
     Size(Comparison, u64),
+    /// `similar:URL`: the page and its near-duplicates; the URL in canonical form.
+    Similar(String),
 }
 
 /// The text of `intitle:` and `inurl:`.
@@ -154,6 +156,19 @@ impl Query {
         }
     }
 
+    /// Whether a `similar:` filter lists a cluster of near-duplicates somewhere in the query.
+    pub fn has_similar_filter(&self) -> bool {
+        match self {
+            Query::Filter {
+                filter: Filter::Similar(_),
+                ..
+            } => true,
+            Query::Term { .. } | Query::Phrase { .. } | Query::Filter { .. } => false,
+            Query::Not(inner) => inner.has_similar_filter(),
+            Query::And(parts) | Query::Or(parts) => parts.iter().any(Query::has_similar_filter),
+        }
+    }
+
     /// Whether any word, phrase or filter is outside every negation.
     fn has_plain_part(&self) -> bool {
         match self {
@@ -226,6 +241,15 @@ pub fn parse(text: &str) -> Result<Query, QueryError> {
     Ok(root.query)
 }
 
+/// Whether the user wrote the `AND` operator in `text`: the words it joins are then all
+/// required, even where plain juxtaposed words may be missing from a result. `false` for a text
+/// that does not lex.
+pub fn explicit_and(text: &str) -> bool {
+    Lexer { text, pos: 0 }
+        .tokens()
+        .is_ok_and(|tokens| tokens.iter().any(|t| t.tok == Tok::And))
+}
+
 /// An error at one place in the query; the message says the column (in characters, from 1).
 fn error_at(text: &str, span: Range<usize>, message: &str) -> QueryError {
     let column = text[..floor_boundary(text, span.start)].chars().count() + 1;
@@ -291,6 +315,7 @@ enum FilterKind {
     InUrl,
     FileType,
     Size,
+    Similar,
 }
 
 impl FilterKind {
@@ -303,6 +328,7 @@ impl FilterKind {
             "inurl" => FilterKind::InUrl,
             "filetype" => FilterKind::FileType,
             "size" => FilterKind::Size,
+            "similar" => FilterKind::Similar,
             _ => return None,
         })
     }
@@ -500,6 +526,14 @@ fn make_filter(
                 )));
             }
             Filter::FileType(ext.to_ascii_lowercase())
+        }
+        FilterKind::Similar => {
+            let url = crate::urlnorm::normalize(value).map_err(|e| {
+                fail(format!(
+                    "{name}: expects the URL of a page, got '{value}' ({e})"
+                ))
+            })?;
+            Filter::Similar(url.to_string())
         }
         FilterKind::Size => {
             let (comparison, bytes) = parse_size(value).map_err(|problem| {
@@ -928,6 +962,7 @@ mod tests {
                 Filter::Lang(v) => format!("lang:{v}"),
                 Filter::Mime(v) => format!("mime:{v}"),
                 Filter::FileType(v) => format!("filetype:{v}"),
+                Filter::Similar(v) => format!("similar:{v}"),
                 Filter::InTitle(TextValue::Word(v)) => format!("intitle:{v}"),
                 Filter::InTitle(TextValue::Phrase(v)) => format!("intitle:\"{v}\""),
                 Filter::InUrl(TextValue::Word(v)) => format!("inurl:{v}"),

@@ -593,7 +593,7 @@ impl TokenStream for GeodeTokenStream<'_> {
 
 /// Han, kana, Hangul and Bopomofo letters: scripts written without spaces between words (Korean
 /// has spaces, but its compounds are long, so it is indexed the same way).
-fn is_cjk(c: char) -> bool {
+pub(crate) fn is_cjk(c: char) -> bool {
     let u = c as u32;
     if u < 0x1100 {
         return false;

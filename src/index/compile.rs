@@ -6,15 +6,25 @@
 //! - A quoted phrase matches those tokens in a row, exactly (no stems), in one text field.
 //! - Filters restrict without scoring (`ConstScoreQuery` at 0), except `intitle:`, which is
 //!   topical and scores like a title word. `inurl:` matches the URL's words, constant score.
+//!   `similar:URL` matches the page's cluster of near-duplicates (the page included).
 //! - `-x`/`NOT x` inside an AND is a must-not clause; anywhere else it is "all documents
 //!   except x".
 //!
 //! A word with no searchable token (`---`) constrains nothing and is dropped; a query left with
 //! nothing to match is a query error.
 //!
+//! Relaxed form ([`relax`]): when the query's top level is a plain conjunction of bare words
+//! (possibly with phrases, filters, groups and exclusions, but no `AND` written out), the bare
+//! words become [`Word`]s that a result may lack. Phrases, filters, groups and exclusions keep
+//! their strict meaning. Each word is weighed by its rarity (its idf); a word on more than a tenth
+//! of the pages is not *essential* (`how`, `the`, `gemini` on a Gemini index): a result lacking
+//! it is still a result with all the words. A word that is rare or absent in the index is also
+//! matched through its spelling neighbours ([`super::spelling`]), each counting less than the
+//! word, the more frequent neighbours more. `search.rs` turns the words into tiers and coverage.
+//!
 //! Not here: parsing (`crate::query`), ranking and snippets (`search`).
 
-use std::ops::Bound;
+use std::ops::{Bound, Range};
 
 use tantivy::query::{
     AllQuery, BooleanQuery, BoostQuery, ConstScoreQuery, Occur, PhraseQuery, Query as TQuery,
@@ -24,6 +34,7 @@ use tantivy::schema::{Field, IndexRecordOption};
 use tantivy::Term;
 
 use super::analysis;
+use super::spelling::Neighbour;
 use super::Fields;
 use crate::query::{Comparison, Filter, Query, TextValue};
 
@@ -35,23 +46,236 @@ pub(crate) const BOOST_HEADINGS: f32 = 2.0;
 pub(crate) const BOOST_ANCHORS: f32 = 1.5;
 pub(crate) const BOOST_LINK_LABELS: f32 = 0.5;
 pub(crate) const BOOST_BODY: f32 = 1.0;
-/// Words of the URL count a little for plain words (`gemlog`, a capsule's name).
+/// Words of the URL count a little for plain words (`gemlog`, a capsule's name)...
 pub(crate) const BOOST_URL: f32 = 0.5;
+/// ...and much more in a navigational query (see [`relax`]): the address of the page asked for
+/// usually says what the query says (`/gemlog/`, `blog.gmi`, `/team/`).
+pub(crate) const BOOST_URL_NAVIGATIONAL: f32 = 2.0;
+/// Navigational queries have at most this many words.
+const NAVIGATIONAL_MAX_WORDS: usize = 3;
 /// A match by stem only (`runs` for `running`) is worth less than the exact form; an exact
 /// match scores in both its text field and `stem`.
 pub(crate) const BOOST_STEM: f32 = 0.6;
+
+/// A word on more than this share of the pages is not essential (see the module doc)...
+const COMMON_SHARE: f64 = 0.10;
+/// ...once the index holds this many pages: in a tiny index every word is on a large share.
+const COMMON_MIN_DOCS: u64 = 100;
+/// Queries of fewer words have no common words: each is essential.
+const COMMON_MIN_WORDS: usize = 3;
+/// A word on at most this many pages is rare: its spelling neighbours are searched too.
+const RARE_DOC_FREQ: u64 = 2;
+/// A neighbour is used only when it is on this many times more pages than the word (at least
+/// one): a rare word that is a real word should not turn into a frequent one.
+const NEIGHBOUR_GAIN: u64 = 4;
+/// Most spelling neighbours used per word.
+const MAX_NEIGHBOURS: usize = 3;
+/// A neighbour one edit away counts this much of the word itself, two edits away less: a page
+/// with the word as typed outranks one with a neighbour.
+const BOOST_NEIGHBOUR_1: f32 = 0.5;
+const BOOST_NEIGHBOUR_2: f32 = 0.3;
+/// The words of a query near each other in a body (within this many positions of a phrase)
+/// earn a bonus, with this boost.
+const PROXIMITY_SLOP: u32 = 3;
+const BOOST_PROXIMITY: f32 = 1.0;
+/// Proximity is checked for at most this many words.
+const PROXIMITY_MAX_WORDS: usize = 8;
+
+/// What the compiler needs to know about the index: how many pages hold a term, and which terms
+/// are spelled nearly like a word.
+pub(crate) trait Lexicon {
+    fn num_docs(&self) -> u64;
+    /// Pages holding `term` in `field`.
+    fn doc_freq(&self, field: Field, term: &str) -> u64;
+    /// Terms of the text fields near `token` (an analysed token), nearest and most frequent
+    /// first.
+    fn neighbours(&self, token: &str) -> Vec<Neighbour>;
+    /// The cluster of near-duplicates of the page at `url`, if the index holds it.
+    fn cluster_of(&self, url: &str) -> Option<u64>;
+    /// Whether `token` names a capsule: it is a label of a host name or a user directory
+    /// (`osiux` in `gmi.osiux.com`, `gwenillia` in `tilde.team/~gwenillia`), or begins one.
+    fn names_site(&self, token: &str) -> bool;
+}
+
+/// A bare word of a relaxed query.
+pub(crate) struct Word {
+    /// As the user typed it.
+    pub text: String,
+    /// Where it is in the query text.
+    pub span: Range<usize>,
+    /// Matches the word in any text field, by stem, or through a spelling neighbour.
+    pub query: Box<dyn TQuery>,
+    /// Whether a result needs it to count as holding all the words.
+    pub essential: bool,
+    /// Its share of the query: the word's idf.
+    pub weight: f32,
+    /// Whether the index holds the word as typed (or one of its stems).
+    pub known: bool,
+    /// The spelling neighbours matched for it, best first.
+    pub corrections: Vec<String>,
+}
+
+/// The relaxed form of a query (see the module doc).
+pub(crate) struct Relaxed {
+    /// Phrases, filters and groups: every result matches them.
+    required: Vec<Box<dyn TQuery>>,
+    excluded: Vec<Box<dyn TQuery>>,
+    pub words: Vec<Word>,
+    /// The words near each other, as a sloppy phrase over the body: a bonus only.
+    proximity: Option<Box<dyn TQuery>>,
+}
+
+impl Relaxed {
+    /// Pages holding every essential word: the first tier. Other words score where present.
+    pub fn all_words(&self) -> Box<dyn TQuery> {
+        let mut clauses = self.frame();
+        for word in &self.words {
+            let occur = if word.essential {
+                Occur::Must
+            } else {
+                Occur::Should
+            };
+            clauses.push((occur, word.query.box_clone()));
+        }
+        if let Some(p) = &self.proximity {
+            clauses.push((Occur::Should, p.box_clone()));
+        }
+        Box::new(BooleanQuery::new(clauses))
+    }
+
+    /// Pages holding at least one essential word: both tiers.
+    pub fn any_word(&self) -> Box<dyn TQuery> {
+        let mut clauses = self.frame();
+        let essential: Vec<(Occur, Box<dyn TQuery>)> = self
+            .words
+            .iter()
+            .filter(|w| w.essential)
+            .map(|w| (Occur::Should, w.query.box_clone()))
+            .collect();
+        clauses.push((Occur::Must, Box::new(BooleanQuery::new(essential))));
+        for word in self.words.iter().filter(|w| !w.essential) {
+            clauses.push((Occur::Should, word.query.box_clone()));
+        }
+        Box::new(BooleanQuery::new(clauses))
+    }
+
+    /// The required and excluded parts.
+    fn frame(&self) -> Vec<(Occur, Box<dyn TQuery>)> {
+        let mut clauses: Vec<(Occur, Box<dyn TQuery>)> = Vec::new();
+        for q in &self.required {
+            clauses.push((Occur::Must, q.box_clone()));
+        }
+        for q in &self.excluded {
+            clauses.push((Occur::MustNot, q.box_clone()));
+        }
+        clauses
+    }
+}
+
+/// The relaxed form of `query`, or `None` when it has no bare word at its top level or is not a
+/// plain conjunction (an `OR`, a lone phrase or filter, a negation). `explicit_and` says the
+/// user wrote `AND`: then every word stays required.
+pub(crate) fn relax(
+    query: &Query,
+    fields: &Fields,
+    lexicon: &dyn Lexicon,
+    explicit_and: bool,
+) -> Option<Relaxed> {
+    if explicit_and {
+        return None;
+    }
+    let parts: &[Query] = match query {
+        Query::Term { .. } => std::slice::from_ref(query),
+        Query::And(parts) => parts,
+        _ => return None,
+    };
+    // A short query naming a capsule asks for a page of it: its address matters more.
+    let bare: Vec<&str> = parts
+        .iter()
+        .filter_map(|p| match p {
+            Query::Term { text, .. } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect();
+    let navigational = bare.len() <= NAVIGATIONAL_MAX_WORDS
+        && bare
+            .iter()
+            .any(|w| match analysis::query_tokens(w).as_slice() {
+                [(_, token)] => lexicon.names_site(token),
+                _ => false,
+            });
+    let compiler = Compiler {
+        fields,
+        lexicon,
+        url_boost: if navigational {
+            BOOST_URL_NAVIGATIONAL
+        } else {
+            BOOST_URL
+        },
+    };
+    let mut relaxed = Relaxed {
+        required: Vec::new(),
+        excluded: Vec::new(),
+        words: Vec::new(),
+        proximity: None,
+    };
+    let n = lexicon.num_docs();
+    for part in parts {
+        match part {
+            Query::Term { text, span } => {
+                if let Some(word) = compiler.relaxed_word(text, span.clone(), lexicon, n) {
+                    relaxed.words.push(word);
+                }
+            }
+            Query::Not(inner) => {
+                if let Some(q) = compiler.node(inner) {
+                    relaxed.excluded.push(q);
+                }
+            }
+            other => {
+                if let Some(q) = compiler.node(other) {
+                    relaxed.required.push(q);
+                }
+            }
+        }
+    }
+    if relaxed.words.is_empty() {
+        return None;
+    }
+    // In a query of one or two words each word is half of it or more: none is a filler.
+    if relaxed.words.len() < COMMON_MIN_WORDS || !relaxed.words.iter().any(|w| w.essential) {
+        for word in &mut relaxed.words {
+            word.essential = true;
+        }
+    }
+    relaxed.proximity = compiler.proximity(&relaxed.words);
+    Some(relaxed)
+}
 
 /// Why a query compiled to nothing.
 #[derive(Debug)]
 pub(crate) struct NothingToSearch;
 
-/// Compiles `query` for `fields`.
-pub(crate) fn compile(query: &Query, fields: &Fields) -> Result<Box<dyn TQuery>, NothingToSearch> {
-    Compiler { fields }.node(query).ok_or(NothingToSearch)
+/// Compiles `query` for `fields`, every word required.
+pub(crate) fn compile(
+    query: &Query,
+    fields: &Fields,
+    lexicon: &dyn Lexicon,
+) -> Result<Box<dyn TQuery>, NothingToSearch> {
+    Compiler {
+        fields,
+        lexicon,
+        url_boost: BOOST_URL,
+    }
+    .node(query)
+    .ok_or(NothingToSearch)
 }
 
 struct Compiler<'a> {
     fields: &'a Fields,
+    lexicon: &'a dyn Lexicon,
+    /// Boost of the URL's words for a plain word.
+    url_boost: f32,
 }
 
 impl Compiler<'_> {
@@ -125,7 +349,7 @@ impl Compiler<'_> {
                 }
                 clauses.push((
                     Occur::Should,
-                    boosted(term(self.fields.url_text, token), BOOST_URL),
+                    boosted(term(self.fields.url_text, token), self.url_boost),
                 ));
                 for stem in analysis::stem_query_word(&text.to_lowercase()) {
                     clauses.push((
@@ -137,6 +361,102 @@ impl Compiler<'_> {
             }
             _ => self.phrase(text, &self.text_fields()),
         }
+    }
+
+    /// A bare word of a relaxed query, weighed against the lexicon; `None` when it has no
+    /// searchable token.
+    fn relaxed_word(
+        &self,
+        text: &str,
+        span: Range<usize>,
+        lexicon: &dyn Lexicon,
+        num_docs: u64,
+    ) -> Option<Word> {
+        let tokens = analysis::query_tokens(text);
+        let mut query = self.word(text)?;
+        // Pages holding the word: for a word analysed into several tokens (`e-mail`, CJK), the
+        // rarest token bounds it; stems count as holding it.
+        let f = self.fields;
+        let text_df = tokens
+            .iter()
+            .map(|(_, t)| {
+                [f.title, f.headings, f.anchors, f.body]
+                    .iter()
+                    .map(|&field| lexicon.doc_freq(field, t))
+                    .max()
+                    .unwrap_or(0)
+            })
+            .min()
+            .unwrap_or(0);
+        let stem_df = analysis::stem_query_word(&text.to_lowercase())
+            .iter()
+            .map(|s| lexicon.doc_freq(f.stem, s))
+            .max()
+            .unwrap_or(0);
+        let doc_freq = text_df.max(stem_df);
+        let mut corrections = Vec::new();
+        if let [(_, token)] = tokens.as_slice() {
+            // A word found by its stem is a real word in another form, not a misspelling.
+            if doc_freq <= RARE_DOC_FREQ && !token.chars().any(analysis::is_cjk) {
+                let floor = (doc_freq * NEIGHBOUR_GAIN).max(1);
+                let neighbours: Vec<Neighbour> = lexicon
+                    .neighbours(token)
+                    .into_iter()
+                    .filter(|n| n.doc_freq >= floor)
+                    .take(MAX_NEIGHBOURS)
+                    .collect();
+                let best = neighbours.iter().map(|n| n.doc_freq).max().unwrap_or(1);
+                let mut clauses: Vec<(Occur, Box<dyn TQuery>)> = vec![(Occur::Should, query)];
+                for n in &neighbours {
+                    let base = if n.distance <= 1 {
+                        BOOST_NEIGHBOUR_1
+                    } else {
+                        BOOST_NEIGHBOUR_2
+                    };
+                    // The more pages use a neighbour, the likelier it is the word meant.
+                    let weight = base * ((n.doc_freq as f32) / (best as f32)).sqrt();
+                    for (field, boost) in self.text_fields() {
+                        clauses.push((
+                            Occur::Should,
+                            boosted(term(field, &n.token), boost * weight),
+                        ));
+                    }
+                    corrections.push(n.token.clone());
+                }
+                query = Box::new(BooleanQuery::new(clauses));
+            }
+        }
+        // Rarity is the word's own: its stem also matches other words (`computers` shares
+        // `en:comput` with `computing`), which says nothing about how common the word is.
+        let df = text_df.max(1).min(num_docs) as f64;
+        let n = num_docs as f64;
+        let weight = (1.0 + (n - df + 0.5).max(0.0) / (df + 0.5)).ln() as f32;
+        let essential = num_docs < COMMON_MIN_DOCS || df <= COMMON_SHARE * n;
+        Some(Word {
+            text: text.to_string(),
+            span,
+            query,
+            essential,
+            weight: weight.max(0.01),
+            known: doc_freq > 0,
+            corrections,
+        })
+    }
+
+    /// The words (those that are one token) near each other in the body, as a sloppy phrase.
+    fn proximity(&self, words: &[Word]) -> Option<Box<dyn TQuery>> {
+        let mut terms = Vec::new();
+        for word in words.iter().take(PROXIMITY_MAX_WORDS) {
+            if let [(_, token)] = analysis::query_tokens(&word.text).as_slice() {
+                terms.push(Term::from_field_text(self.fields.body, token));
+            }
+        }
+        if terms.len() < 2 {
+            return None;
+        }
+        let mut phrase = PhraseQuery::new(terms);
+        phrase.set_slop(PROXIMITY_SLOP);
+        Some(boosted(Box::new(phrase), BOOST_PROXIMITY))
     }
 
     /// Tokens of `text` in a row in one of `fields`. A single token is a plain term query.
@@ -177,6 +497,14 @@ impl Compiler<'_> {
             Filter::Lang(lang) => exact(f.lang, lang),
             Filter::Mime(mime) => exact(f.mime, mime),
             Filter::FileType(ext) => exact(f.ext, ext),
+            // A page the index does not hold has no near-duplicates: its URL matches nothing.
+            Filter::Similar(url) => match self.lexicon.cluster_of(url) {
+                Some(cluster) => Some(zero_score(Box::new(TermQuery::new(
+                    Term::from_field_u64(f.cluster, cluster),
+                    IndexRecordOption::Basic,
+                )))),
+                None => exact(f.url, url),
+            },
             Filter::InTitle(value) => {
                 let text = text_of(value);
                 self.phrase(text, &[(f.title, BOOST_TITLE)])

@@ -16,7 +16,7 @@
 //! | `host_hash`   | u64  | `FAST`                         | capsule, for result diversity                   |
 //! | `url_hash`    | u64  | `FAST`                         | [`authority::url_hash`], to look up authority   |
 //! | `title`       | text | `geode_text`, stored           | searched, boost 3; cleaned of decoration        |
-//! | `body`        | text | `geode_text`, stored           | searched, boost 1; stored for snippets          |
+//! | `body`        | text | `geode_text`, stored           | searched, boost 1; stored for snippets, refresh |
 //! | `headings`    | text | `geode_text`, stored           | searched, boost 2                               |
 //! | `link_labels` | text | `geode_text`                   | labels of the page's own links, boost 0.5       |
 //! | `anchors`     | text | `geode_text`                   | labels of links pointing here, boost 1.5        |
@@ -27,6 +27,9 @@
 //! | `size`        | u64  | `INDEXED \| STORED \| FAST`    | body size in bytes: `size:`                     |
 //! | `depth`       | u64  | `FAST`                         | path segments, for the home-page prior          |
 //! | `fetched_at`  | i64  | `STORED \| FAST`               | fetch time, seconds since the Unix epoch        |
+//! | `simhash`     | u64  | `FAST`                         | [`neardup::page_fingerprint`]; absent: too short |
+//! | `dup_band`    | text | `STRING`, 6 values             | the fingerprint's bands: near-duplicate lookup  |
+//! | `cluster`     | u64  | `INDEXED \| FAST`              | cluster of near-duplicates (`similar:`, folding)|
 //!
 //! Text fields index positions, so phrase queries work. How a query becomes a Tantivy query is
 //! `compile`'s business; how results are ordered is `search`'s (see ARCHITECTURE.md, "Ranking").
@@ -54,9 +57,11 @@ use tantivy::{Index, TantivyError};
 
 pub mod analysis;
 pub mod authority;
+pub mod neardup;
 mod readonly;
 mod search;
 pub mod snippet;
+mod spelling;
 mod writer;
 
 mod compile;
@@ -140,7 +145,7 @@ pub(crate) const TEXT_TOKENIZER: &str = "geode_text";
 
 /// Version of the schema and analysis, kept in the index directory (`geode-schema`). Bumped by
 /// any change that alters the terms on disk, not just the field list.
-pub const SCHEMA_VERSION: u32 = 3;
+pub const SCHEMA_VERSION: u32 = 4;
 
 /// Handles to the schema's fields, resolved once.
 #[derive(Debug, Clone, Copy)]
@@ -163,6 +168,9 @@ pub(crate) struct Fields {
     pub size: Field,
     pub depth: Field,
     pub fetched_at: Field,
+    pub simhash: Field,
+    pub dup_band: Field,
+    pub cluster: Field,
 }
 
 /// Builds the schema described in the module doc.
@@ -212,6 +220,9 @@ pub(crate) fn build_schema() -> (Schema, Fields) {
             "fetched_at",
             NumericOptions::default().set_stored().set_fast(),
         ),
+        simhash: b.add_u64_field("simhash", fast_u64()),
+        dup_band: b.add_text_field("dup_band", STRING),
+        cluster: b.add_u64_field("cluster", fast_u64().set_indexed()),
     };
     (b.build(), fields)
 }

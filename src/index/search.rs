@@ -16,7 +16,7 @@
 //!
 //! Not here: query parsing (`crate::query`), compiling a query (`compile`), writing.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -24,12 +24,17 @@ use std::time::{Duration, Instant};
 use tantivy::collector::{Count, TopDocs};
 use tantivy::collector::{ScoreSegmentTweaker, ScoreTweaker};
 use tantivy::columnar::ColumnValues;
-use tantivy::schema::Value;
-use tantivy::{DocId, Index, IndexReader, ReloadPolicy, Score, SegmentReader, TantivyDocument};
+use tantivy::query::{EnableScoring, Query as _, Scorer, TermQuery, Weight};
+use tantivy::schema::{Field, IndexRecordOption, Value};
+use tantivy::{
+    DocAddress, DocId, DocSet, Index, IndexReader, ReloadPolicy, Score, Searcher, SegmentReader,
+    TantivyDocument, Term,
+};
 
 use super::authority::Authority;
-use super::compile::compile;
+use super::compile::{compile, relax, Lexicon, Relaxed};
 use super::snippet::{snippet, Highlighter};
+use super::spelling::{self, Neighbour};
 use super::{open_index, Access, Fields, IndexError};
 use crate::query;
 
@@ -53,6 +58,16 @@ const DIVERSITY_WINDOW: usize = 1000;
 /// candidates.
 const PER_CAPSULE: usize = 2;
 const BLOCK: usize = 10;
+/// A result of another capsule takes a waiting result's place only when it scores at least
+/// this share of it.
+const DIVERSITY_MIN_SHARE: f32 = 0.2;
+
+/// A page lacking words scores its text relevance times the share of the query's weight it
+/// holds to this power: missing a rare word costs much more than missing a common one.
+const COVERAGE_POWER: f32 = 3.0;
+
+/// Site keys read per segment to tell whether a query word names a capsule.
+const MAX_SITE_TERMS: usize = 100_000;
 
 /// How often a search checks whether the authority file changed.
 const AUTHORITY_CHECK_EVERY: Duration = Duration::from_secs(2);
@@ -73,6 +88,11 @@ pub struct SearchOptions {
     pub limit: usize,
     pub offset: usize,
     pub ranking: Ranking,
+    /// Every bare word required, as before issue 14: no partial matches, no spelling
+    /// neighbours, no "did you mean".
+    pub strict: bool,
+    /// Every near-duplicate listed, instead of one page per cluster.
+    pub all: bool,
 }
 
 impl Default for SearchOptions {
@@ -81,11 +101,13 @@ impl Default for SearchOptions {
             limit: 10,
             offset: 0,
             ranking: Ranking::Full,
+            strict: false,
+            all: false,
         }
     }
 }
 
-/// The factors of a hit's score: `score = (text + 0.01) x (1 + authority) x prior`.
+/// The factors of a hit's score: `score = (text x coverage^3 + 0.01) x (1 + authority) x prior`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize)]
 pub struct ScoreParts {
     /// BM25 over the matched fields, with their boosts.
@@ -94,6 +116,8 @@ pub struct ScoreParts {
     pub authority: f32,
     /// Home-page prior, at least 1.
     pub prior: f32,
+    /// Share of the query's weight (its words' idf) the page holds: 1 when it has every word.
+    pub coverage: f32,
 }
 
 /// One result.
@@ -114,13 +138,23 @@ pub struct Hit {
     pub size: u64,
     /// Fetch time, seconds since the Unix epoch.
     pub fetched_at: i64,
+    /// The query's words the page lacks, as typed (empty when it has them all).
+    pub missing: Vec<String>,
+    /// How many other pages of the index are near-duplicates of this one; they are left out of
+    /// the results unless all are asked for (`similar:URL` lists them).
+    pub similar: usize,
 }
 
 /// A page of results.
-#[derive(Debug, Clone, serde::Serialize)]
+#[derive(Debug, Clone, Default, serde::Serialize)]
 pub struct SearchResults {
-    /// How many documents match in all.
+    /// How many documents match in all, with all the words or some.
     pub total: usize,
+    /// How many of them hold every word (every word that is not very common).
+    pub with_all_words: usize,
+    /// The query with its misspelled-looking words replaced by their likeliest spelling in
+    /// the index, when some word is unknown or nothing holds all the words.
+    pub did_you_mean: Option<String>,
     pub hits: Vec<Hit>,
 }
 
@@ -167,6 +201,17 @@ impl SearchIndex {
         self.reader.searcher().num_docs()
     }
 
+    /// A snapshot of the index as it is now.
+    #[cfg(test)]
+    pub(crate) fn searcher(&self) -> Searcher {
+        self.reader.searcher()
+    }
+
+    #[cfg(test)]
+    pub(crate) fn fields(&self) -> &Fields {
+        &self.fields
+    }
+
     /// Runs a query with the full ranking; a malformed query is [`IndexError::Query`].
     pub fn search(
         &self,
@@ -179,7 +224,7 @@ impl SearchIndex {
             &SearchOptions {
                 limit,
                 offset,
-                ranking: Ranking::Full,
+                ..SearchOptions::default()
             },
         )
     }
@@ -191,58 +236,160 @@ impl SearchIndex {
         options: &SearchOptions,
     ) -> Result<SearchResults, IndexError> {
         let parsed = query::parse(text).map_err(|e| IndexError::Query(e.to_string()))?;
-        self.search_parsed(&parsed, options)
+        self.search_parsed(text, &parsed, options)
     }
 
-    /// Runs a query the caller has already parsed (to report its errors its own way).
+    /// Runs a query the caller has already parsed from `text` (to report its errors its own
+    /// way).
     pub fn search_parsed(
         &self,
+        text: &str,
         parsed: &query::Query,
         options: &SearchOptions,
     ) -> Result<SearchResults, IndexError> {
-        let compiled = compile(parsed, &self.fields).map_err(|_| {
+        let searcher = self.reader.searcher();
+        let lexicon = IndexLexicon {
+            searcher: &searcher,
+            fields: &self.fields,
+        };
+        let compiled = compile(parsed, &self.fields, &lexicon).map_err(|_| {
             IndexError::Query("the query has no word that can be searched for".to_string())
         })?;
-        let searcher = self.reader.searcher();
+        let relaxed = if options.strict {
+            None
+        } else {
+            relax(parsed, &self.fields, &lexicon, query::explicit_and(text))
+        };
+        // Listing a cluster (`similar:`) or asking for everything shows every member.
+        let collapse = !options.all && !parsed.has_similar_filter();
 
         // TopDocs allocates room for its limit up front and panics on a zero limit, so bound
         // the window by the number of documents: no page can hold more than that.
         let num_docs = usize::try_from(searcher.num_docs()).unwrap_or(usize::MAX);
         let (offset, limit) = (options.offset, options.limit);
         let page = limit.min(num_docs.saturating_sub(offset));
+        let full = options.ranking == Ranking::Full;
         if page == 0 {
-            let total = searcher.search(&*compiled, &Count)?;
+            let (total, with_all_words) = match &relaxed {
+                None => {
+                    let n = searcher.search(&*compiled, &Count)?;
+                    (n, n)
+                }
+                Some(r) => (
+                    searcher.search(&*r.any_word(), &Count)?,
+                    searcher.search(&*r.all_words(), &Count)?,
+                ),
+            };
             return Ok(SearchResults {
                 total,
+                with_all_words,
+                did_you_mean: relaxed
+                    .as_ref()
+                    .and_then(|r| suggestion(text, r, with_all_words)),
                 hits: Vec::new(),
             });
         }
         let end = offset.saturating_add(page);
-        let window = match options.ranking {
-            Ranking::Full => end.max(DIVERSITY_WINDOW).min(num_docs),
-            Ranking::Bm25 => end,
+        // Diversity and near-duplicate folding reorder a fixed window, so that every page of
+        // results comes from the same order.
+        let window = if full || collapse {
+            end.max(DIVERSITY_WINDOW).min(num_docs)
+        } else {
+            end
         };
-        let tweaker = Ranker {
-            authority: self.current_authority(),
-            full: options.ranking == Ranking::Full,
+        let authority = self.current_authority();
+        let ranker = |coverage| Ranker {
+            authority: Arc::clone(&authority),
+            full,
+            coverage,
         };
-        let (total, mut ranked) = searcher.search(
-            &*compiled,
-            &(Count, TopDocs::with_limit(window).tweak_score(tweaker)),
-        )?;
-        if options.ranking == Ranking::Full {
+
+        // One ranking for pages with all the words and pages with some: a page lacking words
+        // scores its text relevance times its coverage cubed, so it follows the pages with all
+        // the words unless those match them only faintly (a bookmark list of 12,000 links holds
+        // every word of most queries, each drowned in its length).
+        let (total, with_all_words, ranked) = match &relaxed {
+            None => {
+                let (n, ranked) = searcher.search(
+                    &*compiled,
+                    &(Count, TopDocs::with_limit(window).tweak_score(ranker(None))),
+                )?;
+                (n, n, ranked)
+            }
+            Some(r) => {
+                // Pages with all the words first: when a thousand of them fill the window, a
+                // page lacking words would need to beat them all on a third or less of its
+                // score, so the costlier scoring of every page with some word is skipped.
+                let (complete, ranked) = searcher.search(
+                    &*r.all_words(),
+                    &(Count, TopDocs::with_limit(window).tweak_score(ranker(None))),
+                )?;
+                if complete >= window.max(DIVERSITY_WINDOW) {
+                    (searcher.search(&*r.any_word(), &Count)?, complete, ranked)
+                } else {
+                    let coverage = Arc::new(Coverage::new(&searcher, r)?);
+                    let (total, ranked) = searcher.search(
+                        &*r.any_word(),
+                        &(
+                            Count,
+                            TopDocs::with_limit(window).tweak_score(ranker(Some(coverage))),
+                        ),
+                    )?;
+                    (total, complete, ranked)
+                }
+            }
+        };
+        // The best-ranked member of a cluster of near-duplicates stands for it; then no capsule
+        // takes more than its share of each block.
+        let mut ranked = ranked;
+        if collapse {
+            let mut seen = HashSet::new();
+            ranked.retain(|(r, _)| seen.insert(r.cluster));
+        }
+        if full {
             let head = ranked.len().min(DIVERSITY_WINDOW);
-            let reordered = diversify(&ranked[..head], |(r, _)| r.capsule, PER_CAPSULE, BLOCK);
+            let reordered = diversify(
+                &ranked[..head],
+                |(r, _)| r.capsule,
+                |(r, _)| r.score,
+                PER_CAPSULE,
+                BLOCK,
+            );
             ranked.splice(..head, reordered);
         }
 
+        let checks = match &relaxed {
+            Some(r) => Some(WordChecks::new(&searcher, r)?),
+            None => None,
+        };
         let highlighter = Highlighter::new(&parsed.highlight_words(), &[]);
         let mut hits = Vec::with_capacity(page);
         for (ranked, address) in ranked.into_iter().skip(offset).take(page) {
             let doc: TantivyDocument = searcher.doc(address)?;
-            hits.push(self.hit(&doc, ranked, &highlighter));
+            let mut hit = self.hit(&doc, ranked, &highlighter);
+            if let Some(checks) = &checks {
+                hit.missing = checks.missing(&searcher, address)?;
+            }
+            hit.similar = self.similar_count(&searcher, ranked.cluster)?;
+            hits.push(hit);
         }
-        Ok(SearchResults { total, hits })
+        Ok(SearchResults {
+            total,
+            with_all_words,
+            did_you_mean: relaxed
+                .as_ref()
+                .and_then(|r| suggestion(text, r, with_all_words)),
+            hits,
+        })
+    }
+
+    /// How many other pages share a cluster of near-duplicates.
+    fn similar_count(&self, searcher: &Searcher, cluster: u64) -> Result<usize, IndexError> {
+        let query = TermQuery::new(
+            Term::from_field_u64(self.fields.cluster, cluster),
+            IndexRecordOption::Basic,
+        );
+        Ok(searcher.search(&query, &Count)?.saturating_sub(1))
     }
 
     fn hit(&self, doc: &TantivyDocument, ranked: Ranked, highlighter: &Highlighter) -> Hit {
@@ -263,6 +410,8 @@ impl SearchIndex {
                 .get_first(f.fetched_at)
                 .and_then(|v| v.as_i64())
                 .unwrap_or(0),
+            missing: Vec::new(),
+            similar: 0,
         }
     }
 
@@ -291,12 +440,14 @@ impl SearchIndex {
     }
 }
 
-/// A candidate's score, its parts and its capsule, as collected.
+/// A candidate's score, its parts, its capsule and cluster, as collected.
 #[derive(Debug, Clone, Copy)]
 struct Ranked {
     score: f32,
     parts: ScoreParts,
     capsule: u64,
+    /// Its cluster of near-duplicates.
+    cluster: u64,
 }
 
 impl PartialEq for Ranked {
@@ -315,6 +466,8 @@ impl PartialOrd for Ranked {
 struct Ranker {
     authority: Arc<Authority>,
     full: bool,
+    /// For pages that may lack words: how much of the query each holds.
+    coverage: Option<Arc<Coverage>>,
 }
 
 struct SegmentRanker {
@@ -323,6 +476,8 @@ struct SegmentRanker {
     url_hash: Arc<dyn ColumnValues<u64>>,
     host_hash: Arc<dyn ColumnValues<u64>>,
     depth: Arc<dyn ColumnValues<u64>>,
+    cluster: Arc<dyn ColumnValues<u64>>,
+    coverage: Option<SegmentCoverage>,
 }
 
 impl ScoreTweaker<Ranked> for Ranker {
@@ -330,29 +485,39 @@ impl ScoreTweaker<Ranked> for Ranker {
 
     fn segment_tweaker(&self, segment: &SegmentReader) -> tantivy::Result<SegmentRanker> {
         let fast = segment.fast_fields();
+        let coverage = match &self.coverage {
+            Some(c) => Some(c.for_segment(segment)?),
+            None => None,
+        };
         Ok(SegmentRanker {
             authority: Arc::clone(&self.authority),
             full: self.full,
             url_hash: fast.u64("url_hash")?.first_or_default_col(0),
             host_hash: fast.u64("host_hash")?.first_or_default_col(0),
             depth: fast.u64("depth")?.first_or_default_col(0),
+            cluster: fast.u64("cluster")?.first_or_default_col(0),
+            coverage,
         })
     }
 }
 
 impl ScoreSegmentTweaker<Ranked> for SegmentRanker {
-    fn score(&mut self, doc: DocId, text: Score) -> Ranked {
+    fn score(&mut self, doc: DocId, bm25: Score) -> Ranked {
         let capsule = self.host_hash.get_val(doc);
+        let cluster = self.cluster.get_val(doc);
+        let share = self.coverage.as_mut().map_or(1.0, |c| c.at(doc));
+        let text = bm25 * share.powf(COVERAGE_POWER);
         if !self.full {
-            let parts = ScoreParts {
-                text,
-                authority: 0.0,
-                prior: 1.0,
-            };
             return Ranked {
                 score: text,
-                parts,
+                parts: ScoreParts {
+                    text: bm25,
+                    authority: 0.0,
+                    prior: 1.0,
+                    coverage: share,
+                },
                 capsule,
+                cluster,
             };
         }
         let authority = self.authority.get(self.url_hash.get_val(doc));
@@ -362,22 +527,202 @@ impl ScoreSegmentTweaker<Ranked> for SegmentRanker {
         Ranked {
             score,
             parts: ScoreParts {
-                text,
+                text: bm25,
                 authority,
                 prior,
+                coverage: share,
             },
             capsule,
+            cluster,
         }
     }
+}
+
+/// The words of a relaxed query as matchers (no scoring), with their weights: enough to tell
+/// which words a page holds.
+struct Coverage {
+    words: Vec<(Box<dyn Weight>, f32)>,
+    total: f32,
+}
+
+impl Coverage {
+    fn new(searcher: &Searcher, relaxed: &Relaxed) -> tantivy::Result<Coverage> {
+        let scoring = EnableScoring::disabled_from_searcher(searcher);
+        let mut words = Vec::with_capacity(relaxed.words.len());
+        for w in &relaxed.words {
+            words.push((w.query.weight(scoring)?, w.weight));
+        }
+        let total = words.iter().map(|(_, weight)| weight).sum();
+        Ok(Coverage { words, total })
+    }
+
+    fn for_segment(&self, segment: &SegmentReader) -> tantivy::Result<SegmentCoverage> {
+        let mut scorers = Vec::with_capacity(self.words.len());
+        for (weight, _) in &self.words {
+            scorers.push(weight.scorer(segment, 1.0)?);
+        }
+        Ok(SegmentCoverage {
+            scorers,
+            weights: self.words.iter().map(|(_, w)| *w).collect(),
+            total: self.total,
+        })
+    }
+}
+
+/// [`Coverage`] in one segment: one cursor per word, moving forward only, as the collector
+/// visits documents in increasing order.
+struct SegmentCoverage {
+    scorers: Vec<Box<dyn Scorer>>,
+    weights: Vec<f32>,
+    total: f32,
+}
+
+impl SegmentCoverage {
+    /// The share of the query's weight `doc` holds.
+    fn at(&mut self, doc: DocId) -> f32 {
+        let mut held = 0.0;
+        for (scorer, &weight) in self.scorers.iter_mut().zip(&self.weights) {
+            if scorer.doc() < doc {
+                scorer.seek(doc);
+            }
+            if scorer.doc() == doc {
+                held += weight;
+            }
+        }
+        if self.total > 0.0 {
+            held / self.total
+        } else {
+            1.0
+        }
+    }
+}
+
+/// Which words of a relaxed query a shown result lacks.
+struct WordChecks {
+    words: Vec<(String, Box<dyn Weight>)>,
+}
+
+impl WordChecks {
+    fn new(searcher: &Searcher, relaxed: &Relaxed) -> tantivy::Result<WordChecks> {
+        let scoring = EnableScoring::disabled_from_searcher(searcher);
+        let mut words = Vec::with_capacity(relaxed.words.len());
+        for w in &relaxed.words {
+            words.push((w.text.clone(), w.query.weight(scoring)?));
+        }
+        Ok(WordChecks { words })
+    }
+
+    fn missing(&self, searcher: &Searcher, address: DocAddress) -> tantivy::Result<Vec<String>> {
+        let segment = searcher.segment_reader(address.segment_ord);
+        let mut missing = Vec::new();
+        for (text, weight) in &self.words {
+            let mut scorer = weight.scorer(segment, 1.0)?;
+            if scorer.doc() < address.doc_id {
+                scorer.seek(address.doc_id);
+            }
+            if scorer.doc() != address.doc_id && !missing.contains(text) {
+                missing.push(text.clone());
+            }
+        }
+        Ok(missing)
+    }
+}
+
+/// The index as the query compiler sees it.
+struct IndexLexicon<'a> {
+    searcher: &'a Searcher,
+    fields: &'a Fields,
+}
+
+impl Lexicon for IndexLexicon<'_> {
+    fn num_docs(&self) -> u64 {
+        self.searcher.num_docs()
+    }
+
+    fn doc_freq(&self, field: Field, term: &str) -> u64 {
+        self.searcher
+            .doc_freq(&Term::from_field_text(field, term))
+            .unwrap_or(0)
+    }
+
+    fn neighbours(&self, token: &str) -> Vec<Neighbour> {
+        spelling::neighbours(self.searcher, &[self.fields.body, self.fields.title], token)
+    }
+
+    fn names_site(&self, token: &str) -> bool {
+        if token.chars().count() < 3 {
+            return false;
+        }
+        for segment in self.searcher.segment_readers() {
+            let Ok(inverted) = segment.inverted_index(self.fields.site) else {
+                continue;
+            };
+            let Ok(mut stream) = inverted.terms().stream() else {
+                continue;
+            };
+            let mut scanned = 0;
+            while scanned < MAX_SITE_TERMS && stream.advance() {
+                scanned += 1;
+                let Ok(site) = std::str::from_utf8(stream.key()) else {
+                    continue;
+                };
+                let names = site.split(['.', '/', '~', ':', '-']).any(|label| {
+                    label == token || (label.starts_with(token) && label.len() <= token.len() + 3)
+                });
+                if names {
+                    return true;
+                }
+            }
+        }
+        false
+    }
+
+    fn cluster_of(&self, url: &str) -> Option<u64> {
+        let query = TermQuery::new(
+            Term::from_field_text(self.fields.url, url),
+            IndexRecordOption::Basic,
+        );
+        let top = self.searcher.search(&query, &TopDocs::with_limit(1)).ok()?;
+        let (_, address) = top.first()?;
+        let segment = self.searcher.segment_reader(address.segment_ord);
+        let column = segment.fast_fields().u64("cluster").ok()?;
+        column.first(address.doc_id)
+    }
+}
+
+/// "Did you mean": the query text with each unknown word (or, when no page holds all the
+/// words, each word with spelling neighbours) replaced by its likeliest neighbour.
+fn suggestion(text: &str, relaxed: &Relaxed, with_all_words: usize) -> Option<String> {
+    let mut fixes: Vec<(std::ops::Range<usize>, &str)> = relaxed
+        .words
+        .iter()
+        .filter(|w| !w.known || with_all_words == 0)
+        .filter_map(|w| Some((w.span.clone(), w.corrections.first()?.as_str())))
+        .collect();
+    if fixes.is_empty() {
+        return None;
+    }
+    fixes.sort_by_key(|(span, _)| span.start);
+    let mut out = String::with_capacity(text.len());
+    let mut pos = 0;
+    for (span, word) in fixes {
+        out.push_str(text.get(pos..span.start)?);
+        out.push_str(word);
+        pos = span.end;
+    }
+    out.push_str(text.get(pos..)?);
+    Some(out)
 }
 
 /// Reorders `items` (best first) so that in every block of `block` results no capsule has more
 /// than `cap` places while candidates of other capsules remain; a result that must wait keeps
 /// its rank among the waiting ones and comes first in the next block. When only one capsule's
-/// results remain, they fill blocks in order. Every item appears exactly once.
+/// results remain, or the others score under [`DIVERSITY_MIN_SHARE`] of the best waiting one,
+/// the waiting results fill the block in order. Every item appears exactly once.
 fn diversify<T: Clone>(
     items: &[T],
     capsule: impl Fn(&T) -> u64,
+    score: impl Fn(&T) -> f32,
     cap: usize,
     block: usize,
 ) -> Vec<T> {
@@ -391,6 +736,15 @@ fn diversify<T: Clone>(
             let Some(item) = pending.pop_front() else {
                 break;
             };
+            // Variety is not worth a much worse result: a strong page of a capsule that has had
+            // its share beats a faint match elsewhere (a query naming a capsule wants its pages).
+            if waiting
+                .first()
+                .is_some_and(|w| score(&item) < DIVERSITY_MIN_SHARE * score(w))
+            {
+                pending.push_front(item);
+                break;
+            }
             let count = counts.entry(capsule(&item)).or_default();
             if *count < cap {
                 *count += 1;
@@ -451,6 +805,15 @@ mod tests {
         (tmp, si)
     }
 
+    /// Every word required, as `geode search --strict`.
+    const STRICT: SearchOptions = SearchOptions {
+        limit: 10,
+        offset: 0,
+        ranking: Ranking::Full,
+        strict: true,
+        all: false,
+    };
+
     fn urls(res: &SearchResults) -> Vec<&str> {
         res.hits.iter().map(|h| h.url.as_str()).collect()
     }
@@ -509,7 +872,7 @@ mod tests {
             ("intitle:tomatoes", &["gemini://b.example/"]),
         ];
         for (query, want) in cases {
-            let res = si.search(query, 10, 0).expect(query);
+            let res = si.search_with(query, &STRICT).expect(query);
             let mut got = urls(&res);
             got.sort_unstable();
             assert_eq!(&got, want, "query {query:?}");
@@ -794,7 +1157,7 @@ mod tests {
                 host: host.to_string(),
                 ..page(
                     &format!("gemini://{host}/p"),
-                    "Cats",
+                    "Lynx",
                     "a lynx in the forest, once",
                 )
             });
@@ -831,12 +1194,27 @@ mod tests {
         ];
         for (capsules, cap, block, want) in cases {
             let items: Vec<(usize, u64)> = capsules.iter().copied().enumerate().collect();
-            let got: Vec<usize> = diversify(&items, |&(_, c)| c, *cap, *block)
+            let got: Vec<usize> = diversify(&items, |&(_, c)| c, |_| 1.0, *cap, *block)
                 .into_iter()
                 .map(|(i, _)| i)
                 .collect();
             assert_eq!(&got, want, "capsules {capsules:?} cap {cap} block {block}");
         }
+    }
+
+    #[test]
+    fn diversity_does_not_promote_faint_results() {
+        // (capsule, score), best first: capsule 1 has three strong results, capsule 3 a good
+        // one, capsule 2 a faint one.
+        let items = [(1u64, 10.0f32), (1, 9.0), (1, 8.0), (3, 5.0), (2, 1.0)];
+        let order = |items: &[(u64, f32)]| -> Vec<(u64, f32)> {
+            diversify(items, |&(c, _)| c, |&(_, s)| s, 2, 10)
+        };
+        // Capsule 3 (5.0 >= 0.2 x 8.0) moves up; capsule 2 (1.0 < 1.6) does not.
+        assert_eq!(
+            order(&items),
+            [(1, 10.0), (1, 9.0), (3, 5.0), (1, 8.0), (2, 1.0)]
+        );
     }
 
     #[test]
@@ -980,6 +1358,138 @@ mod tests {
         for query in ["gemini://a.example/", "nosuchfield:word", "12:30"] {
             assert!(si.search(query, 10, 0).is_ok(), "{query:?}");
         }
+    }
+
+    #[test]
+    fn pages_lacking_words_follow_and_say_which() {
+        let (_tmp, si) = index_of(&corpus());
+        let res = si.search("tomatoes sun zebra", 10, 0).expect("search");
+        // a.example holds two of the three words, b.example one; nobody holds zebra.
+        assert_eq!(urls(&res), ["gemini://a.example/", "gemini://b.example/"]);
+        assert_eq!(res.hits[0].missing, ["zebra"]);
+        assert_eq!(res.hits[1].missing, ["sun", "zebra"]);
+        assert!(res.hits[0].parts.coverage > res.hits[1].parts.coverage);
+        assert_eq!((res.total, res.with_all_words), (2, 0));
+        // All the words: first, with nothing missing.
+        let res = si.search("tomatoes sun", 10, 0).expect("search");
+        assert_eq!(urls(&res), ["gemini://a.example/", "gemini://b.example/"]);
+        assert!(res.hits[0].missing.is_empty());
+        assert_eq!(res.with_all_words, 1);
+        // --strict: today's AND; phrases, exclusions and AND keep their strict meaning.
+        let strict = si
+            .search_with("tomatoes sun zebra", &STRICT)
+            .expect("strict");
+        assert_eq!(strict.total, 0);
+        for query in ["tomatoes AND zebra", "\"red fruit\" sun", "tomatoes -sun"] {
+            let got = si.search(query, 10, 0).expect(query);
+            let want = si.search_with(query, &STRICT).expect(query);
+            assert_eq!(urls(&got), urls(&want), "{query}");
+        }
+        let res = si
+            .search("\"red fruit\" tomatoes sun", 10, 0)
+            .expect("phrase");
+        assert_eq!(urls(&res), ["gemini://b.example/"]);
+        assert_eq!(res.hits[0].missing, ["sun"]);
+    }
+
+    #[test]
+    fn misspelled_words_match_their_neighbours_below_exact_matches() {
+        let mut pages: Vec<PageDoc> = (0..4)
+            .map(|i| {
+                page(
+                    &format!("gemini://r.example/{i}"),
+                    "R",
+                    "A review of a phone.",
+                )
+            })
+            .collect();
+        pages.push(page(
+            "gemini://t.example/",
+            "Typo",
+            "My reveiw of the phone.",
+        ));
+        pages.push(page(
+            "gemini://s.example/",
+            "Sauce",
+            "Bearnaise sauce, slowly.",
+        ));
+        let (_tmp, si) = index_of(&pages);
+        // "sause" is in no page: its neighbour "sauce" is searched, and offered.
+        let res = si.search("bearnaise sause", 10, 0).expect("search");
+        assert_eq!(urls(&res), ["gemini://s.example/"]);
+        assert!(res.hits[0].missing.is_empty(), "{:?}", res.hits[0].missing);
+        assert_eq!(res.did_you_mean.as_deref(), Some("bearnaise sauce"));
+        // A rare word (one page) also finds its frequent neighbour, ranked below itself.
+        let res = si.search("reveiw", 10, 0).expect("search");
+        assert_eq!(res.hits[0].url, "gemini://t.example/");
+        assert_eq!(res.total, 5);
+        // A known word is left alone.
+        let res = si.search("review", 10, 0).expect("search");
+        assert_eq!((res.total, res.did_you_mean), (4, None));
+        // --strict has no spelling help.
+        assert_eq!(si.search_with("sause", &STRICT).expect("strict").total, 0);
+    }
+
+    #[test]
+    fn near_duplicates_fold_into_their_best_member() {
+        let story = "The lighthouse keeper climbed the stairs every evening at dusk, \
+            trimmed the wick, polished the great lens and watched the ships pass the reef \
+            until dawn, writing each one down in a leather log that nobody ever read.";
+        let pages = [
+            PageDoc {
+                host: "a.example".to_string(),
+                ..page("gemini://a.example/keeper.gmi", "The keeper", story)
+            },
+            PageDoc {
+                host: "b.example".to_string(),
+                ..page(
+                    "gemini://b.example/2021-01-01-keeper.gmi",
+                    "Keeper (repost)",
+                    &format!("2021-01-01\n{story}"),
+                )
+            },
+            PageDoc {
+                host: "c.example".to_string(),
+                ..page(
+                    "gemini://c.example/other.gmi",
+                    "Other",
+                    "A different page that mentions a lighthouse once.",
+                )
+            },
+        ];
+        let (_tmp, si) = index_of(&pages);
+        let res = si.search("lighthouse keeper", 10, 0).expect("search");
+        let shown = urls(&res);
+        assert_eq!(shown.len(), 2, "{shown:?}");
+        let dup = &res.hits[0];
+        assert!(dup.url.contains("keeper"), "{shown:?}");
+        assert_eq!(dup.similar, 1);
+        assert_eq!(res.hits[1].similar, 0);
+        // --all lists both copies; similar:URL lists the cluster.
+        let all = si
+            .search_with(
+                "lighthouse keeper",
+                &SearchOptions {
+                    all: true,
+                    ..SearchOptions::default()
+                },
+            )
+            .expect("all");
+        assert_eq!(all.hits.len(), 3);
+        let cluster = si
+            .search("similar:gemini://a.example/keeper.gmi", 10, 0)
+            .expect("similar");
+        let mut members = urls(&cluster);
+        members.sort_unstable();
+        assert_eq!(
+            members,
+            [
+                "gemini://a.example/keeper.gmi",
+                "gemini://b.example/2021-01-01-keeper.gmi"
+            ]
+        );
+        let unknown = si.search("similar:gemini://nowhere.example/", 10, 0);
+        assert_eq!(unknown.expect("unknown page").total, 0);
     }
 
     #[test]

@@ -6,9 +6,19 @@
 //! second crawl on the same data directory fails at start with [`IndexError::Locked`] instead
 //! of corrupting the index.
 //!
+//! Near-duplicates are clustered here, as pages arrive ([`super::neardup`]): a page whose
+//! fingerprint is within a few bits of an indexed page's (or of a page added since the last
+//! commit) joins the cluster of the nearest one; otherwise it starts a cluster of its own, named
+//! by its URL's hash. A page upserted again with the same text finds its own earlier version
+//! and keeps its cluster. Clusters grow by single linkage and are never merged or split after
+//! the fact: which of three pages in a chain joins which depends on their order. Looking up
+//! candidates needs a reader beside the writer; it sees the last commit, the pages added since
+//! are kept in memory until the next one.
+//!
 //! Not here: deciding when to commit (the crawl batches pages and commits with the frontier's
 //! sequence number) and searching.
 
+use std::collections::HashMap;
 use std::path::Path;
 
 use tantivy::collector::TopDocs;
@@ -16,10 +26,14 @@ use tantivy::directory::error::LockError;
 use tantivy::query::TermQuery;
 use tantivy::schema::{IndexRecordOption, Value};
 use tantivy::tokenizer::{PreTokenizedString, Token};
-use tantivy::{Index, IndexReader, IndexWriter, ReloadPolicy, TantivyDocument, TantivyError, Term};
+use tantivy::{
+    DocSet, Index, IndexReader, IndexWriter, ReloadPolicy, TantivyDocument, TantivyError, Term,
+    TERMINATED,
+};
 use url::Url;
 
 use super::analysis;
+use super::neardup;
 use super::snippet::clean_title;
 use super::{
     create_index, open_index, parse_payload, prefix, url_hash, Access, Fields, IndexError, PageDoc,
@@ -41,15 +55,22 @@ const WRITER_MEMORY_BYTES: usize = 96 * 1024 * 1024;
 /// shared with fetching and parsing.
 const WRITER_THREADS: usize = 1;
 
+/// Candidates read per band and segment when clustering a page: a band shared by very many
+/// pages (a boilerplate-heavy site) must not make every upsert slow.
+const MAX_BAND_CANDIDATES: usize = 2000;
+
 /// Owns the Tantivy `IndexWriter` (and so the index's writer lock).
 pub struct Indexer {
-    index: Index,
+    // Kept so the index (and its tokenizer registration) lives as long as the writer.
+    _index: Index,
     writer: IndexWriter<TantivyDocument>,
     fields: Fields,
     committed: u64,
-    /// Reads stored documents back for [`Indexer::refresh`]; opened on first use and reloaded
-    /// after each commit, so it sees exactly what is committed.
-    reader: Option<IndexReader>,
+    /// The last commit: read back by [`Indexer::refresh`], and searched for the near-duplicates
+    /// of new pages. Reloaded after each commit, so it sees exactly what is committed.
+    reader: IndexReader,
+    /// Fingerprints added since the last commit, by band term: (fingerprint, cluster).
+    pending: HashMap<String, Vec<(u64, u64)>>,
 }
 
 impl Indexer {
@@ -76,12 +97,17 @@ impl Indexer {
             tracing::warn!(error = %e, "index: leftover files could not be removed");
         }
         let committed = parse_payload(index.load_metas()?.payload.as_deref()).unwrap_or(0);
+        let reader = index
+            .reader_builder()
+            .reload_policy(ReloadPolicy::Manual)
+            .try_into()?;
         Ok(Indexer {
-            index,
+            _index: index,
             writer,
             fields,
             committed,
-            reader: None,
+            reader,
+            pending: HashMap::new(),
         })
     }
 
@@ -143,6 +169,20 @@ impl Indexer {
         d.add_u64(f.size, doc.size);
         d.add_u64(f.depth, url.as_ref().map_or(0, path_depth));
         d.add_i64(f.fetched_at, doc.fetched_at);
+        let own = url_hash(&doc.url);
+        let cluster = match neardup::page_fingerprint(&doc.body, &doc.link_labels) {
+            Some(hash) => {
+                let cluster = self.nearest_cluster(hash)?.unwrap_or(own);
+                for band in neardup::bands(hash) {
+                    d.add_text(f.dup_band, &band);
+                    self.pending.entry(band).or_default().push((hash, cluster));
+                }
+                d.add_u64(f.simhash, hash);
+                cluster
+            }
+            None => own,
+        };
+        d.add_u64(f.cluster, cluster);
         // Tantivy applies a delete to every document added before it (by opstamp), in this
         // commit or earlier ones, so delete-then-add leaves exactly the new document.
         self.writer
@@ -173,16 +213,7 @@ impl Indexer {
         link_labels: &str,
         body: Option<&str>,
     ) -> Result<bool, IndexError> {
-        let reader = match &self.reader {
-            Some(reader) => reader,
-            None => self.reader.insert(
-                self.index
-                    .reader_builder()
-                    .reload_policy(ReloadPolicy::Manual)
-                    .try_into()?,
-            ),
-        };
-        let searcher = reader.searcher();
+        let searcher = self.reader.searcher();
         let f = &self.fields;
         let query = TermQuery::new(Term::from_field_text(f.url, url), IndexRecordOption::Basic);
         let Some((_, address)) = searcher
@@ -230,10 +261,53 @@ impl Indexer {
         prepared.set_payload(&seq.to_string());
         prepared.commit()?;
         self.committed = seq;
-        if let Some(reader) = &self.reader {
-            reader.reload()?;
-        }
+        // The reader now holds what `pending` held.
+        self.reader.reload()?;
+        self.pending.clear();
         Ok(())
+    }
+
+    /// The cluster of the indexed (or pending) page whose fingerprint is nearest to `hash`,
+    /// when one is near enough; ties go to the smaller cluster name, so the choice does not
+    /// depend on segment order.
+    fn nearest_cluster(&self, hash: u64) -> Result<Option<u64>, IndexError> {
+        let mut best: Option<(u32, u64)> = None;
+        let mut consider = |other: u64, cluster: u64| {
+            let d = neardup::distance(hash, other);
+            if d <= neardup::MAX_DISTANCE && best.map_or(true, |b| (d, cluster) < b) {
+                best = Some((d, cluster));
+            }
+        };
+        let bands = neardup::bands(hash);
+        for band in &bands {
+            for &(other, cluster) in self.pending.get(band).into_iter().flatten() {
+                consider(other, cluster);
+            }
+        }
+        let searcher = self.reader.searcher();
+        for segment in searcher.segment_readers() {
+            let inverted = segment.inverted_index(self.fields.dup_band)?;
+            let fast = segment.fast_fields();
+            let simhash = fast.u64("simhash")?.first_or_default_col(0);
+            let clusters = fast.u64("cluster")?.first_or_default_col(0);
+            for band in &bands {
+                let term = Term::from_field_text(self.fields.dup_band, band);
+                let Some(mut postings) = inverted.read_postings(&term, IndexRecordOption::Basic)?
+                else {
+                    continue;
+                };
+                let mut read = 0;
+                while postings.doc() != TERMINATED && read < MAX_BAND_CANDIDATES {
+                    let doc = postings.doc();
+                    read += 1;
+                    if !segment.is_deleted(doc) {
+                        consider(simhash.get_val(doc), clusters.get_val(doc));
+                    }
+                    postings.advance();
+                }
+            }
+        }
+        Ok(best.map(|(_, cluster)| cluster))
     }
 
     /// The sequence number of the last commit (0 when none).
@@ -286,10 +360,19 @@ fn extension(url: &Url) -> Option<String> {
     ok.then(|| ext.to_ascii_lowercase())
 }
 
-/// Non-empty path segments: 0 for a capsule's home page.
+/// Non-empty path segments: 0 for a capsule's home page. A user directory on a shared host
+/// (`/~bob/`) is that user's capsule: its home page is at depth 0 too.
 fn path_depth(url: &Url) -> u64 {
-    url.path_segments()
-        .map_or(0, |s| s.filter(|seg| !seg.is_empty()).count() as u64)
+    let Some(segments) = url.path_segments() else {
+        return 0;
+    };
+    let mut depth = 0;
+    for (i, seg) in segments.filter(|seg| !seg.is_empty()).enumerate() {
+        if !(i == 0 && seg.len() > 1 && seg.starts_with('~')) {
+            depth += 1;
+        }
+    }
+    depth
 }
 
 /// Detects a page's language from its title and the start of its body.

@@ -24,7 +24,9 @@
 //!
 //! Snippets carry `**` around matched words; Gemini has no emphasis, so result pages drop the
 //! marks and show the snippet as a quote line, and the verbose page keeps them to show what
-//! matched.
+//! matched. A result lacking some of the query's words says `missing: ...` on its facts line;
+//! one with near-duplicates links to them (`similar:URL`); a query that looked misspelled gets a
+//! "did you mean" link first.
 
 use std::fmt::Write as _;
 use std::time::Duration;
@@ -279,6 +281,13 @@ pub fn results(view: ResultsView<'_>, now: i64) -> String {
     let first = (page - 1) * PAGE_SIZE + 1;
     let last = first + results.hits.len().saturating_sub(1);
     let took = format!("{:.1} ms", elapsed.as_secs_f64() * 1000.0);
+    if let Some(better) = &results.did_you_mean {
+        g.link(
+            &search_link(better, 1, verbose),
+            &format!("Did you mean: {}?", truncate(better, ECHO_MAX_CHARS)),
+        )
+        .blank();
+    }
     if results.total == 0 {
         g.text(&format!("No page matches ({took})."))
             .blank()
@@ -358,12 +367,21 @@ fn hit_lines(g: &mut Gemtext, hit: &Hit, verbose: bool, now: i64) {
     if verbose {
         facts.push(format!("crawled {}", when(hit.fetched_at, now)));
     }
+    if !hit.missing.is_empty() {
+        facts.push(format!("missing: {}", hit.missing.join(", ")));
+    }
     g.text(&facts.join(" · "));
+    if hit.similar > 0 {
+        g.link(
+            &search_link(&format!("similar:{}", hit.url), 1, verbose),
+            &plural(hit.similar as u64, "similar page"),
+        );
+    }
     if verbose {
         let p = &hit.parts;
         g.text(&format!(
-            "score {:.4} (text {:.4}, authority {:.4}, prior {:.4})",
-            hit.score, p.text, p.authority, p.prior
+            "score {:.4} (text {:.4}, authority {:.4}, prior {:.4}, coverage {:.2})",
+            hit.score, p.text, p.authority, p.prior, p.coverage
         ));
         g.link(
             &format!("/backlinks?{}", percent_encode(&hit.url)),
@@ -581,7 +599,8 @@ pub fn about() -> String {
         .text("geode is a search engine for geminispace. It crawls capsules politely, indexes their text, and answers here.")
         .blank()
         .heading(2, "Searching")
-        .item("Words: every word must appear (accents and case do not matter): bicycle repair")
+        .item("Words (accents and case do not matter): bicycle repair. Pages with every word come first, then pages with some, marked \"missing:\"")
+        .item("Every word required: bicycle AND repair")
         .item("Phrases in double quotes: \"slow radio\"")
         .item("Either of two: tea OR coffee")
         .item("Leave out: bread -sourdough (or NOT sourdough)")
@@ -591,6 +610,9 @@ pub fn about() -> String {
         .item("Media type: mime:text/plain, file type: filetype:txt")
         .item("In the title or URL: intitle:gemlog, inurl:recipes")
         .item("Size: size:>10K, size:<2M")
+        .item("A page and its near-duplicates: similar:gemini://example.org/page.gmi")
+        .blank()
+        .text("A word the index does not know is also matched by its likely spellings, and the results offer the corrected query. Copies of one page (the same text under another address) show as one result with a link to the others.")
         .blank()
         .text("Result pages show ten results each. The verbose pages (/v/search) add scores and crawl times, and link to the pages linking to each result.")
         .blank()
@@ -827,12 +849,15 @@ mod tests {
                 text: 2.0,
                 authority: 0.25,
                 prior: 1.0,
+                coverage: 1.0,
             },
             host: "a.test".to_string(),
             mime: "text/gemini".to_string(),
             lang: Some("en".to_string()),
             size: 2150,
             fetched_at: 1_700_000_000,
+            missing: Vec::new(),
+            similar: 0,
         }
     }
 
@@ -860,7 +885,11 @@ mod tests {
                 )
             })
             .collect();
-        let results = SearchResults { total: 25, hits };
+        let results = SearchResults {
+            total: 25,
+            hits,
+            ..SearchResults::default()
+        };
         let page = view(&results, "kettle", 2);
         assert!(page.starts_with("# Results for “kettle”\n"), "{page}");
         assert!(page.contains("25 results, 11-20 shown (1.5 ms)."), "{page}");
@@ -878,6 +907,7 @@ mod tests {
         let last = SearchResults {
             total: 25,
             hits: results.hits[..5].to_vec(),
+            ..SearchResults::default()
         };
         let page = view(&last, "kettle", 3);
         assert!(!page.contains("Next page"), "{page}");
@@ -896,6 +926,7 @@ mod tests {
                 "Title\n=> gemini://evil/ got you",
                 "```\n# heading\n=> gemini://evil/",
             )],
+            ..SearchResults::default()
         };
         let page = view(&results, "\n=> gemini://evil/ x", 1);
         for line in page.lines() {
@@ -917,15 +948,49 @@ mod tests {
     }
 
     #[test]
+    fn missing_words_similar_pages_and_did_you_mean_are_shown() {
+        let mut lacking = hit("gemini://a.test/p", "P", "a kettle");
+        lacking.missing = vec!["whistle".to_string()];
+        lacking.similar = 3;
+        let results = SearchResults {
+            total: 1,
+            did_you_mean: Some("kettle whistle".to_string()),
+            hits: vec![lacking],
+            ..SearchResults::default()
+        };
+        let page = view(&results, "kettel whistle", 1);
+        assert!(
+            page.contains("=> /search?kettle%20whistle Did you mean: kettle whistle?\n"),
+            "{page}"
+        );
+        assert!(
+            page.contains("a.test · text/gemini · 2.1 KiB · en · missing: whistle\n"),
+            "{page}"
+        );
+        assert!(
+            page.contains("=> /search?similar:gemini://a.test/p 3 similar pages\n"),
+            "{page}"
+        );
+        // Nothing found at all still offers the correction.
+        let none = SearchResults {
+            did_you_mean: Some("kettle".to_string()),
+            ..SearchResults::default()
+        };
+        assert!(view(&none, "kettel", 1).contains("Did you mean: kettle?"));
+    }
+
+    #[test]
     fn no_results_and_past_the_end() {
         let none = SearchResults {
             total: 0,
             hits: vec![],
+            ..SearchResults::default()
         };
         assert!(view(&none, "zzyzx", 1).contains("No page matches"));
         let past = SearchResults {
             total: 3,
             hits: vec![],
+            ..SearchResults::default()
         };
         let page = view(&past, "x", 5);
         assert!(
@@ -940,6 +1005,7 @@ mod tests {
         let results = SearchResults {
             total: 1,
             hits: vec![hit("gemini://a.test/x y", "T", "a **b** c")],
+            ..SearchResults::default()
         };
         let page = super::results(
             ResultsView {
@@ -953,7 +1019,9 @@ mod tests {
         );
         assert!(page.contains("> a **b** c\n"), "{page}");
         assert!(
-            page.contains("\nscore 1.5000 (text 2.0000, authority 0.2500, prior 1.0000)\n"),
+            page.contains(
+                "\nscore 1.5000 (text 2.0000, authority 0.2500, prior 1.0000, coverage 1.00)\n"
+            ),
             "{page}"
         );
         assert!(

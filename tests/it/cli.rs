@@ -201,6 +201,40 @@ async fn crawl_then_search_stats_and_backlinks_from_the_command_line() {
     assert!(text.contains("   gemini://alpha.test/\n"), "{text}");
     assert!(text.contains("1 result (1-1 shown)"), "{text}");
 
+    // Pages lacking a word follow, saying which; --strict wants every word; a misspelled
+    // word finds its neighbour and offers the corrected query.
+    let json = |args: &[&str]| -> serde_json::Value {
+        let mut all = vec!["search", "--data", dir, "--json"];
+        all.extend_from_slice(args);
+        let out = geode(&all);
+        assert!(out.status.success(), "{args:?}");
+        serde_json::from_str(&stdout(&out)).expect("one JSON object")
+    };
+    let doc = json(&["stubborn kettle zebra"]);
+    assert_eq!(doc["hits"][0]["url"], "gemini://alpha.test/", "{doc}");
+    assert_eq!(
+        doc["hits"][0]["missing"],
+        serde_json::json!(["zebra"]),
+        "{doc}"
+    );
+    assert_eq!(doc["with_all_words"], 0, "{doc}");
+    assert!(
+        doc["hits"][0]["parts"]["coverage"].as_f64() < Some(1.0),
+        "{doc}"
+    );
+    assert_eq!(doc["hits"][0]["similar"], 0, "{doc}");
+    assert_eq!(json(&["--strict", "stubborn kettle zebra"])["total"], 0);
+    let doc = json(&["stubborn kettel"]);
+    assert_eq!(doc["did_you_mean"], "stubborn kettle", "{doc}");
+    assert_eq!(doc["hits"][0]["url"], "gemini://alpha.test/", "{doc}");
+    assert!(json(&["--strict", "stubborn kettel"])["did_you_mean"].is_null());
+    let out = geode(&["search", "--data", dir, "stubborn zebra"]);
+    assert!(
+        stdout(&out).contains(" · missing: zebra"),
+        "{}",
+        stdout(&out)
+    );
+
     // No hits is success; a malformed query is a usage error with a message.
     let out = geode(&["search", "--data", dir, "zzyzx"]);
     assert_eq!(out.status.code(), Some(0));

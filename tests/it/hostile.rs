@@ -287,10 +287,15 @@ async fn a_good_capsule_among_hostile_ones_is_crawled_at_its_pace_and_the_crawl_
     }
 
     // No MIME type means text/gemini; a robots.txt over 4 MiB is read in its first 512 KiB.
+    // Strict matching: which pages hold the words, not how partial matches rank.
     let search = |q: &str| -> Vec<String> {
+        let options = geode::index::SearchOptions {
+            strict: true,
+            ..geode::index::SearchOptions::default()
+        };
         geode::index::SearchIndex::open(&geode::crawl::index_path(data.path()))
             .unwrap()
-            .search(q, 10, 0)
+            .search_with(q, &options)
             .unwrap()
             .hits
             .into_iter()

@@ -11,7 +11,7 @@ use geode::crawl::{CrawlConfig, CrawlSummary};
 use geode::fetch::dns::{Overrides, Target};
 use geode::fixture::{FixtureConfig, FixtureServer, RequestRecord};
 use geode::frontier::Frontier;
-use geode::index::SearchIndex;
+use geode::index::{SearchIndex, SearchOptions};
 use geode::revisit::RevisitPolicy;
 
 use crate::support::{self, Space};
@@ -63,10 +63,17 @@ fn config(data: &Path, resolve: &[(String, SocketAddr)]) -> CrawlConfig {
     config
 }
 
+/// The pages holding every word of `query` (strict matching: this test checks what the index
+/// holds, not how partial matches rank).
 fn search(data: &Path, query: &str) -> Vec<String> {
     let index = SearchIndex::open(&geode::crawl::index_path(data)).unwrap();
+    let options = SearchOptions {
+        limit: 20,
+        strict: true,
+        ..SearchOptions::default()
+    };
     index
-        .search(query, 20, 0)
+        .search_with(query, &options)
         .unwrap()
         .hits
         .into_iter()

@@ -419,8 +419,17 @@ fn search_results_paging_backlinks_statistics_and_capsules() {
             "{}",
             results.body
         );
+        // The page with all three words comes first; pages with some of them follow.
         assert!(
-            results.body.contains("1 result, 1-1 shown ("),
+            results.body.contains(" results, 1-") || results.body.contains("1 result, 1-1"),
+            "{}",
+            results.body
+        );
+        assert!(
+            link_targets(&results.body)
+                .iter()
+                .find(|t| t.starts_with("gemini://"))
+                .is_some_and(|t| t == "gemini://alpha.test/"),
             "{}",
             results.body
         );
@@ -572,8 +581,10 @@ fn injected_markup_in_queries_and_paths_never_becomes_a_link() {
                     }
                     if let Some(rest) = trimmed.strip_prefix("=>") {
                         let target = rest.split_whitespace().next().unwrap_or("");
+                        // Links back to this server (the query, encoded, in a search link)
+                        // are ours; no link may lead to the injected URL.
                         assert!(
-                            !target.contains("evil"),
+                            target.starts_with('/') || !target.contains("evil"),
                             "{path}{query}: {line:?}\n{}",
                             answer.body
                         );
