@@ -8,13 +8,14 @@
 //! page as indexed only after the Tantivy commit that holds it. [`revisit`] decides when each URL
 //! is visited again, so that later crawls keep the index true. `geode search` reads the index.
 //!
-//! [`fixture`] is a small static Gemini server used by the tests, the demo and the benchmarks.
+//! The test fixture server (`geode-fixture`, a Gemini server of fixture capsules for the tests,
+//! the demo and the benchmarks) is a crate of its own in `crates/geode-fixture`, used by geode's
+//! tests as a dev-dependency: nothing of it ships in geode.
 
 pub mod content;
 pub mod crawl;
 pub mod feed;
 pub mod fetch;
-pub mod fixture;
 pub mod frontier;
 pub mod gemtext;
 pub mod index;

@@ -7,7 +7,7 @@ use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use geode::fixture::{FixtureConfig, FixtureServer};
+use geode_fixture::{FixtureConfig, FixtureServer};
 
 use crate::support::{self, Space};
 

@@ -5,7 +5,7 @@ use std::net::SocketAddr;
 
 use geode::fetch::sockets::SocketBudget;
 use geode::fetch::{FetchLimits, Fetcher, Outcome};
-use geode::fixture::{FixtureConfig, FixtureServer};
+use geode_fixture::{FixtureConfig, FixtureServer};
 
 const PAGE: &str = "# Bare header\n\nA page served without a MIME type.\n=> /other A link\n";
 

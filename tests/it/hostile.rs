@@ -10,8 +10,8 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use geode::fixture::{FixtureConfig, FixtureServer, RequestRecord};
 use geode::frontier::Frontier;
+use geode_fixture::{FixtureConfig, FixtureServer, RequestRecord};
 use tokio::io::AsyncWriteExt;
 use tokio::net::TcpListener;
 

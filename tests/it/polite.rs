@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use geode::crawl::{CrawlConfig, StopReason};
 use geode::fetch::dns::{Overrides, Target};
-use geode::fixture::{FixtureConfig, FixtureServer, RequestRecord};
+use geode_fixture::{FixtureConfig, FixtureServer, RequestRecord};
 
 use crate::support;
 

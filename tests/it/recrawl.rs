@@ -9,10 +9,10 @@ use std::time::Duration;
 
 use geode::crawl::{CrawlConfig, CrawlSummary};
 use geode::fetch::dns::{Overrides, Target};
-use geode::fixture::{FixtureConfig, FixtureServer, RequestRecord};
 use geode::frontier::Frontier;
 use geode::index::{SearchIndex, SearchOptions};
 use geode::revisit::RevisitPolicy;
+use geode_fixture::{FixtureConfig, FixtureServer, RequestRecord};
 
 use crate::support::{self, Space};
 

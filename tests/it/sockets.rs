@@ -6,7 +6,7 @@ use std::net::{IpAddr, SocketAddr};
 use std::path::Path;
 use std::process::Command;
 
-use geode::fixture::{FixtureConfig, FixtureServer};
+use geode_fixture::{FixtureConfig, FixtureServer};
 
 use crate::support;
 

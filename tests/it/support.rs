@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use geode::crawl::{self, CrawlConfig, CrawlSummary};
 use geode::fetch::dns::{Overrides, Target};
-use geode::fixture::{FixtureConfig, FixtureServer, RequestRecord};
 use geode::frontier::{Frontier, UrlState};
+use geode_fixture::{FixtureConfig, FixtureServer, RequestRecord};
 
 /// The fixture capsules and the loopback address each is served on. gamma and delta share an
 /// address, as virtual hosts on one machine do.
@@ -122,7 +122,7 @@ pub fn geode_bin() -> &'static str {
 /// starts closer than `delay`, requests during a 44 wait. The server stamps times a little after
 /// the crawler acts, so 8 ms of each gap are forgiven.
 pub fn assert_polite(log: &[RequestRecord], delay: Duration) {
-    let breaches = geode::fixture::audit::politeness_breaches(log, delay, Duration::from_millis(8));
+    let breaches = geode_fixture::audit::politeness_breaches(log, delay, Duration::from_millis(8));
     let listed: String = breaches.iter().map(|b| format!("{b}\n")).collect();
     assert!(breaches.is_empty(), "{listed}");
 }

@@ -1,5 +1,5 @@
 //! `geode-fixture`: serves a directory of capsules, with their `routes.conf` rules, on loopback
-//! addresses (see `geode::fixture`).
+//! addresses (see the `geode_fixture` library).
 //!
 //! A test and demo tool, not a Gemini server for real use: it refuses to listen anywhere but on
 //! loopback, generates throwaway certificates at each start and keeps its request log in memory
@@ -12,7 +12,7 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::Parser;
-use geode::fixture::{FixtureConfig, FixtureServer, RequestRecord};
+use geode_fixture::{FixtureConfig, FixtureServer, RequestRecord};
 
 /// Serve static Gemini capsules for tests and demos.
 ///
@@ -28,7 +28,7 @@ use geode::fixture::{FixtureConfig, FixtureServer, RequestRecord};
 /// replaced), `calendar`, `big SIZE`, `longmeta LEN`, `raw TEXT` or `close`. Examples:
 /// `/old 31 /new`, `/flaky first 2 40 try later`, `/cal/* calendar`,
 /// `/latin1.gmi file latin1.gmi text/gemini; charset=iso-8859-1`. A malformed rule stops the
-/// server with the file and line; the full syntax is in the geode::fixture documentation.
+/// server with the file and line; the full syntax is in the geode_fixture documentation.
 ///
 /// Prints "listening on ADDR" once per bound address, then serves until Ctrl-C or SIGTERM.
 #[derive(Debug, Parser)]
