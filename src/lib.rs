@@ -12,13 +12,17 @@
 //! the demo and the benchmarks) is a crate of its own in `crates/geode-fixture`, used by geode's
 //! tests as a dev-dependency: nothing of it ships in geode.
 
+pub mod clock;
 pub mod content;
 pub mod crawl;
+pub mod datadir;
 pub mod feed;
 pub mod fetch;
 pub mod frontier;
 pub mod gemtext;
+pub mod human;
 pub mod index;
+pub mod lang;
 pub mod query;
 pub mod rank;
 pub mod reindex;

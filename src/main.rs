@@ -234,7 +234,7 @@ fn print_summary(summary: &crawl::CrawlSummary) {
 
 fn reindex(args: ReindexArgs) -> Result<(), Failure> {
     let dir = &args.data.data;
-    if !crawl::database_path(dir).exists() {
+    if !geode::datadir::database_path(dir).exists() {
         return Err(Failure::Runtime(anyhow!(
             "no crawl database in {} (run geode crawl first)",
             dir.display()
@@ -270,7 +270,7 @@ fn reindex(args: ReindexArgs) -> Result<(), Failure> {
 fn show(args: ShowArgs) -> Result<(), Failure> {
     let url =
         urlnorm::normalize(&args.url).map_err(|e| Failure::Usage(anyhow!("{}: {e}", args.url)))?;
-    let frontier = Frontier::open_read_only(&crawl::database_path(&args.data.data))
+    let frontier = Frontier::open_read_only(&geode::datadir::database_path(&args.data.data))
         .map_err(|e| Failure::Runtime(e.into()))?;
     let Some(details) = frontier
         .url_details(url.as_str())
@@ -382,7 +382,7 @@ fn show(args: ShowArgs) -> Result<(), Failure> {
             "interval",
             format!(
                 "{} (visits {}, changes {})",
-                human_duration(secs),
+                geode::human::duration(secs),
                 details.visits,
                 details.changes
             ),
@@ -392,7 +392,7 @@ fn show(args: ShowArgs) -> Result<(), Failure> {
         row("failing since", when(Some(&since.to_string())));
     }
     if let Some(size) = details.size {
-        row("size", human_size(size));
+        row("size", geode::human::size(size));
     }
     if let Some(hash) = &details.content_hash {
         row("body SHA-256", hash.clone());
@@ -433,7 +433,7 @@ fn show(args: ShowArgs) -> Result<(), Failure> {
 }
 
 fn export(args: ExportArgs) -> Result<(), Failure> {
-    let frontier = Frontier::open_read_only(&crawl::database_path(&args.data.data))
+    let frontier = Frontier::open_read_only(&geode::datadir::database_path(&args.data.data))
         .map_err(|e| Failure::Runtime(e.into()))?;
     let out: Box<dyn Write> = if args.warc.as_os_str() == "-" {
         Box::new(std::io::stdout().lock())
@@ -484,7 +484,7 @@ fn seed(args: SeedArgs) -> Result<(), Failure> {
             }
             std::fs::create_dir_all(&data.data)
                 .with_context(|| format!("creating the data directory {}", data.data.display()))?;
-            let mut frontier = Frontier::open(&crawl::database_path(&data.data))
+            let mut frontier = Frontier::open(&geode::datadir::database_path(&data.data))
                 .map_err(|e| Failure::Runtime(e.into()))?;
             for url in parsed {
                 let outcome = frontier
@@ -512,7 +512,7 @@ fn seed(args: SeedArgs) -> Result<(), Failure> {
             Ok(())
         }
         SeedAction::List { data, json } => {
-            let frontier = Frontier::open_read_only(&crawl::database_path(&data.data))
+            let frontier = Frontier::open_read_only(&geode::datadir::database_path(&data.data))
                 .map_err(|e| Failure::Runtime(e.into()))?;
             let seeds = frontier.suggested_seeds().context("reading the seeds")?;
             let mut out = std::io::stdout().lock();
@@ -605,7 +605,8 @@ fn search(args: SearchArgs) -> Result<(), Failure> {
     // Check the query before opening the index: a typo is reported the same with or without one.
     let parsed = geode::query::parse(&query)
         .map_err(|e| Failure::Usage(anyhow!("malformed query: {e}\n{}", e.caret_line(&query))))?;
-    let index = SearchIndex::open(&crawl::index_path(&args.data.data)).map_err(index_failure)?;
+    let index =
+        SearchIndex::open(&geode::datadir::index_path(&args.data.data)).map_err(index_failure)?;
     let options = SearchOptions {
         limit: args.limit,
         offset: args.offset,
@@ -654,7 +655,12 @@ fn search(args: SearchArgs) -> Result<(), Failure> {
         if !hit.snippet.is_empty() {
             writeln!(out, "   {}", hit.snippet).context("writing results")?;
         }
-        let mut facts = format!("   {} · {} · {}", hit.host, hit.mime, human_size(hit.size));
+        let mut facts = format!(
+            "   {} · {} · {}",
+            hit.host,
+            hit.mime,
+            geode::human::size(hit.size)
+        );
         if !hit.missing.is_empty() {
             facts.push_str(&format!(" · missing: {}", hit.missing.join(", ")));
         }
@@ -692,19 +698,6 @@ fn shown_range(offset: usize, shown: usize) -> String {
     format!("{first}-{last} shown")
 }
 
-/// A byte count for people: 512 B, 3.4 KiB, 1.2 MiB.
-fn human_size(bytes: u64) -> String {
-    const KIB: f64 = 1024.0;
-    let b = bytes as f64;
-    if b < KIB {
-        format!("{bytes} B")
-    } else if b < KIB * KIB {
-        format!("{:.1} KiB", b / KIB)
-    } else {
-        format!("{:.1} MiB", b / (KIB * KIB))
-    }
-}
-
 fn index_failure(e: IndexError) -> Failure {
     match e {
         IndexError::Query(_) => Failure::Usage(e.into()),
@@ -716,17 +709,14 @@ fn stats(args: StatsArgs) -> Result<(), Failure> {
     let data = &args.data.data;
     // The index first: when it cannot be opened, that is the problem to report, even if the
     // crawl database is missing as well (a crawl killed while it was starting).
-    let documents = match SearchIndex::open(&crawl::index_path(data)) {
+    let documents = match SearchIndex::open(&geode::datadir::index_path(data)) {
         Ok(index) => index.num_docs(),
         Err(IndexError::Missing(_)) => 0,
         Err(e) => return Err(Failure::Runtime(e.into())),
     };
-    let frontier = Frontier::open_read_only(&crawl::database_path(data))
+    let frontier = Frontier::open_read_only(&geode::datadir::database_path(data))
         .map_err(|e| Failure::Runtime(e.into()))?;
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs() as i64)
-        .unwrap_or(0);
+    let now = geode::clock::unix_now();
     let stats = frontier.stats(now).context("reading the crawl database")?;
     if args.json {
         let mut value = serde_json::to_value(&stats).context("encoding JSON")?;
@@ -796,7 +786,7 @@ fn stats(args: StatsArgs) -> Result<(), Failure> {
         "  {:<26}{} ({} stored, {:.0}% of their size)\n",
         "distinct bodies",
         a.bodies,
-        human_size(a.stored_bytes),
+        geode::human::size(a.stored_bytes),
         a.stored_bytes as f64 * 100.0 / a.raw_bytes.max(1) as f64
     ));
     out.push_str("\nrevisit intervals\n");
@@ -819,31 +809,15 @@ fn stats(args: StatsArgs) -> Result<(), Failure> {
     Ok(())
 }
 
-/// Formats a stored unix time for people.
+/// A stored unix time for people, relative to now.
 fn when(unix: Option<&str>) -> String {
-    let Some(secs) = unix.and_then(|s| s.parse::<i64>().ok()) else {
-        return "never".into();
-    };
-    let ago = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs() as i64 - secs)
-        .unwrap_or(0);
-    format!("{secs} (unix time; {} ago)", human_duration(ago.max(0)))
-}
-
-fn human_duration(secs: i64) -> String {
-    match secs {
-        s if s < 120 => format!("{s} s"),
-        s if s < 7200 => format!("{} min", s / 60),
-        s if s < 172_800 => format!("{} h", s / 3600),
-        s => format!("{} days", s / 86_400),
-    }
+    geode::human::when_stored(unix, geode::clock::unix_now())
 }
 
 fn backlinks(args: BacklinksArgs) -> Result<(), Failure> {
     let url =
         urlnorm::normalize(&args.url).map_err(|e| Failure::Usage(anyhow!("{}: {e}", args.url)))?;
-    let frontier = Frontier::open_read_only(&crawl::database_path(&args.data.data))
+    let frontier = Frontier::open_read_only(&geode::datadir::database_path(&args.data.data))
         .map_err(|e| Failure::Runtime(e.into()))?;
     let links = frontier
         .backlinks(url.as_str())

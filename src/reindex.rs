@@ -21,11 +21,6 @@ use crate::crawl::{self, lock};
 use crate::frontier::{Frontier, FrontierError};
 use crate::index::{IndexError, Indexer};
 
-/// The directory a new index is built in, beside the live one.
-pub fn building_path(data_dir: &Path) -> std::path::PathBuf {
-    data_dir.join("tantivy.reindex")
-}
-
 /// What a rebuild did.
 #[derive(Debug, Clone, Default, serde::Serialize)]
 pub struct ReindexSummary {
@@ -69,11 +64,11 @@ pub fn reindex_locked(
     progress: &mut dyn FnMut(u64),
 ) -> Result<ReindexSummary, ReindexError> {
     let started = Instant::now();
-    let live = crawl::index_path(data_dir);
-    let building = building_path(data_dir);
+    let live = crate::datadir::index_path(data_dir);
+    let building = crate::datadir::reindex_path(data_dir);
     remove_dir(&building)?;
     let now = crawl::unix_now();
-    let mut frontier = Frontier::open(&crawl::database_path(data_dir))?;
+    let mut frontier = Frontier::open(&crate::datadir::database_path(data_dir))?;
     // The payload of the live index's last commit, whatever its schema: what a crash left in
     // flight is settled first, so the frontier says exactly which pages the index holds.
     let committed = crate::index::committed_seq(&live)?.unwrap_or(0);

@@ -29,10 +29,7 @@ impl<W: Write> WarcWriter<W> {
              conformsTo: https://iipc.github.io/warc-specifications/specifications/warc-format/warc-1.1/\r\n",
             env!("CARGO_PKG_VERSION")
         );
-        let now = std::time::SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map(|d| d.as_secs() as i64)
-            .unwrap_or(0);
+        let now = crate::clock::unix_now();
         writer.record(
             "warcinfo",
             None,

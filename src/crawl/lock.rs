@@ -12,11 +12,6 @@ use std::io::{Read, Seek, SeekFrom, Write};
 use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
 
-/// The lock file inside a data directory.
-pub fn lock_path(data_dir: &Path) -> PathBuf {
-    data_dir.join("crawl.lock")
-}
-
 /// Why the lock could not be had.
 #[derive(Debug, thiserror::Error)]
 pub enum LockError {
@@ -42,7 +37,7 @@ pub struct DataDirLock {
 impl DataDirLock {
     /// Takes the lock of `data_dir` (which must exist) without waiting.
     pub fn acquire(data_dir: &Path) -> Result<DataDirLock, LockError> {
-        let path = lock_path(data_dir);
+        let path = crate::datadir::lock_path(data_dir);
         let io = |error| LockError::Io {
             path: path.clone(),
             error,
@@ -102,9 +97,9 @@ mod tests {
     fn a_lock_file_left_behind_does_not_block() {
         let dir = tempfile::tempdir().unwrap();
         // What kill -9 leaves: the file, with a dead process's PID, and no lock.
-        std::fs::write(lock_path(dir.path()), "4194304\n").unwrap();
+        std::fs::write(crate::datadir::lock_path(dir.path()), "4194304\n").unwrap();
         let _lock = DataDirLock::acquire(dir.path()).expect("stale file, free lock");
-        let pid = std::fs::read_to_string(lock_path(dir.path())).unwrap();
+        let pid = std::fs::read_to_string(crate::datadir::lock_path(dir.path())).unwrap();
         assert_eq!(pid.trim(), std::process::id().to_string());
     }
 }

@@ -20,9 +20,9 @@ pub mod scheduler;
 use std::collections::{BTreeSet, HashSet};
 use std::future::Future;
 use std::net::{IpAddr, SocketAddr};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use ::url::Url;
 use tokio::sync::Semaphore;
@@ -162,16 +162,6 @@ impl CrawlConfig {
             scope: policy::Scope::default(),
         }
     }
-}
-
-/// The crawl database inside a data directory.
-pub fn database_path(data_dir: &Path) -> PathBuf {
-    data_dir.join("crawl.sqlite")
-}
-
-/// The Tantivy index inside a data directory.
-pub fn index_path(data_dir: &Path) -> PathBuf {
-    data_dir.join("tantivy")
 }
 
 /// Errors that stop a whole crawl. Errors of single URLs never do.
@@ -327,13 +317,7 @@ pub fn document(
     )
 }
 
-/// Seconds since the Unix epoch, the clock of the frontier and the revisit schedule.
-pub fn unix_now() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_secs() as i64)
-        .unwrap_or(0)
-}
+pub use crate::clock::unix_now;
 
 /// Runs a crawl until it ends or `shutdown` resolves.
 pub async fn run(
@@ -372,7 +356,7 @@ pub async fn run_observed(
         .map_err(|e| CrawlError::DataDir(config.data_dir.clone(), e))?;
     // The lock comes first: it keeps two crawls off one data directory, and says who holds it.
     let _lock = lock::DataDirLock::acquire(&config.data_dir)?;
-    let indexer = match Indexer::open_or_create(&index_path(&config.data_dir)) {
+    let indexer = match Indexer::open_or_create(&crate::datadir::index_path(&config.data_dir)) {
         // An index from an older geode is rebuilt from the archive first.
         Err(IndexError::OtherVersion { found, .. }) if found < crate::index::SCHEMA_VERSION => {
             tracing::info!(
@@ -387,11 +371,11 @@ pub async fn run_observed(
                 to_fetch = rebuilt.missing,
                 "index rebuilt"
             );
-            Indexer::open_or_create(&index_path(&config.data_dir))?
+            Indexer::open_or_create(&crate::datadir::index_path(&config.data_dir))?
         }
         opened => opened?,
     };
-    let db = database_path(&config.data_dir);
+    let db = crate::datadir::database_path(&config.data_dir);
     let mut frontier = Frontier::open(&db)?;
     let run_started = unix_now();
     let (confirmed, redone) = frontier.recover(indexer.committed_seq(), run_started)?;
@@ -469,7 +453,7 @@ pub async fn run_observed(
     frontier.set_meta("last_crawl_finished", &unix_now().to_string())?;
     // A stop by signal must end within systemd's 10 s: authority waits for the next run.
     if crawl.summary.ended != StopReason::Signal {
-        update_authority(frontier, index_path(&crawl.config.data_dir)).await;
+        update_authority(frontier, crate::datadir::index_path(&crawl.config.data_dir)).await;
     }
     crawl.summary.capsules_tried = crawl.tried.len() as u64;
     crawl.summary.capsules_answered = crawl.answered.len() as u64;

@@ -425,13 +425,6 @@ fn is_rule_symbol(grapheme: &str) -> bool {
     RULE_SYMBOLS.contains(&grapheme)
 }
 
-/// Ideographs, kana and hangul are words on their own, even one character at a time.
-fn is_cjk(c: char) -> bool {
-    matches!(u32::from(c),
-        0x3040..=0x30FF | 0x3400..=0x4DBF | 0x4E00..=0x9FFF | 0xF900..=0xFAFF
-        | 0xAC00..=0xD7AF | 0x20000..=0x2FFFF)
-}
-
 /// Whether a whitespace-separated token reads as a word, an identifier or a number: a run of two
 /// or more letters that is not one letter repeated (`SSSS`, `lllll`, `oo`), a CJK character, a
 /// number that is not one digit repeated (`888`), or a hexadecimal literal.
@@ -444,7 +437,8 @@ fn is_word(token: &str) -> bool {
     let run_is_word = |len: usize, varies: bool, longest: usize| len >= 2 && varies && longest < 4;
     for c in token.chars() {
         if c.is_alphabetic() {
-            if is_cjk(c) {
+            // Ideographs, kana and hangul are words on their own, even one at a time.
+            if crate::lang::is_cjk(c) {
                 return true;
             }
             let lower = c.to_lowercase().next().unwrap_or(c);

@@ -15,7 +15,6 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::crawl;
 use crate::frontier::{Backlink, Frontier, FrontierError, KnownHost, Stats, Suggested};
 use crate::index::{IndexError, SearchIndex, SearchResults};
 
@@ -94,7 +93,7 @@ impl Backend {
 
     /// The current index, opened or reopened as the module doc says; `Ok(None)` when absent.
     fn index(&self, force_reopen: bool) -> Result<Option<Arc<SearchIndex>>, IndexError> {
-        let dir = crawl::index_path(&self.data_dir);
+        let dir = crate::datadir::index_path(&self.data_dir);
         // A poisoned lock only means a panic while swapping an Arc; the slot is still coherent.
         let mut slot = self.index.lock().unwrap_or_else(|p| p.into_inner());
         let now = Instant::now();
@@ -197,18 +196,19 @@ impl Backend {
             }
         };
         let documents = self.documents();
-        let snapshot = match Frontier::open_read_only(&crawl::database_path(&self.data_dir)) {
-            Ok(frontier) => Snapshot {
-                stats: Some(frontier.stats(now_unix)?),
-                hosts: frontier.known_hosts()?,
-                documents,
-            },
-            Err(FrontierError::Missing(_)) => Snapshot {
-                documents,
-                ..Snapshot::default()
-            },
-            Err(e) => return Err(e),
-        };
+        let snapshot =
+            match Frontier::open_read_only(&crate::datadir::database_path(&self.data_dir)) {
+                Ok(frontier) => Snapshot {
+                    stats: Some(frontier.stats(now_unix)?),
+                    hosts: frontier.known_hosts()?,
+                    documents,
+                },
+                Err(FrontierError::Missing(_)) => Snapshot {
+                    documents,
+                    ..Snapshot::default()
+                },
+                Err(e) => return Err(e),
+            };
         let snapshot = Arc::new(snapshot);
         *self.snapshot.lock().unwrap_or_else(|p| p.into_inner()) =
             Some((Instant::now(), Arc::clone(&snapshot)));
@@ -222,17 +222,17 @@ impl Backend {
     pub fn suggest_seed(&self, url: &url::Url) -> Result<Suggested, FrontierError> {
         std::fs::create_dir_all(&self.data_dir)
             .map_err(|e| FrontierError::Unreadable(self.data_dir.clone(), e))?;
-        let mut frontier = Frontier::open(&crate::crawl::database_path(&self.data_dir))?;
+        let mut frontier = Frontier::open(&crate::datadir::database_path(&self.data_dir))?;
         frontier.suggest_seed(
             url.as_str(),
             &crate::urlnorm::capsule_key(url),
             "serve",
-            crate::crawl::unix_now(),
+            crate::clock::unix_now(),
         )
     }
 
     pub fn backlinks(&self, url: &str) -> Result<Option<Backlinks>, FrontierError> {
-        match Frontier::open_read_only(&crawl::database_path(&self.data_dir)) {
+        match Frontier::open_read_only(&crate::datadir::database_path(&self.data_dir)) {
             Ok(frontier) => Ok(Some(Backlinks {
                 known: frontier.knows(url)?,
                 links: frontier.backlinks(url)?,
@@ -277,7 +277,7 @@ mod tests {
     }
 
     fn write_index(data: &Path, pages: &[PageDoc]) {
-        let mut ix = Indexer::open_or_create(&crawl::index_path(data)).expect("index");
+        let mut ix = Indexer::open_or_create(&crate::datadir::index_path(data)).expect("index");
         for p in pages {
             ix.upsert(p).expect("upsert");
         }
@@ -308,7 +308,7 @@ mod tests {
         assert_eq!(found(backend.search("kettle", 10, 0)), ["gemini://a.test/"]);
 
         // A fresh crawl deletes and rebuilds the index under the running server.
-        std::fs::remove_dir_all(crawl::index_path(tmp.path())).unwrap();
+        std::fs::remove_dir_all(crate::datadir::index_path(tmp.path())).unwrap();
         write_index(tmp.path(), &[page("gemini://b.test/", "teapot")]);
         std::thread::sleep(REOPEN_CHECK);
         assert_eq!(found(backend.search("teapot", 10, 0)), ["gemini://b.test/"]);

@@ -47,7 +47,7 @@ use std::future::Future;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
@@ -135,7 +135,7 @@ impl ServeConfig {
             listen,
             hostname: hostname.to_string(),
             cert: CertSource::SelfSigned {
-                dir: data_dir.join("serve"),
+                dir: crate::datadir::serve_path(data_dir),
             },
             max_connections: DEFAULT_MAX_CONNECTIONS,
             max_pending_connections: DEFAULT_MAX_PENDING_CONNECTIONS,
@@ -633,12 +633,7 @@ async fn drain<S: AsyncRead + Unpin>(stream: &mut S) {
     let _ = tokio::time::timeout(Duration::from_secs(1), swallow).await;
 }
 
-fn unix_now() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_secs() as i64)
-        .unwrap_or(0)
-}
+use crate::clock::unix_now;
 
 const SEARCH_PROMPT: &str = "Search geminispace (words, \"phrases\", site:, lang:; see /about)";
 const BACKLINKS_PROMPT: &str = "Which URL's backlinks? (e.g. gemini://example.org/)";

@@ -28,6 +28,7 @@
 //! one with near-duplicates links to them (`similar:URL`); a query that looked misspelled gets a
 //! "did you mean" link first.
 
+use crate::human::{size as human_size, when};
 use std::fmt::Write as _;
 use std::time::Duration;
 
@@ -667,67 +668,12 @@ fn status_name(status: u8) -> &'static str {
     }
 }
 
-/// Bytes for people: `512 B`, `2.1 KiB`, `3.0 MiB`.
-pub fn human_size(bytes: u64) -> String {
-    const UNITS: [&str; 4] = ["KiB", "MiB", "GiB", "TiB"];
-    if bytes < 1024 {
-        return format!("{bytes} B");
-    }
-    let mut value = bytes as f64 / 1024.0;
-    let mut unit = 0;
-    while value >= 1024.0 && unit + 1 < UNITS.len() {
-        value /= 1024.0;
-        unit += 1;
-    }
-    format!("{value:.1} {}", UNITS[unit])
-}
-
 /// A stored unix time (text) for people, or "never".
 fn unix_text(stored: Option<&str>, now: i64) -> String {
     match stored.and_then(|s| s.trim().parse::<i64>().ok()) {
         Some(t) => when(t, now),
         None => "never".to_string(),
     }
-}
-
-/// `2024-05-01 12:34 UTC (3 h ago)`.
-pub fn when(unix: i64, now: i64) -> String {
-    let ago = now.saturating_sub(unix);
-    let relative = match ago {
-        s if s < 0 => String::new(),
-        s if s < 120 => format!(" ({s} s ago)"),
-        s if s < 7200 => format!(" ({} min ago)", s / 60),
-        s if s < 172_800 => format!(" ({} h ago)", s / 3600),
-        s => format!(" ({} days ago)", s / 86_400),
-    };
-    format!("{}{relative}", utc(unix))
-}
-
-/// `YYYY-MM-DD HH:MM UTC` for a unix time (proleptic Gregorian calendar).
-pub fn utc(unix: i64) -> String {
-    let days = unix.div_euclid(86_400);
-    let secs = unix.rem_euclid(86_400);
-    let (y, m, d) = civil_from_days(days);
-    format!(
-        "{y:04}-{m:02}-{d:02} {:02}:{:02} UTC",
-        secs / 3600,
-        secs % 3600 / 60
-    )
-}
-
-/// Days since 1970-01-01 to (year, month, day); Howard Hinnant's algorithm.
-fn civil_from_days(days: i64) -> (i64, u32, u32) {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    // d is in 1..=31 and m in 1..=12 by construction.
-    (y, m as u32, d as u32)
 }
 
 #[cfg(test)]
@@ -1032,22 +978,6 @@ mod tests {
         assert!(
             page.contains("=> /backlinks?gemini://a.test/x%20y Pages linking here"),
             "{page}"
-        );
-    }
-
-    #[test]
-    fn dates_and_sizes() {
-        assert_eq!(utc(0), "1970-01-01 00:00 UTC");
-        assert_eq!(utc(951_782_400), "2000-02-29 00:00 UTC");
-        assert_eq!(utc(1_700_000_000), "2023-11-14 22:13 UTC");
-        assert_eq!(utc(-86_400), "1969-12-31 00:00 UTC");
-        assert_eq!(human_size(0), "0 B");
-        assert_eq!(human_size(1023), "1023 B");
-        assert_eq!(human_size(2150), "2.1 KiB");
-        assert_eq!(human_size(5 << 20), "5.0 MiB");
-        assert_eq!(
-            when(1000, 1000 + 3 * 86_400),
-            "1970-01-01 00:16 UTC (3 days ago)"
         );
     }
 

@@ -263,23 +263,7 @@ fn page_number(rest: &str) -> Result<usize, Reject> {
 /// Decodes `%XX` escapes. A `%` not followed by two hex digits stays as it is; `+` stays a plus
 /// (Gemini queries are not form-encoded).
 pub fn percent_decode(raw: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(raw.len());
-    let mut i = 0;
-    while i < raw.len() {
-        if raw[i] == b'%' {
-            let hi = raw.get(i + 1).and_then(|b| (*b as char).to_digit(16));
-            let lo = raw.get(i + 2).and_then(|b| (*b as char).to_digit(16));
-            if let (Some(hi), Some(lo)) = (hi, lo) {
-                // Two hex digits make at most 0xff: the cast cannot truncate.
-                out.push((hi * 16 + lo) as u8);
-                i += 3;
-                continue;
-            }
-        }
-        out.push(raw[i]);
-        i += 1;
-    }
-    out
+    percent_encoding::percent_decode(raw).collect()
 }
 
 /// Percent-encodes a query for a link: blanks, control characters, non-ASCII and the characters

@@ -169,7 +169,7 @@ async fn reindex_rebuilds_the_same_index_show_and_export_read_the_archive() {
         String::from_utf8_lossy(&out.stderr)
     );
     let archived =
-        geode::frontier::Frontier::open_read_only(&geode::crawl::database_path(data.path()))
+        geode::frontier::Frontier::open_read_only(&geode::datadir::database_path(data.path()))
             .unwrap()
             .archive_stats()
             .unwrap()

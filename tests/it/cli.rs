@@ -367,7 +367,7 @@ fn help_explains_every_command() {
 fn index_of(pages: &[(&str, &str)]) -> tempfile::TempDir {
     let data = tempfile::tempdir().unwrap();
     let mut indexer =
-        geode::index::Indexer::open_or_create(&geode::crawl::index_path(data.path())).unwrap();
+        geode::index::Indexer::open_or_create(&geode::datadir::index_path(data.path())).unwrap();
     for (url, body) in pages {
         indexer
             .upsert(&geode::index::PageDoc {
@@ -426,7 +426,7 @@ fn search_offsets_near_the_maximum_print_a_true_range() {
 #[test]
 fn index_errors_print_their_text_once() {
     let data = tempfile::tempdir().unwrap();
-    let index = geode::crawl::index_path(data.path());
+    let index = geode::datadir::index_path(data.path());
     std::fs::create_dir_all(&index).unwrap();
     std::fs::write(index.join("meta.json"), "garbage\n").unwrap();
     std::fs::write(index.join("geode-schema"), "3\n").unwrap();

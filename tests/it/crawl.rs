@@ -60,7 +60,7 @@ async fn crawl_indexes_exactly_the_reachable_pages_and_nothing_forbidden() {
         indexed, expected,
         "the crawl indexes exactly the reachable pages"
     );
-    let index = SearchIndex::open(&geode::crawl::index_path(data.path())).unwrap();
+    let index = SearchIndex::open(&geode::datadir::index_path(data.path())).unwrap();
     assert_eq!(
         index.num_docs() as usize,
         expected.len(),
@@ -69,7 +69,7 @@ async fn crawl_indexes_exactly_the_reachable_pages_and_nothing_forbidden() {
     // Link authority is computed when the crawl ends: one score per indexed page, the most
     // linked-to page scoring 1.
     let authority =
-        geode::index::authority::Authority::load(&geode::crawl::index_path(data.path())).unwrap();
+        geode::index::authority::Authority::load(&geode::datadir::index_path(data.path())).unwrap();
     assert_eq!(
         authority.len(),
         expected.len(),

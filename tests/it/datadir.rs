@@ -214,7 +214,7 @@ fn read_only_commands_write_nothing_and_work_on_a_read_only_directory() {
     let dir = data.to_str().unwrap();
     {
         let _crawl =
-            geode::frontier::Frontier::open(&geode::crawl::database_path(&data)).expect("open");
+            geode::frontier::Frontier::open(&geode::datadir::database_path(&data)).expect("open");
         let out = run(&prefix, &["stats", "--data", dir, "--json"]);
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(out.status.success(), "stats beside a writer: {err}");
@@ -254,7 +254,7 @@ async fn a_crawl_killed_while_creating_the_index_leaves_a_directory_the_next_one
     let space = Space::start().await;
     let tmp = tempfile::tempdir().unwrap();
     let data = tmp.path();
-    let index = geode::crawl::index_path(data);
+    let index = geode::datadir::index_path(data);
     // What the old geode left when killed between Tantivy's files and its schema marker.
     std::fs::create_dir_all(&index).unwrap();
     std::fs::write(index.join(".managed.json"), "[\"meta.json\"]").unwrap();

@@ -261,7 +261,7 @@ async fn a_good_capsule_among_hostile_ones_is_crawled_at_its_pace_and_the_crawl_
     assert!(db < 200 * 1024 * 1024, "database {db} bytes");
 
     // The link bomb stopped at its budget.
-    let frontier = Frontier::open_read_only(&geode::crawl::database_path(data.path())).unwrap();
+    let frontier = Frontier::open_read_only(&geode::datadir::database_path(data.path())).unwrap();
     let bomb = frontier
         .known_hosts()
         .unwrap()
@@ -293,7 +293,7 @@ async fn a_good_capsule_among_hostile_ones_is_crawled_at_its_pace_and_the_crawl_
             strict: true,
             ..geode::index::SearchOptions::default()
         };
-        geode::index::SearchIndex::open(&geode::crawl::index_path(data.path()))
+        geode::index::SearchIndex::open(&geode::datadir::index_path(data.path()))
             .unwrap()
             .search_with(q, &options)
             .unwrap()

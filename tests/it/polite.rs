@@ -198,7 +198,7 @@ async fn the_politeness_geminispace_is_crawled_exactly_and_politely() {
     // A page reached through three 31s keeps the label of the link to the first hop, for
     // backlinks and as anchor text.
     let frontier =
-        geode::frontier::Frontier::open_read_only(&geode::crawl::database_path(data.path()))
+        geode::frontier::Frontier::open_read_only(&geode::datadir::database_path(data.path()))
             .expect("crawl database");
     let backlinks = frontier
         .backlinks("gemini://redirects.test/chain/end.gmi")
@@ -210,7 +210,7 @@ async fn the_politeness_geminispace_is_crawled_exactly_and_politely() {
         "{backlinks:?}"
     );
     let index =
-        geode::index::SearchIndex::open(&geode::crawl::index_path(data.path())).expect("index");
+        geode::index::SearchIndex::open(&geode::datadir::index_path(data.path())).expect("index");
     // Only the anchor says "hops to a page"; the page itself says "three-hop chain".
     let hits = index.search("\"hops to a page\"", 10, 0).expect("search");
     assert!(

@@ -66,7 +66,7 @@ fn config(data: &Path, resolve: &[(String, SocketAddr)]) -> CrawlConfig {
 /// The pages holding every word of `query` (strict matching: this test checks what the index
 /// holds, not how partial matches rank).
 fn search(data: &Path, query: &str) -> Vec<String> {
-    let index = SearchIndex::open(&geode::crawl::index_path(data)).unwrap();
+    let index = SearchIndex::open(&geode::datadir::index_path(data)).unwrap();
     let options = SearchOptions {
         limit: 20,
         strict: true,
@@ -176,7 +176,7 @@ async fn a_changed_geminispace_is_crawled_again_and_the_index_matches_it() {
     let log = server.requests();
     let run2 = requested(&log[after_first..]);
     assert_eq!(indexed(data.path()), set(V2_INDEX), "{second:#?}");
-    let index = SearchIndex::open(&geode::crawl::index_path(data.path())).unwrap();
+    let index = SearchIndex::open(&geode::datadir::index_path(data.path())).unwrap();
     assert_eq!(index.num_docs() as usize, V2_INDEX.len());
 
     // Edited pages: the new text only.
@@ -266,7 +266,7 @@ async fn a_changed_geminispace_is_crawled_again_and_the_index_matches_it() {
     assert_eq!(second.certificates_changed, 1);
     assert_eq!(second.capsules_unreachable, 1);
     assert_eq!(second.anchors_refreshed, 1, "{second:#?}");
-    let stats = Frontier::open_read_only(&geode::crawl::database_path(data.path()))
+    let stats = Frontier::open_read_only(&geode::datadir::database_path(data.path()))
         .unwrap()
         .stats(geode::crawl::unix_now())
         .unwrap();
@@ -434,7 +434,7 @@ async fn a_recrawl_killed_with_sigkill_ends_with_the_same_index() {
             set(V2_INDEX),
             "killed after {kill_after} requests"
         );
-        let index = SearchIndex::open(&geode::crawl::index_path(data.path())).unwrap();
+        let index = SearchIndex::open(&geode::datadir::index_path(data.path())).unwrap();
         assert_eq!(index.num_docs() as usize, V2_INDEX.len(), "no duplicates");
         assert_eq!(
             search(data.path(), "moonlit regatta"),

@@ -33,7 +33,7 @@ async fn a_crawl_stopped_by_max_pages_continues_where_it_was() {
     let second = support::crawl(config).await;
     assert_eq!(second.ended, StopReason::Done);
     assert_eq!(support::indexed(data.path()), expected());
-    let index = SearchIndex::open(&geode::crawl::index_path(data.path())).unwrap();
+    let index = SearchIndex::open(&geode::datadir::index_path(data.path())).unwrap();
     assert_eq!(index.num_docs() as usize, expected().len());
 
     let refetched: Vec<String> = space.requests()[requests_before..]
@@ -77,7 +77,7 @@ async fn a_crawl_killed_with_sigkill_resumes_to_the_same_index() {
             .spawn()
             .unwrap();
         let deadline = Instant::now() + Duration::from_secs(60);
-        let db = geode::crawl::database_path(&dir);
+        let db = geode::datadir::database_path(&dir);
         loop {
             std::thread::sleep(Duration::from_millis(20));
             let indexed = if db.exists() {
@@ -127,7 +127,7 @@ async fn a_crawl_killed_with_sigkill_resumes_to_the_same_index() {
     );
 
     assert_eq!(support::indexed(data.path()), expected());
-    let index = SearchIndex::open(&geode::crawl::index_path(data.path())).unwrap();
+    let index = SearchIndex::open(&geode::datadir::index_path(data.path())).unwrap();
     assert_eq!(
         index.num_docs() as usize,
         expected().len(),

@@ -1,0 +1,39 @@
+//! The layout of a data directory (`--data`, default `./index`), in one place for the crawl,
+//! `geode serve` and every command: what each file and directory is, and where it lives.
+//!
+//! | path | what |
+//! |---|---|
+//! | `crawl.sqlite` | the crawl database: URLs, schedule, links, archive ([`crate::frontier`]) |
+//! | `tantivy/` | the search index ([`crate::index`]), with `authority.bin` beside Tantivy's files |
+//! | `tantivy.reindex/` | an index being rebuilt by `geode reindex` ([`crate::reindex`]) |
+//! | `crawl.lock` | held by the one crawl (or reindex) at work here ([`crate::crawl::lock`]) |
+//! | `serve/` | `geode serve`'s self-signed certificate and key |
+//!
+//! Paths only: nothing here opens or creates anything.
+
+use std::path::{Path, PathBuf};
+
+/// The crawl database.
+pub fn database_path(data_dir: &Path) -> PathBuf {
+    data_dir.join("crawl.sqlite")
+}
+
+/// The Tantivy index.
+pub fn index_path(data_dir: &Path) -> PathBuf {
+    data_dir.join("tantivy")
+}
+
+/// Where `geode reindex` builds a new index before swapping it in.
+pub fn reindex_path(data_dir: &Path) -> PathBuf {
+    data_dir.join("tantivy.reindex")
+}
+
+/// The lock file of the crawl (or reindex) at work on the directory.
+pub fn lock_path(data_dir: &Path) -> PathBuf {
+    data_dir.join("crawl.lock")
+}
+
+/// `geode serve`'s own files (its certificate).
+pub fn serve_path(data_dir: &Path) -> PathBuf {
+    data_dir.join("serve")
+}

@@ -1,0 +1,156 @@
+//! Snowball stems for the `stem` field and for query words: the 18 languages Tantivy has a
+//! stemmer for, each stem prefixed with its language (`en:run`). Stemming runs on lowercased
+//! words before accent folding (the German and French stemmers need the accents); the stem is
+//! folded after.
+
+use tantivy::tokenizer::{
+    AsciiFoldingFilter, Language, LowerCaser, RawTokenizer, RemoveLongFilter, Stemmer, Token,
+    TokenFilter, TokenStream, Tokenizer,
+};
+
+use crate::lang::is_cjk;
+
+use super::tokenizer::{GeodeTokenizer, Mode};
+use super::MAX_TOKEN_BYTES;
+
+/// The languages with a stemmer, by the code that prefixes their stems.
+pub(super) const STEMMERS: [(&str, Language); 18] = [
+    ("ar", Language::Arabic),
+    ("da", Language::Danish),
+    ("de", Language::German),
+    ("el", Language::Greek),
+    ("en", Language::English),
+    ("es", Language::Spanish),
+    ("fi", Language::Finnish),
+    ("fr", Language::French),
+    ("hu", Language::Hungarian),
+    ("it", Language::Italian),
+    ("nl", Language::Dutch),
+    ("no", Language::Norwegian),
+    ("pt", Language::Portuguese),
+    ("ro", Language::Romanian),
+    ("ru", Language::Russian),
+    ("sv", Language::Swedish),
+    ("ta", Language::Tamil),
+    ("tr", Language::Turkish),
+];
+/// A language with a stemmer: the code its stems are prefixed with and Tantivy's stemmer.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct StemLang {
+    code: &'static str,
+    language: Language,
+}
+/// The stemmer for a language tag (any case, any subtags). Norwegian Bokmål (`nb`) and Nynorsk
+/// (`nn`) share the Norwegian stemmer, whose stems are prefixed `no:`.
+pub(crate) fn stem_lang(lang: &str) -> Option<StemLang> {
+    let primary = lang.trim().split(['-', '_']).next().unwrap_or_default();
+    let primary = match primary.to_ascii_lowercase().as_str() {
+        "nb" | "nn" => "no".to_string(),
+        other => other.to_string(),
+    };
+    STEMMERS
+        .iter()
+        .find(|(code, _)| *code == primary)
+        .map(|&(code, language)| StemLang { code, language })
+}
+/// Whether `lang` (an ISO 639-1 code or BCP 47 tag) has a stemmer.
+pub fn has_stemmer(lang: &str) -> bool {
+    stem_lang(lang).is_some()
+}
+/// The `stem` field's tokens of `text` in language `lang`: its words (as [`text_analyzer`]
+/// splits them, CJK runs left out but still counted in positions), lowercased, stemmed, folded
+/// to ASCII and prefixed with the language code (`en:run`). Positions and offsets are those of
+/// the words. Empty when `lang` has no stemmer.
+pub fn stem_tokens(text: &str, lang: &str) -> Vec<Token> {
+    let Some(sl) = stem_lang(lang) else {
+        return Vec::new();
+    };
+    let words =
+        RemoveLongFilter::limit(MAX_TOKEN_BYTES).transform(GeodeTokenizer::new(Mode::Words));
+    let mut analyzer = AsciiFoldingFilter
+        .transform(Stemmer::new(sl.language).transform(LowerCaser.transform(words)));
+    let mut stream = analyzer.token_stream(text);
+    let mut out = Vec::new();
+    while let Some(token) = stream.next() {
+        let mut token = token.clone();
+        token.text = prefixed(sl.code, &token.text);
+        out.push(token);
+    }
+    out
+}
+fn prefixed(code: &str, stem: &str) -> String {
+    let mut s = String::with_capacity(code.len() + 1 + stem.len());
+    s.push_str(code);
+    s.push(':');
+    s.push_str(stem);
+    s
+}
+/// `word` (one lowercase word, no separators) stemmed in `sl` and folded to ASCII, unprefixed.
+fn stem_lower(word: &str, sl: StemLang) -> String {
+    let mut analyzer =
+        AsciiFoldingFilter.transform(Stemmer::new(sl.language).transform(RawTokenizer::default()));
+    let mut stream = analyzer.token_stream(word);
+    stream.next().map(|t| t.text.clone()).unwrap_or_default()
+}
+/// `word` folded to ASCII.
+fn fold(word: &str) -> String {
+    let mut analyzer = AsciiFoldingFilter.transform(RawTokenizer::default());
+    let mut stream = analyzer.token_stream(word);
+    stream.next().map(|t| t.text.clone()).unwrap_or_default()
+}
+/// The single word of `text`, lowercased but not folded; `None` when `text` is not exactly one
+/// word (empty, several words, CJK, or longer than [`MAX_TOKEN_BYTES`]).
+fn single_word(text: &str) -> Option<String> {
+    let words =
+        RemoveLongFilter::limit(MAX_TOKEN_BYTES).transform(GeodeTokenizer::new(Mode::Words));
+    let mut analyzer = LowerCaser.transform(words);
+    let mut stream = analyzer.token_stream(text);
+    let first = stream.next()?.text.clone();
+    if stream.next().is_some() {
+        return None;
+    }
+    Some(first)
+}
+/// The stem of one word in `lang`, as [`stem_tokens`] would index it (`en:run` for `Running`).
+/// `None` when `lang` has no stemmer or `word` is not exactly one word.
+pub fn stem_word(word: &str, lang: &str) -> Option<String> {
+    let sl = stem_lang(lang)?;
+    stem_word_in(word, sl)
+}
+/// [`stem_word`] with the language already resolved.
+fn stem_word_in(word: &str, sl: StemLang) -> Option<String> {
+    let lower = single_word(word)?;
+    Some(prefixed(sl.code, &stem_lower(&lower, sl)))
+}
+/// The stem of a token as [`text_analyzer`] gives it (one lowercased word, or a CJK n-gram),
+/// prefixed like [`stem_tokens`]; `None` for CJK n-grams, which have no stem. Cheaper than
+/// [`stem_word`]: the token is not split again.
+pub(crate) fn stem_analysed(token: &str, sl: StemLang) -> Option<String> {
+    if token.is_empty() || token.chars().any(is_cjk) {
+        return None;
+    }
+    Some(prefixed(sl.code, &stem_lower(token, sl)))
+}
+/// Every form one query word takes in the `stem` field: its stem in each language with a
+/// stemmer, prefixed (`en:run`, `de:running`, ...), deduplicated, in a stable order.
+///
+/// Pass the word as the user typed it (any case, accents kept): it is lowercased here and
+/// stemmed both as is and folded to ASCII, so `hauser` finds the `de:haus` of `Häuser` and
+/// `häuser` does too. Empty when `word` is not exactly one word (CJK runs have no stems).
+pub fn stem_query_word(word: &str) -> Vec<String> {
+    let Some(lower) = single_word(word) else {
+        return Vec::new();
+    };
+    let folded = fold(&lower);
+    let mut out: Vec<String> = Vec::with_capacity(STEMMERS.len() * 2);
+    for &(code, language) in &STEMMERS {
+        let sl = StemLang { code, language };
+        for variant in [&lower, &folded] {
+            let form = prefixed(code, &stem_lower(variant, sl));
+            if !out.contains(&form) {
+                out.push(form);
+            }
+        }
+    }
+    out
+}

@@ -1,0 +1,412 @@
+//! Tests of the analysis: tokens, CJK n-grams, stems, language tags and detection.
+
+use super::stem::STEMMERS;
+use super::*;
+
+/// (text, position, offsets) of every token `text_analyzer` gives.
+fn index_tokens(text: &str) -> Vec<(String, usize, usize, usize)> {
+    let mut analyzer = text_analyzer();
+    let mut stream = analyzer.token_stream(text);
+    let mut out = Vec::new();
+    while let Some(t) = stream.next() {
+        out.push((t.text.clone(), t.position, t.offset_from, t.offset_to));
+    }
+    out
+}
+
+fn texts(text: &str) -> Vec<String> {
+    index_tokens(text).into_iter().map(|t| t.0).collect()
+}
+
+#[test]
+fn words_are_split_lowercased_and_folded() {
+    let cases: &[(&str, &[&str])] = &[
+        ("", &[]),
+        ("  ,;- ", &[]),
+        ("Café au LAIT", &["cafe", "au", "lait"]),
+        ("gemini://a.b/c_d", &["gemini", "a", "b", "c", "d"]),
+        ("naïve Ærø", &["naive", "aero"]),
+        ("Привет, Мир!", &["привет", "мир"]),
+        // Greek keeps its accents: ASCII folding covers Latin letters only.
+        ("Ελληνικά κείμενα", &["ελληνικά", "κείμενα"]),
+        ("مرحبا بالعالم", &["مرحبا", "بالعالم"]),
+        // Thai tone marks and Devanagari viramas do not split words.
+        ("ที่นี่ ภาษา", &["ที่นี่", "ภาษา"]),
+        ("हिन्दी भाषा", &["हिन्दी", "भाषा"]),
+        // Decomposed accents: the same terms as precomposed ones.
+        ("re\u{301}sume\u{301}", &["resume"]),
+        // A joiner between letters stays (Persian), one before a symbol does not.
+        ("می\u{200C}خواهم", &["می\u{200C}خواهم"]),
+        ("ok\u{200D}👍", &["ok"]),
+        // Emoji and symbols are not words.
+        ("I ❤️ Gemini 🚀!", &["i", "gemini"]),
+        ("v1.2.3 x86_64", &["v1", "2", "3", "x86", "64"]),
+        // Fullwidth Latin is folded to ASCII.
+        ("ＡＢＣ", &["abc"]),
+        ("word AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA", &["word"]),
+    ];
+    for (text, want) in cases {
+        assert_eq!(texts(text), *want, "tokens of {text:?}");
+    }
+}
+
+#[test]
+fn positions_and_offsets() {
+    type Case = (&'static str, &'static [(&'static str, usize, usize, usize)]);
+    let cases: &[Case] = &[
+        ("Hello, wörld!", &[("hello", 0, 0, 5), ("world", 1, 7, 13)]),
+        // A dropped long token still takes its position.
+        (
+            "a BBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBB c",
+            &[("a", 0, 0, 1), ("c", 2, 44, 45)],
+        ),
+        (
+            "日本語 text",
+            &[
+                ("日", 0, 0, 3),
+                ("日本", 0, 0, 6),
+                ("本", 1, 3, 6),
+                ("本語", 1, 3, 9),
+                ("語", 2, 6, 9),
+                ("text", 3, 10, 14),
+            ],
+        ),
+        (
+            "Rust言語で",
+            &[
+                ("rust", 0, 0, 4),
+                ("言", 1, 4, 7),
+                ("言語", 1, 4, 10),
+                ("語", 2, 7, 10),
+                ("語で", 2, 7, 13),
+                ("で", 3, 10, 13),
+            ],
+        ),
+        (
+            "한국어 a",
+            &[
+                ("한", 0, 0, 3),
+                ("한국", 0, 0, 6),
+                ("국", 1, 3, 6),
+                ("국어", 1, 3, 9),
+                ("어", 2, 6, 9),
+                ("a", 3, 10, 11),
+            ],
+        ),
+        // Punctuation ends a run; a single character is a unigram only.
+        (
+            "東、京 x",
+            &[("東", 0, 0, 3), ("京", 1, 6, 9), ("x", 2, 10, 11)],
+        ),
+        // Katakana with the prolonged sound mark is one run.
+        (
+            "カード",
+            &[
+                ("カ", 0, 0, 3),
+                ("カー", 0, 0, 6),
+                ("ー", 1, 3, 6),
+                ("ード", 1, 3, 9),
+                ("ド", 2, 6, 9),
+            ],
+        ),
+    ];
+    for (text, want) in cases {
+        let got = index_tokens(text);
+        let want: Vec<(String, usize, usize, usize)> = want
+            .iter()
+            .map(|&(t, p, f, e)| (t.to_string(), p, f, e))
+            .collect();
+        assert_eq!(got, want, "tokens of {text:?}");
+    }
+}
+
+#[test]
+fn offsets_always_slice_the_original_text() {
+    let texts = [
+        "Chinese 中文分词很难, Japanese 日本語のテキスト、Korean 한국어 텍스트.",
+        "mixed ÀÉÎ ﬁ ß İstanbul 🚀🚀 ①②③ x\u{301}y \u{200C}a",
+        "\u{0}\u{7f}\u{feff}a\u{fe0f}b",
+        "𠀀𠀁 (extension B) ｶﾀｶﾅ",
+    ];
+    for text in texts {
+        for (_, _, from, to) in index_tokens(text) {
+            assert!(text.get(from..to).is_some(), "{text:?} {from}..{to}");
+            assert!(from < to, "{text:?} {from}..{to}");
+        }
+    }
+}
+
+#[test]
+fn query_tokens_use_bigrams_for_cjk() {
+    type Case = (&'static str, &'static [(usize, &'static str)]);
+    let cases: &[Case] = &[
+        ("", &[]),
+        ("Café Noir", &[(0, "cafe"), (1, "noir")]),
+        ("日本語 text", &[(0, "日本"), (1, "本語"), (3, "text")]),
+        ("日", &[(0, "日")]),
+        ("日本", &[(0, "日本")]),
+        ("東、京", &[(0, "東"), (1, "京")]),
+        ("  -- hello", &[(0, "hello")]),
+        (
+            "a BBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBB c",
+            &[(0, "a"), (2, "c")],
+        ),
+    ];
+    for (text, want) in cases {
+        let want: Vec<(usize, String)> = want.iter().map(|&(p, t)| (p, t.to_string())).collect();
+        assert_eq!(query_tokens(text), want, "query tokens of {text:?}");
+    }
+}
+
+#[test]
+fn phrase_queries_from_query_tokens_find_the_indexed_text() {
+    use tantivy::collector::Count;
+    use tantivy::query::{PhraseQuery, TermQuery};
+    use tantivy::schema::{IndexRecordOption, Schema, TextFieldIndexing, TextOptions};
+    use tantivy::{doc, Index, Term};
+
+    let mut builder = Schema::builder();
+    let indexing = TextFieldIndexing::default()
+        .set_tokenizer("t")
+        .set_index_option(IndexRecordOption::WithFreqsAndPositions);
+    let body = builder.add_text_field(
+        "body",
+        TextOptions::default().set_indexing_options(indexing),
+    );
+    let index = Index::create_in_ram(builder.build());
+    index.tokenizers().register("t", text_analyzer());
+    let docs = [
+        "我们在东京的日本语学校学习日本語和中文",
+        "Ich wohne in München, nicht in Köln. Café Noir!",
+        "ゲミニプロトコルはシンプルです。Rust言語で書いた",
+        "한국어 텍스트도 검색할 수 있습니다",
+        "x AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA y",
+    ];
+    let mut writer = index
+        .writer_with_num_threads(1, 15_000_000)
+        .expect("writer");
+    for text in docs {
+        writer.add_document(doc!(body => text)).expect("add");
+    }
+    writer.commit().expect("commit");
+    let searcher = index.reader().expect("reader").searcher();
+
+    let count = |phrase: &str| -> usize {
+        let tokens = query_tokens(phrase);
+        let terms: Vec<(usize, Term)> = tokens
+            .iter()
+            .map(|(p, t)| (*p, Term::from_field_text(body, t)))
+            .collect();
+        match terms.len() {
+            0 => 0,
+            1 => searcher
+                .search(
+                    &TermQuery::new(terms[0].1.clone(), IndexRecordOption::Basic),
+                    &Count,
+                )
+                .expect("search"),
+            _ => searcher
+                .search(&PhraseQuery::new_with_offset(terms), &Count)
+                .expect("search"),
+        }
+    };
+    let cases: &[(&str, usize)] = &[
+        ("日本語", 1),
+        ("日本", 1),
+        ("东京", 1),
+        ("学校学习", 1),
+        ("中文", 1),
+        ("本", 1),
+        ("语日", 0),
+        ("munchen nicht", 1),
+        ("München, nicht in KÖLN", 1),
+        ("cafe noir", 1),
+        ("noir cafe", 0),
+        ("プロトコル", 1),
+        ("シンプルです", 1),
+        ("rust言語", 1),
+        ("Rust 言語で書いた", 1),
+        ("言語 rust", 0),
+        ("텍스트도 검색할", 1),
+        ("한국어", 1),
+        ("x y", 0),
+        // The dropped blob leaves its position: the same gap on both sides.
+        ("x BBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBB y", 1),
+    ];
+    for (phrase, want) in cases {
+        assert_eq!(count(phrase), *want, "phrase {phrase:?}");
+    }
+}
+
+#[test]
+fn normalize_lang_takes_the_primary_subtag() {
+    let cases: &[(&str, Option<&str>)] = &[
+        ("en", Some("en")),
+        ("en-US", Some("en")),
+        ("EN", Some("en")),
+        (" de_DE ", Some("de")),
+        ("zh-Hant-TW", Some("zh")),
+        ("gsw", Some("gsw")),
+        ("x", None),
+        ("x-klingon", None),
+        ("", None),
+        ("e1", None),
+        ("engl", None),
+        ("ñu", None),
+    ];
+    for (tag, want) in cases {
+        assert_eq!(normalize_lang(tag).as_deref(), *want, "tag {tag:?}");
+    }
+}
+
+#[test]
+fn detect_lang_on_paragraphs() {
+    let cases: &[(&str, Option<&str>)] = &[
+        ("", None),
+        ("hi", None),
+        ("Hello world", None),
+        (
+            "This capsule is where I write about the small web, old computers and the books \
+             I have been reading this winter. New posts appear every week or so.",
+            Some("en"),
+        ),
+        (
+            "Diese Kapsel ist mein kleines Tagebuch. Hier schreibe ich über alte Computer, \
+             über das Wetter in den Bergen und über die Bücher, die ich gerade lese.",
+            Some("de"),
+        ),
+        (
+            "Bienvenue sur ma capsule ! J'y écris des notes sur les vieux ordinateurs, la \
+             cuisine de ma grand-mère et les livres que je lis cet hiver.",
+            Some("fr"),
+        ),
+        (
+            "Bienvenido a mi cápsula. Aquí escribo sobre ordenadores antiguos, la cocina de \
+             mi abuela y los libros que estoy leyendo este invierno.",
+            Some("es"),
+        ),
+        (
+            "このカプセルでは、古いコンピューターや読んでいる本について書いています。\
+             毎週新しい記事を公開する予定です。",
+            Some("ja"),
+        ),
+        (
+            "Это моя капсула. Здесь я пишу о старых компьютерах, о погоде в горах и о \
+             книгах, которые читаю этой зимой.",
+            Some("ru"),
+        ),
+        // CJK text with a longer aside in English is still CJK; an English page quoting
+        // a CJK word is English.
+        (
+            "季節の俳句\n友人が一年をかけて書いた俳句です。雪解けの郵便ポストという言葉が好きで、\
+             毎年春になると思い出します。(In English: the snowmelt postbox, a red mailbox \
+             standing in melting snow. Romaji: yukidoke no yuubin posuto.)",
+            Some("ja"),
+        ),
+        (
+            "我的胶囊主要写旧电脑和读书笔记。 (Notes on old computers.)",
+            Some("zh"),
+        ),
+        (
+            "오래된 컴퓨터와 책에 대해 씁니다. 매주 새 글을 올립니다.",
+            Some("ko"),
+        ),
+        (
+            "The word 雪解け means snowmelt; I learned it from a friend who writes haiku \
+             every winter and sends them to me on postcards.",
+            Some("en"),
+        ),
+    ];
+    for (text, want) in cases {
+        assert_eq!(detect_lang(text), *want, "text {text:?}");
+    }
+    // Only the start of a long text is read, and a cut inside a character is avoided.
+    let long = "é".repeat(3000) + &" the english words after".repeat(2000);
+    assert_ne!(detect_lang(&long), Some("en"));
+}
+
+#[test]
+fn stemmer_languages() {
+    for lang in [
+        "en", "EN-gb", "de", "fr", "nb", "nn", "no", "ru", "tr", "ta",
+    ] {
+        assert!(has_stemmer(lang), "{lang}");
+    }
+    for lang in ["ja", "zh", "ko", "pl", "", "x", "english"] {
+        assert!(!has_stemmer(lang), "{lang}");
+    }
+}
+
+#[test]
+fn stem_word_table() {
+    let cases: &[(&str, &str, Option<&str>)] = &[
+        ("running", "en", Some("en:run")),
+        ("runs", "en", Some("en:run")),
+        ("Run", "en", Some("en:run")),
+        ("Häuser", "de", Some("de:haus")),
+        ("Haus", "de", Some("de:haus")),
+        ("maisons", "fr", Some("fr:maison")),
+        ("maison", "fr", Some("fr:maison")),
+        ("книги", "ru", Some("ru:книг")),
+        ("книгах", "ru", Some("ru:книг")),
+        ("bøker", "nb", Some("no:bok")),
+        ("running", "ja", None),
+        ("two words", "en", None),
+        ("", "en", None),
+        ("日本語", "en", None),
+    ];
+    for (word, lang, want) in cases {
+        assert_eq!(
+            stem_word(word, lang).as_deref(),
+            *want,
+            "{word:?} in {lang}"
+        );
+    }
+}
+
+#[test]
+fn stem_tokens_keep_positions_and_skip_cjk() {
+    let got: Vec<(String, usize, usize, usize)> = stem_tokens("Running dogs 日本 Häuser", "en")
+        .into_iter()
+        .map(|t| (t.text, t.position, t.offset_from, t.offset_to))
+        .collect();
+    let want: Vec<(String, usize, usize, usize)> = vec![
+        ("en:run".into(), 0, 0, 7),
+        ("en:dog".into(), 1, 8, 12),
+        ("en:hauser".into(), 4, 20, 27),
+    ];
+    assert_eq!(got, want);
+    let de: Vec<String> = stem_tokens("Die Häuser", "de-AT")
+        .into_iter()
+        .map(|t| t.text)
+        .collect();
+    assert_eq!(de, ["de:die", "de:haus"]);
+    assert!(stem_tokens("some words", "ja").is_empty());
+    assert!(stem_tokens("日本語", "en").is_empty());
+}
+
+#[test]
+fn stem_query_word_covers_every_language() {
+    let forms = stem_query_word("Running");
+    assert!(forms.contains(&"en:run".to_string()), "{forms:?}");
+    for (code, _) in STEMMERS {
+        let prefix = format!("{code}:");
+        assert!(
+            forms.iter().any(|f| f.starts_with(&prefix)),
+            "{code} {forms:?}"
+        );
+    }
+    let mut dedup = forms.clone();
+    dedup.sort();
+    dedup.dedup();
+    assert_eq!(dedup.len(), forms.len(), "{forms:?}");
+
+    // Accented and folded query words both reach the stem of the accented text.
+    let indexed = stem_word("Häuser", "de").expect("stem");
+    assert!(stem_query_word("häuser").contains(&indexed));
+    assert!(stem_query_word("hauser").contains(&indexed));
+    assert!(stem_query_word("maisons").contains(&"fr:maison".to_string()));
+    assert!(stem_query_word("two words").is_empty());
+    assert!(stem_query_word("日本語").is_empty());
+    assert!(stem_query_word("").is_empty());
+}

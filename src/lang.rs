@@ -1,0 +1,165 @@
+//! Facts about text that do not depend on the index: language tags (BCP 47 to ISO 639-1),
+//! language detection (whatlang, with a CJK-aware guess first), and which characters belong to
+//! scripts written without spaces (Han, kana, Hangul, Bopomofo). Pure: no I/O. Used by the
+//! index's analysis, the ASCII-art classifier and `geode show`.
+
+/// Language detection reads at most this many characters: enough for a confident guess, and
+/// bodies can be megabytes long.
+const DETECT_MAX_CHARS: usize = 2000;
+/// Below this many letters, language detection does not guess.
+const DETECT_MIN_LETTERS: usize = 12;
+/// The primary subtag of a BCP 47 language tag, lowercased: `en-US` and `EN` give `en`. `None`
+/// unless that subtag is two or three ASCII letters (`x-private`, `i-klingon`, `12`, ``).
+pub fn normalize_lang(tag: &str) -> Option<String> {
+    let primary = tag.trim().split(['-', '_']).next().unwrap_or_default();
+    let ok = (2..=3).contains(&primary.len()) && primary.bytes().all(|b| b.is_ascii_alphabetic());
+    ok.then(|| primary.to_ascii_lowercase())
+}
+/// Guesses the language of `text` as an ISO 639-1 code, from its first 2,000 characters.
+/// `None` when the text has too few letters or the guess is not reliable.
+pub fn detect_lang(text: &str) -> Option<&'static str> {
+    let end = text
+        .char_indices()
+        .nth(DETECT_MAX_CHARS)
+        .map_or(text.len(), |(i, _)| i);
+    let sample = text.get(..end).unwrap_or(text);
+    if sample.chars().filter(|c| c.is_alphabetic()).count() < DETECT_MIN_LETTERS {
+        return None;
+    }
+    if let Some(lang) = cjk_language(sample) {
+        return Some(lang);
+    }
+    let info = whatlang::detect(sample)?;
+    info.is_reliable().then(|| iso639_1(info.lang()))
+}
+/// Chinese, Japanese or Korean when CJK characters carry at least as much of `sample` as the
+/// other letters, a CJK character counting like three letters (it is about a word). whatlang
+/// compares raw character counts, so a Japanese page with an English paragraph would read as
+/// English. Kana means Japanese, Hangul Korean, Han alone Chinese.
+fn cjk_language(sample: &str) -> Option<&'static str> {
+    let (mut kana, mut hangul, mut han, mut other) = (0usize, 0usize, 0usize, 0usize);
+    for c in sample.chars() {
+        match u32::from(c) {
+            0x3040..=0x30FF | 0x31F0..=0x31FF | 0xFF66..=0xFF9F => kana += 1,
+            0x1100..=0x11FF | 0x3130..=0x318F | 0xAC00..=0xD7AF => hangul += 1,
+            0x3400..=0x4DBF | 0x4E00..=0x9FFF | 0xF900..=0xFAFF => han += 1,
+            _ if c.is_alphabetic() => other += 1,
+            _ => {}
+        }
+    }
+    let cjk = kana + hangul + han;
+    if cjk == 0 || cjk * 3 < other {
+        return None;
+    }
+    Some(if hangul > kana + han {
+        "ko"
+    } else if kana > 0 {
+        "ja"
+    } else {
+        "zh"
+    })
+}
+/// The ISO 639-1 code of a whatlang language.
+fn iso639_1(lang: whatlang::Lang) -> &'static str {
+    use whatlang::Lang::*;
+    match lang {
+        Afr => "af",
+        Aka => "ak",
+        Amh => "am",
+        Ara => "ar",
+        Aze => "az",
+        Bel => "be",
+        Ben => "bn",
+        Bul => "bg",
+        Cat => "ca",
+        Ces => "cs",
+        Cmn => "zh",
+        Cym => "cy",
+        Dan => "da",
+        Deu => "de",
+        Ell => "el",
+        Eng => "en",
+        Epo => "eo",
+        Est => "et",
+        Fin => "fi",
+        Fra => "fr",
+        Guj => "gu",
+        Heb => "he",
+        Hin => "hi",
+        Hrv => "hr",
+        Hun => "hu",
+        Hye => "hy",
+        Ind => "id",
+        Ita => "it",
+        Jav => "jv",
+        Jpn => "ja",
+        Kan => "kn",
+        Kat => "ka",
+        Khm => "km",
+        Kor => "ko",
+        Lat => "la",
+        Lav => "lv",
+        Lit => "lt",
+        Mal => "ml",
+        Mar => "mr",
+        Mkd => "mk",
+        Mya => "my",
+        Nep => "ne",
+        Nld => "nl",
+        Nob => "nb",
+        Ori => "or",
+        Pan => "pa",
+        Pes => "fa",
+        Pol => "pl",
+        Por => "pt",
+        Ron => "ro",
+        Rus => "ru",
+        Sin => "si",
+        Slk => "sk",
+        Slv => "sl",
+        Sna => "sn",
+        Spa => "es",
+        Srp => "sr",
+        Swe => "sv",
+        Tam => "ta",
+        Tel => "te",
+        Tgl => "tl",
+        Tha => "th",
+        Tuk => "tk",
+        Tur => "tr",
+        Ukr => "uk",
+        Urd => "ur",
+        Uzb => "uz",
+        Vie => "vi",
+        Yid => "yi",
+        Zul => "zu",
+    }
+}
+/// Han, kana, Hangul and Bopomofo letters: scripts written without spaces between words (Korean
+/// has spaces, but its compounds are long, so it is indexed the same way).
+pub fn is_cjk(c: char) -> bool {
+    let u = c as u32;
+    if u < 0x1100 {
+        return false;
+    }
+    c.is_alphanumeric()
+        && matches!(u,
+            0x1100..=0x11FF // Hangul Jamo
+            | 0x3005..=0x3007 // 々 〆 〇
+            | 0x3021..=0x3029 // Hangzhou numerals
+            | 0x3031..=0x3035 // kana repeat marks
+            | 0x3038..=0x303C
+            | 0x3040..=0x30FF // Hiragana, Katakana
+            | 0x3100..=0x318F // Bopomofo, Hangul compatibility Jamo
+            | 0x31A0..=0x31BF // Bopomofo extended
+            | 0x31F0..=0x31FF // Katakana phonetic extensions
+            | 0x3400..=0x4DBF // CJK extension A
+            | 0x4E00..=0x9FFF // CJK unified ideographs
+            | 0xA960..=0xA97F // Hangul Jamo extended A
+            | 0xAC00..=0xD7FF // Hangul syllables, Jamo extended B
+            | 0xF900..=0xFAFF // CJK compatibility ideographs
+            | 0xFF66..=0xFFDC // halfwidth Katakana and Hangul
+            | 0x1B000..=0x1B16F // Kana supplement and extensions
+            | 0x20000..=0x323AF // CJK extensions B to H
+        )
+}
