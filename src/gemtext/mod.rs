@@ -16,9 +16,11 @@
 use std::borrow::Cow;
 
 use ::url::Url;
-use unicode_segmentation::UnicodeSegmentation;
 
 pub mod art;
+pub mod title;
+
+pub use title::{clean_title, title_of};
 
 /// One element of a gemtext document. A preformatted block is kept whole, because later stages
 /// (the ASCII-art classifier) judge blocks, not lines.
@@ -284,76 +286,6 @@ impl Body {
     fn finish(self) -> String {
         self.text
     }
-}
-
-/// The title rule: first heading, else first non-empty text line, else the URL's last segment.
-///
-/// More precisely: the first non-empty heading of any level, else the first Text line that is
-/// neither blank nor decoration (`=====`), else the last non-empty path segment of `base`
-/// (percent-decoded), else its host.
-/// Whitespace runs become single spaces and the result is cut to [`MAX_TITLE_CHARS`]; it is
-/// empty only when `base` has no host.
-pub fn title_of(lines: &[Line], base: &Url) -> String {
-    let heading = lines.iter().find_map(|l| match l {
-        Line::Heading { text, .. } => non_blank(text),
-        _ => None,
-    });
-    let text = || {
-        lines.iter().find_map(|l| match l {
-            Line::Text(t) if !art::is_decoration_line(t) => non_blank(t),
-            _ => None,
-        })
-    };
-    let segment = || {
-        base.path_segments()?
-            .rfind(|s| !s.is_empty())
-            .map(percent_decode)
-            .and_then(|s| non_blank(&s))
-    };
-    heading
-        .or_else(text)
-        .or_else(segment)
-        .or_else(|| base.host_str().and_then(non_blank))
-        .unwrap_or_default()
-}
-
-/// The cleaned title form of `s`, or `None` if nothing visible is left.
-fn non_blank(s: &str) -> Option<String> {
-    let cleaned = clean_title(s);
-    (!cleaned.is_empty()).then_some(cleaned)
-}
-
-/// Collapses whitespace and control characters to single spaces (a title is one line) and cuts
-/// to [`MAX_TITLE_CHARS`], preferring a grapheme boundary so accents stay on their letters.
-fn clean_title(s: &str) -> String {
-    let mut words = String::new();
-    for word in s
-        .split(|c: char| c.is_whitespace() || c.is_control())
-        .filter(|w| !w.is_empty())
-    {
-        if !words.is_empty() {
-            words.push(' ');
-        }
-        words.push_str(word);
-    }
-    if words.chars().count() <= MAX_TITLE_CHARS {
-        return words;
-    }
-    let mut out = String::new();
-    let mut chars = 0;
-    for g in words.graphemes(true) {
-        let n = g.chars().count();
-        if chars + n > MAX_TITLE_CHARS {
-            break;
-        }
-        chars += n;
-        out.push_str(g);
-    }
-    if out.is_empty() {
-        // One giant grapheme (a letter with hundreds of combining marks): cut inside it.
-        out = words.chars().take(MAX_TITLE_CHARS).collect();
-    }
-    out.trim_end().to_string()
 }
 
 /// Percent-decodes a path segment; bytes that do not form UTF-8 become U+FFFD and malformed

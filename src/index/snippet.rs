@@ -33,9 +33,6 @@ const MARK: &str = "**";
 /// Marks where a passage was cut.
 const ELLIPSIS: char = '…';
 
-/// Longest title, in characters, ellipsis included.
-const TITLE_MAX_CHARS: usize = 120;
-
 /// The query's words and phrases in the form a snippet matches them against.
 ///
 /// Every word and every phrase is one *term*; a passage holding more distinct terms is a better
@@ -513,102 +510,6 @@ fn push_marked(out: &mut String, text: &str, range: Range<usize>, marks: &[Range
     out.push_str(text.get(pos..range.end).unwrap_or_default());
 }
 
-/// A title as a result list shows it: whitespace collapsed, decoration stripped from both ends
-/// (`=== My Capsule ===` is `My Capsule`), at most 120 characters. When stripping leaves
-/// nothing (`...`), the collapsed title is kept as it is.
-pub fn clean_title(title: &str) -> String {
-    let collapsed = title.split_whitespace().collect::<Vec<_>>().join(" ");
-    let mut s = collapsed.as_str();
-    loop {
-        let before = s.len();
-        s = strip_end_decoration(strip_start_decoration(s));
-        if s.len() == before {
-            break;
-        }
-    }
-    let cleaned = if s.is_empty() { collapsed.as_str() } else { s };
-    if cleaned.chars().count() <= TITLE_MAX_CHARS {
-        return cleaned.to_string();
-    }
-    let mut out: String = cleaned.chars().take(TITLE_MAX_CHARS - 1).collect();
-    out.truncate(out.trim_end().len());
-    out.push(ELLIPSIS);
-    out
-}
-
-/// How readily a character is taken for decoration at the ends of a title.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Deco {
-    /// Part of the title (letters, digits, quotes, brackets, most punctuation).
-    No,
-    /// Decoration when apart from the words, or in a run of three (`C++`, `C#` and `.plan` keep
-    /// theirs): `- + # . < > / \ : « »`.
-    Light,
-    /// Decoration when apart from the words or doubled (`**bold**`): `= ~ * _ | ^ \` • ·`.
-    Frame,
-    /// Always decoration: box drawing, blocks, shapes, stars, arrows, dingbats, emoji.
-    Strong,
-}
-
-fn deco(c: char) -> Deco {
-    match c {
-        '-' | '+' | '#' | '.' | '<' | '>' | '/' | '\\' | ':' | '«' | '»' => Deco::Light,
-        '=' | '~' | '*' | '_' | '|' | '^' | '`' | '•' | '·' => Deco::Frame,
-        _ => match c as u32 {
-            0x2190..=0x21FF // arrows
-            | 0x2500..=0x27BF // box drawing, blocks, shapes, misc symbols, dingbats
-            | 0x2B00..=0x2BFF // misc symbols and arrows
-            | 0xE000..=0xF8FF // private use (icon fonts)
-            | 0xFE00..=0xFE0F // variation selectors
-            | 0x200D // zero-width joiner (emoji sequences)
-            | 0x1F000..=0x1FAFF // emoji and pictographs
-            => Deco::Strong,
-            _ => Deco::No,
-        },
-    }
-}
-
-/// Whether a run of decoration characters at one end of a title goes: `apart` tells whether
-/// whitespace (or nothing) separates it from the rest.
-fn strip_run(run: &str, apart: bool) -> bool {
-    let kinds: Vec<Deco> = run.chars().map(deco).collect();
-    apart
-        || kinds.contains(&Deco::Strong)
-        || kinds.len() >= 3
-        || (kinds.len() >= 2 && kinds.iter().all(|k| *k != Deco::Light))
-}
-
-fn strip_start_decoration(s: &str) -> &str {
-    let s = s.trim_start();
-    let end = s
-        .char_indices()
-        .find(|&(_, c)| deco(c) == Deco::No || c.is_whitespace())
-        .map_or(s.len(), |(i, _)| i);
-    let (run, rest) = s.split_at(end);
-    let apart = rest.is_empty() || rest.starts_with(char::is_whitespace);
-    if !run.is_empty() && strip_run(run, apart) {
-        rest.trim_start()
-    } else {
-        s
-    }
-}
-
-fn strip_end_decoration(s: &str) -> &str {
-    let s = s.trim_end();
-    let start = s
-        .char_indices()
-        .rev()
-        .find(|&(_, c)| deco(c) == Deco::No || c.is_whitespace())
-        .map_or(0, |(i, c)| i + c.len_utf8());
-    let (rest, run) = s.split_at(start);
-    let apart = rest.is_empty() || rest.ends_with(char::is_whitespace);
-    if !run.is_empty() && strip_run(run, apart) {
-        rest.trim_end()
-    } else {
-        s
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -894,41 +795,5 @@ mod tests {
                 }
             }
         }
-    }
-
-    #[test]
-    fn clean_title_table() {
-        let cases: &[(&str, &str)] = &[
-            ("=== My Capsule ===", "My Capsule"),
-            ("~*~ Welcome to my gemlog ~*~", "Welcome to my gemlog"),
-            ("▓▒░ Neon ░▒▓", "Neon"),
-            ("# Title", "Title"),
-            ("  C++ notes ", "C++ notes"),
-            ("Notes on C++", "Notes on C++"),
-            ("C#", "C#"),
-            (".plan", ".plan"),
-            ("...", "..."),
-            ("★ Stars ★", "Stars"),
-            ("Hello — world", "Hello — world"),
-            ("**Bold title**", "Bold title"),
-            ("-- Page 2 --", "Page 2"),
-            ("🚀 Launch log 🚀", "Launch log"),
-            ("» My log «", "My log"),
-            ("Why? (a question)", "Why? (a question)"),
-            ("#1 hits", "#1 hits"),
-            ("  lots \t of\n space  ", "lots of space"),
-            ("═══╡ Box ╞═══", "Box"),
-            ("", ""),
-            ("   ", ""),
-            ("🚀", "🚀"),
-        ];
-        for (title, want) in cases {
-            assert_eq!(clean_title(title), *want, "title {title:?}");
-        }
-        let long = "word ".repeat(60);
-        let got = clean_title(&long);
-        assert_eq!(got.chars().count(), 120, "{got}");
-        assert!(got.ends_with("word…") || got.ends_with(" wor…") || got.ends_with('…'));
-        assert!(!got.contains("  "));
     }
 }

@@ -34,10 +34,10 @@ use url::Url;
 
 use super::analysis;
 use super::neardup;
-use super::snippet::clean_title;
 use super::{
     create_index, open_index, parse_payload, prefix, url_hash, Access, Fields, IndexError, PageDoc,
 };
+use crate::gemtext::clean_title;
 
 /// Text looked at to detect a page's language: enough for a confident guess, little enough to
 /// stay cheap on every page.
