@@ -3,8 +3,6 @@
 //! with the URL in the frontier, so the link graph keeps every link while the crawl skips the
 //! excluded ones.
 
-use std::path::Path;
-
 use ::url::Url;
 use regex::Regex;
 
@@ -44,12 +42,6 @@ impl Exclusions {
             }
         }
         Ok(rules)
-    }
-
-    /// Reads an exclusion list from a file.
-    pub fn load(path: &Path) -> Result<Self, String> {
-        let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
-        Self::parse(&text).map_err(|e| format!("{}: {e}", path.display()))
     }
 
     pub fn is_empty(&self) -> bool {

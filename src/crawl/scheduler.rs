@@ -18,8 +18,18 @@ use std::collections::{BinaryHeap, HashMap, VecDeque};
 use std::net::{IpAddr, SocketAddr};
 use std::time::{Duration, Instant};
 
-use crate::frontier::QueuedUrl;
 use crate::robots::Robots;
+
+/// What the scheduler needs to know of a queued URL; the crawl's URL type implements it, so the
+/// scheduler depends on no store type.
+pub trait Queued {
+    /// The id of the URL's capsule.
+    fn capsule_id(&self) -> i64;
+    /// The capsule's key (`host` or `host:port`), carried by robots.txt jobs.
+    fn capsule_key(&self) -> &str;
+    /// The URL itself, whose path and query robots.txt rules judge.
+    fn url_str(&self) -> &str;
+}
 
 /// The longest gap that a slow response stretches the delay to.
 pub const SLOW_GAP_CAP: Duration = Duration::from_secs(10);
@@ -40,11 +50,11 @@ enum RobotsState {
 }
 
 #[derive(Debug)]
-struct Capsule {
+struct Capsule<T> {
     name: String,
     addr: Option<SocketAddr>,
     robots: RobotsState,
-    urls: VecDeque<QueuedUrl>,
+    urls: VecDeque<T>,
     /// Whether the capsule is in its IP's rotation.
     in_rotation: bool,
     /// Requests handed out and not finished.
@@ -72,7 +82,7 @@ struct IpSlot {
 
 /// Something for the crawl loop to do.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Job {
+pub enum Job<T> {
     /// Fetch the capsule's robots.txt.
     Robots {
         host_id: i64,
@@ -80,16 +90,16 @@ pub enum Job {
         addr: SocketAddr,
     },
     /// Fetch a page.
-    Page { url: QueuedUrl, addr: SocketAddr },
+    Page { url: T, addr: SocketAddr },
     /// robots.txt forbids this URL; no request is made.
-    Disallowed(QueuedUrl),
+    Disallowed(T),
 }
 
 /// The in-memory part of the frontier: only URLs claimed for this crawl.
 #[derive(Debug)]
-pub struct Scheduler {
+pub struct Scheduler<T> {
     min_delay: Duration,
-    capsules: HashMap<i64, Capsule>,
+    capsules: HashMap<i64, Capsule<T>>,
     ips: HashMap<IpAddr, IpSlot>,
     /// IPs that may be ready at the given time; entries may be stale and are checked when popped.
     ready: BinaryHeap<Reverse<(Instant, IpAddr)>>,
@@ -97,7 +107,7 @@ pub struct Scheduler {
     in_flight: usize,
 }
 
-impl Scheduler {
+impl<T: Queued> Scheduler<T> {
     pub fn new(min_delay: Duration) -> Self {
         Scheduler {
             min_delay,
@@ -126,10 +136,10 @@ impl Scheduler {
 
     /// Adds a claimed URL to the back of its capsule's queue (to the front when `first`), and
     /// marks the capsule leased. New capsules start with an unknown address and robots.txt.
-    pub fn push(&mut self, url: QueuedUrl, first: bool, now: Instant) {
-        let host_id = url.host_id;
+    pub fn push(&mut self, url: T, first: bool, now: Instant) {
+        let host_id = url.capsule_id();
         let capsule = self.capsules.entry(host_id).or_insert_with(|| Capsule {
-            name: url.host.clone(),
+            name: url.capsule_key().to_owned(),
             addr: None,
             robots: RobotsState::Unknown,
             urls: VecDeque::new(),
@@ -208,7 +218,7 @@ impl Scheduler {
 
     /// Drops a capsule that cannot be crawled now (no address, robots.txt unavailable) and
     /// returns its URLs so the caller can hand them back to the frontier.
-    pub fn drop_capsule(&mut self, host_id: i64) -> Vec<QueuedUrl> {
+    pub fn drop_capsule(&mut self, host_id: i64) -> Vec<T> {
         let Some(mut capsule) = self.capsules.remove(&host_id) else {
             return Vec::new();
         };
@@ -217,7 +227,7 @@ impl Scheduler {
                 slot.rotation.retain(|&h| h != host_id);
             }
         }
-        let urls: Vec<QueuedUrl> = capsule.urls.drain(..).collect();
+        let urls: Vec<T> = capsule.urls.drain(..).collect();
         self.queued -= urls.len();
         urls
     }
@@ -231,7 +241,7 @@ impl Scheduler {
     }
 
     /// Hands out the next job whose IP is free and past its delay, if any.
-    pub fn next_job(&mut self, now: Instant) -> Option<Job> {
+    pub fn next_job(&mut self, now: Instant) -> Option<Job<T>> {
         while let Some(&Reverse((at, ip))) = self.ready.peek() {
             if at > now {
                 return None;
@@ -249,13 +259,13 @@ impl Scheduler {
                 continue;
             }
             if let Some(job) = self.job_for_ip(ip, now) {
-                if let Job::Robots { host_id, .. }
-                | Job::Page {
-                    url: QueuedUrl { host_id, .. },
-                    ..
-                } = &job
-                {
-                    if let Some(c) = self.capsules.get_mut(host_id) {
+                let started = match &job {
+                    Job::Robots { host_id, .. } => Some(*host_id),
+                    Job::Page { url, .. } => Some(url.capsule_id()),
+                    Job::Disallowed(_) => None,
+                };
+                if let Some(host_id) = started {
+                    if let Some(c) = self.capsules.get_mut(&host_id) {
                         c.in_flight += 1;
                     }
                 }
@@ -356,8 +366,8 @@ impl Scheduler {
 
     /// Puts a URL back at the head of its capsule's queue, to be fetched again when its IP is
     /// ready (after a 44).
-    pub fn retry(&mut self, url: QueuedUrl, now: Instant) {
-        let host_id = url.host_id;
+    pub fn retry(&mut self, url: T, now: Instant) {
+        let host_id = url.capsule_id();
         let Some(capsule) = self.capsules.get_mut(&host_id) else {
             return;
         };
@@ -372,7 +382,7 @@ impl Scheduler {
     }
 
     /// Takes the next job from the capsules on `ip`, in turn.
-    fn job_for_ip(&mut self, ip: IpAddr, now: Instant) -> Option<Job> {
+    fn job_for_ip(&mut self, ip: IpAddr, now: Instant) -> Option<Job<T>> {
         let slot = self.ips.get_mut(&ip)?;
         while let Some(host_id) = slot.rotation.pop_front() {
             let Some(capsule) = self.capsules.get_mut(&host_id) else {
@@ -395,7 +405,7 @@ impl Scheduler {
                 }
                 RobotsState::Known(robots, _) => capsule.urls.pop_front().map(|url| {
                     self.queued -= 1;
-                    if robots.is_allowed(path_and_query(&url.url)) {
+                    if robots.is_allowed(path_and_query(url.url_str())) {
                         Job::Page { url, addr }
                     } else {
                         Job::Disallowed(url)
@@ -464,16 +474,33 @@ fn path_and_query(url: &str) -> &str {
 mod tests {
     use super::*;
 
-    fn url(id: i64, host_id: i64, host: &str, path: &str) -> QueuedUrl {
-        QueuedUrl {
+    /// A queued URL as the crawl would hand it over.
+    #[derive(Debug, Clone, PartialEq, Eq)]
+    struct Item {
+        id: i64,
+        url: String,
+        host_id: i64,
+        host: String,
+    }
+
+    impl Queued for Item {
+        fn capsule_id(&self) -> i64 {
+            self.host_id
+        }
+        fn capsule_key(&self) -> &str {
+            &self.host
+        }
+        fn url_str(&self) -> &str {
+            &self.url
+        }
+    }
+
+    fn url(id: i64, host_id: i64, host: &str, path: &str) -> Item {
+        Item {
             id,
             url: format!("gemini://{host}{path}"),
             host_id,
             host: host.to_string(),
-            depth: 0,
-            hops: 0,
-            canonical: None,
-            prior: Default::default(),
         }
     }
 

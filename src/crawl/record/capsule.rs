@@ -1,0 +1,206 @@
+//! What a visit means for a whole capsule or IP address: set aside after a 41 or when
+//! unreachable, paused after a 44, deferred, its robots.txt read and its certificate pinned.
+
+use std::net::IpAddr;
+use std::time::Instant;
+
+use super::*;
+
+impl Crawl {
+    /// Leaves a capsule alone for a while (longer each time in a row): its queued URLs go back
+    /// to the frontier untouched, and its lease is let go.
+    pub(in crate::crawl) fn set_aside(
+        &mut self,
+        batch: &mut Batch<'_>,
+        host_id: i64,
+    ) -> Result<(), CrawlError> {
+        self.summary.capsules_backed_off += 1;
+        self.back_off(batch, host_id)?;
+        for url in self.scheduler.drop_capsule(host_id) {
+            batch.requeue(url.id)?;
+        }
+        batch.release_capsule(host_id)?;
+        Ok(())
+    }
+
+    pub(super) fn back_off(
+        &mut self,
+        batch: &mut Batch<'_>,
+        host_id: i64,
+    ) -> Result<(), CrawlError> {
+        let base = self.config.capsule_backoff.as_secs().max(1) as i64;
+        batch.back_off_capsule(
+            host_id,
+            unix_now(),
+            base,
+            MAX_CAPSULE_BACKOFF.as_secs() as i64,
+        )?;
+        Ok(())
+    }
+
+    /// A 44 from `ip`: nothing goes to it for the wait asked (doubled for 44s in a row). A wait
+    /// longer than a run waits for retries defers every capsule on that IP to a later run (its
+    /// queued URLs go back to the frontier, the capsules are backed off for that long), so that
+    /// a capsule can neither hang a crawl nor be asked again too early. Returns whether that
+    /// happened.
+    pub(super) fn slow_down(
+        &mut self,
+        batch: &mut Batch<'_>,
+        ip: IpAddr,
+        meta: &str,
+    ) -> Result<bool, CrawlError> {
+        self.summary.slow_downs += 1;
+        let wait = self
+            .scheduler
+            .slow_down(ip, asked_wait(meta), Instant::now());
+        if wait <= self.config.retry_horizon {
+            return Ok(false);
+        }
+        let until = unix_now().saturating_add(wait.min(MAX_CAPSULE_BACKOFF).as_secs() as i64);
+        for host_id in self.scheduler.capsules_on(ip) {
+            self.defer_capsule(batch, host_id, until)?;
+        }
+        Ok(true)
+    }
+
+    /// Leaves a capsule alone until `until`: its queued URLs go back to the frontier untouched
+    /// and its lease is let go.
+    pub(in crate::crawl) fn defer_capsule(
+        &mut self,
+        batch: &mut Batch<'_>,
+        host_id: i64,
+        until: i64,
+    ) -> Result<(), CrawlError> {
+        self.summary.capsules_backed_off += 1;
+        batch.set_backoff(host_id, until)?;
+        for url in self.scheduler.drop_capsule(host_id) {
+            batch.requeue(url.id)?;
+        }
+        batch.release_capsule(host_id)?;
+        Ok(())
+    }
+
+    /// A capsule that gives no answer at all: backed off, and every page of it that is due now
+    /// counts a failed visit (recorded after this transaction, see [`Crawl::record_unreachable`]).
+    pub(super) fn unreachable(
+        &mut self,
+        batch: &mut Batch<'_>,
+        host_id: i64,
+        error: &FetchError,
+    ) -> Result<(), CrawlError> {
+        self.back_off(batch, host_id)?;
+        self.effects
+            .unreachable
+            .push((host_id, error.kind().to_string(), error.to_string()));
+        Ok(())
+    }
+
+    /// Records a failed visit for every due page of an unreachable capsule, a chunk per
+    /// transaction, and lets the capsule go.
+    pub(in crate::crawl) fn record_unreachable(
+        &mut self,
+        frontier: &mut Frontier,
+        host_id: i64,
+        kind: &str,
+        message: &str,
+    ) -> Result<(), CrawlError> {
+        self.summary.capsules_unreachable += 1;
+        let now = unix_now();
+        let mut failed = 0;
+        // Those it had queued first, then all the others that are due.
+        let mut urls = self.scheduler.drop_capsule(host_id);
+        loop {
+            if urls.is_empty() {
+                urls = frontier.claim_more(host_id, UNREACHABLE_CHUNK, now)?;
+            }
+            if urls.is_empty() {
+                break;
+            }
+            let mut batch = frontier.batch(now)?;
+            let mut docs = Vec::new();
+            for url in urls.drain(..) {
+                let result = FetchResult {
+                    error: Some(kind.to_string()),
+                    meta: format!("capsule unreachable: {message}"),
+                    fetched_at: now,
+                    ..FetchResult::default()
+                };
+                failed += 1;
+                self.failed_visit(&mut batch, &url, result, UrlState::Failed, &mut docs)?;
+            }
+            batch.commit()?;
+            for msg in docs {
+                self.send_to_index(msg)?;
+            }
+        }
+        frontier.release_capsule(host_id)?;
+        tracing::info!(host_id, failed, error = message, "capsule unreachable");
+        Ok(())
+    }
+
+    pub(super) fn record_robots(
+        &mut self,
+        batch: &mut Batch<'_>,
+        host_id: i64,
+        ip: IpAddr,
+        now: i64,
+        result: Result<Fetched, FetchError>,
+    ) -> Result<(), CrawlError> {
+        self.summary.robots_fetched += 1;
+        let response = match result {
+            Ok(fetched) => fetched.response,
+            Err(e) => {
+                tracing::debug!(host_id, error = %e, "robots.txt unreachable: capsule set aside");
+                return self.unreachable(batch, host_id, &e);
+            }
+        };
+        if let Some(fp) = &response.cert_fingerprint {
+            self.pin(batch, host_id, fp, now)?;
+        }
+        // 20 text: the rules. 44: ask again once the wait is over. Other 4x: ask again later
+        // and fetch nothing meanwhile. Anything else (missing, permanent failure, redirect, not
+        // text) means no restrictions.
+        let (robots, text) = match &response.outcome {
+            Outcome::TemporaryFailure { code: 44, message } => {
+                if !self.slow_down(batch, ip, message)?
+                    && self.scheduler.retry_robots(host_id, Instant::now())
+                        >= self.config.max_attempts
+                {
+                    return self.set_aside(batch, host_id);
+                }
+                return Ok(());
+            }
+            Outcome::TemporaryFailure { .. } => return self.set_aside(batch, host_id),
+            Outcome::Success { meta, body } if crate::fetch::wants_body(meta) => {
+                let text = crate::gemtext::decode(body).into_owned();
+                (Robots::parse(&text), Some(text))
+            }
+            _ => (Robots::allow_all(), None),
+        };
+        batch.capsule_answered(host_id)?;
+        batch.set_robots(host_id, response.status, text.as_deref(), now)?;
+        let at = Instant::now();
+        self.scheduler.set_robots(host_id, robots, at, at);
+        Ok(())
+    }
+
+    /// Pins a capsule's certificate; a change is accepted, logged and counted.
+    pub(super) fn pin(
+        &mut self,
+        batch: &mut Batch<'_>,
+        host_id: i64,
+        fingerprint: &str,
+        now: i64,
+    ) -> Result<(), CrawlError> {
+        if let Pin::Changed { previous } = batch.pin_certificate(host_id, fingerprint, now)? {
+            self.summary.certificates_changed += 1;
+            tracing::warn!(
+                host_id,
+                previous = %previous,
+                current = %fingerprint,
+                "a capsule's certificate changed; the new one is now pinned"
+            );
+        }
+        Ok(())
+    }
+}

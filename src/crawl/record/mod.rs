@@ -1,0 +1,399 @@
+//! From finished fetches to frontier records and index messages: what each Gemini answer means
+//! for the URL, its capsule, its IP address, the index and the URL's next visit (gemini.md's
+//! status table; the schedule is [`crate::revisit`]'s).
+//!
+//! A 20 whose body hash is the one recorded last time is *unchanged*: only its times move. A
+//! changed or new body is indexed, and its links replace the page's old ones. 30 keeps the
+//! original URL canonical; 31, 51, 52, input prompts and certificate requests take the page out
+//! of the index; other 5x and network failures leave it searchable until it has failed for
+//! `--remove-after`. 40/42/43 are retried with back-off, 41 backs the capsule off, 44 pauses the
+//! IP. A capsule that cannot be reached at all (no address, no TLS, no answer to robots.txt)
+//! fails every due page at once.
+
+use std::net::IpAddr;
+use std::time::Duration;
+
+use ::url::Url;
+
+mod capsule;
+mod page;
+
+use super::driver::Crawl;
+use super::task::{Done, DoneJob, ExtractedPage, Fetched};
+use super::{unix_now, CrawlError, MAX_REDIRECT_HOPS, UNREACHABLE_CHUNK};
+use crate::content::Extracted;
+use crate::fetch::{FetchError, Outcome};
+use crate::frontier::{
+    ArchiveRecord, ArchivedBody, Batch, FetchResult, Frontier, IndexOp, LinkOut, Pin, QueuedUrl,
+    UrlState, VisitRecord,
+};
+use crate::index::PageDoc;
+use crate::revisit::{Change, Memory, Priority, Visit};
+use crate::robots::Robots;
+use crate::urlnorm;
+
+use super::indexing::IndexMsg;
+
+/// The longest a capsule is backed off for.
+const MAX_CAPSULE_BACKOFF: Duration = Duration::from_secs(24 * 3600);
+
+/// Most distinct inbound link labels indexed with a page: enough to say what others call it,
+/// bounded for pages every capsule links to.
+pub const MAX_ANCHORS: usize = 200;
+
+/// What a visit found besides its state and schedule.
+#[derive(Debug, Clone, Copy, Default)]
+struct Found {
+    feed: bool,
+    /// The visit found new or changed content, which is sent to the index under this URL.
+    upsert: bool,
+    redirect_to: Option<i64>,
+}
+
+impl Crawl {
+    /// Records one finished fetch.
+    pub(in crate::crawl) fn record(
+        &mut self,
+        batch: &mut Batch<'_>,
+        done: Done,
+        docs: &mut Vec<IndexMsg>,
+    ) -> Result<(), CrawlError> {
+        self.scheduler
+            .finished(done.ip, done.host_id, done.began, done.took);
+        if done.result.is_ok() {
+            self.answered.insert(done.host_id);
+        }
+        match done.job {
+            DoneJob::Robots { host_id } => {
+                self.record_robots(batch, host_id, done.ip, done.fetched_at, done.result)
+            }
+            DoneJob::Page(url) => {
+                self.record_page(batch, *url, done.ip, done.fetched_at, done.result, docs)
+            }
+        }
+    }
+
+    fn record_page(
+        &mut self,
+        batch: &mut Batch<'_>,
+        url: QueuedUrl,
+        ip: IpAddr,
+        now: i64,
+        result: Result<Fetched, FetchError>,
+        docs: &mut Vec<IndexMsg>,
+    ) -> Result<(), CrawlError> {
+        self.summary.fetched += 1;
+        let fetched = match result {
+            Ok(fetched) => fetched,
+            Err(e) => {
+                let result = FetchResult {
+                    error: Some(e.kind().into()),
+                    meta: e.to_string(),
+                    fetched_at: now,
+                    ..FetchResult::default()
+                };
+                return self.failed_visit(batch, &url, result, UrlState::Failed, docs);
+            }
+        };
+        let response = fetched.response;
+        if let Some(fp) = &response.cert_fingerprint {
+            self.pin(batch, url.host_id, fp, now)?;
+        }
+        let mut result = FetchResult {
+            status: Some(response.status),
+            fetched_at: now,
+            ..FetchResult::default()
+        };
+        // The archive keeps the latest response, whatever it says; slow-downs say nothing
+        // about the page and are not kept.
+        let archived = match &response.outcome {
+            // A 304 has no body: the archived response stays the one it confirms.
+            Outcome::TemporaryFailure { code: 44, .. } | Outcome::NotModified => None,
+            outcome => Some((response.status, outcome_meta(outcome).to_string())),
+        };
+        let body = fetched.page.as_ref().and_then(|p| {
+            Some(ArchivedBody {
+                hash: p.hash.as_deref()?,
+                size: p.size,
+                zstd: p.zstd.as_deref()?,
+            })
+        });
+        if let Some((status, meta)) = &archived {
+            batch.archive(
+                url.id,
+                &ArchiveRecord {
+                    status: *status,
+                    meta,
+                    fetched_at: now,
+                    cert_sha256: response.cert_fingerprint.as_deref(),
+                    body,
+                },
+            )?;
+        }
+        if !matches!(response.outcome, Outcome::TemporaryFailure { code: 44, .. }) {
+            self.scheduler.answered(ip);
+        }
+        match response.outcome {
+            Outcome::Success { meta, .. } => {
+                result.meta = meta;
+                result.validators = Some((
+                    response.validators.etag.clone(),
+                    response.validators.last_modified.clone(),
+                ));
+                let page = fetched.page.expect("success responses are extracted");
+                self.record_content(batch, url, result, page, docs)
+            }
+            Outcome::NotModified => {
+                // The server says it is the version fetched last: unchanged, no body read.
+                self.summary.unchanged += 1;
+                let feed = url.prior.feed;
+                let state = if url.prior.in_index || url.canonical.is_some() {
+                    url.prior.state.unwrap_or(UrlState::Indexed)
+                } else {
+                    UrlState::Fetched
+                };
+                result.meta = "not modified".into();
+                let visit = Visit::Content {
+                    change: Change::Unchanged,
+                    feed,
+                };
+                let found = Found {
+                    feed,
+                    ..Found::default()
+                };
+                self.finish(batch, &url, state, &result, visit, found, docs)
+            }
+            Outcome::Redirect { target, permanent } => {
+                result.meta = target.clone();
+                self.record_redirect(batch, &url, result, &target, permanent, docs)
+            }
+            Outcome::TemporaryFailure { code, message } => {
+                result.meta = message;
+                self.record_temporary_failure(batch, url, ip, code, result, docs)
+            }
+            Outcome::PermanentFailure { code, message } => {
+                result.meta = message;
+                let visit = match code {
+                    51 => Visit::NotFound,
+                    52 => Visit::Gone,
+                    // Refused, bad request, permanent failure, unknown 5x: the page may be
+                    // fine and the server not; it stays until --remove-after.
+                    _ => {
+                        result.error = Some(format!("status-{code}"));
+                        return self.failed_visit(batch, &url, result, UrlState::Fetched, docs);
+                    }
+                };
+                self.finish(
+                    batch,
+                    &url,
+                    UrlState::Fetched,
+                    &result,
+                    visit,
+                    Found::default(),
+                    docs,
+                )
+            }
+            // An input prompt marks a query endpoint (status 10/11 is kept); geode never
+            // invents input, nor client certificates.
+            Outcome::Input {
+                prompt: message, ..
+            }
+            | Outcome::CertificateRequired { message, .. } => {
+                result.meta = message;
+                self.finish(
+                    batch,
+                    &url,
+                    UrlState::Fetched,
+                    &result,
+                    Visit::NoContent,
+                    Found::default(),
+                    docs,
+                )
+            }
+        }
+    }
+
+    /// A visit that got no usable answer: the page's failure streak grows, and it leaves the
+    /// index once that streak is as long as `--remove-after`.
+    fn failed_visit(
+        &mut self,
+        batch: &mut Batch<'_>,
+        url: &QueuedUrl,
+        result: FetchResult,
+        state: UrlState,
+        docs: &mut Vec<IndexMsg>,
+    ) -> Result<(), CrawlError> {
+        self.summary.failed += 1;
+        self.finish(
+            batch,
+            url,
+            state,
+            &result,
+            Visit::Failed,
+            Found::default(),
+            docs,
+        )
+    }
+
+    /// robots.txt disallows a claimed URL: no request; out of the index if it was in.
+    pub(in crate::crawl) fn record_disallowed(
+        &mut self,
+        batch: &mut Batch<'_>,
+        url: QueuedUrl,
+        now: i64,
+        docs: &mut Vec<IndexMsg>,
+    ) -> Result<(), CrawlError> {
+        self.summary.robots_excluded += 1;
+        let result = FetchResult {
+            error: Some("robots".into()),
+            meta: "disallowed by robots.txt".into(),
+            fetched_at: now,
+            ..FetchResult::default()
+        };
+        self.finish(
+            batch,
+            &url,
+            UrlState::Excluded,
+            &result,
+            Visit::Disallowed,
+            Found::default(),
+            docs,
+        )
+    }
+
+    /// Records a visit: the schedule from the revisit policy, and the removal from the index
+    /// when the policy says the page must leave it.
+    #[allow(clippy::too_many_arguments)]
+    fn finish(
+        &mut self,
+        batch: &mut Batch<'_>,
+        url: &QueuedUrl,
+        state: UrlState,
+        result: &FetchResult,
+        visit: Visit,
+        outcome: Found,
+        docs: &mut Vec<IndexMsg>,
+    ) -> Result<(), CrawlError> {
+        let memory = Memory {
+            interval: url.prior.revisit_secs,
+            first_failed_at: url.prior.first_failed_at,
+        };
+        let plan = self
+            .config
+            .revisit
+            .plan(&memory, visit, result.fetched_at, url.id as u64);
+        let remove = plan.leave_index && url.prior.in_index;
+        let index_op = if outcome.upsert {
+            Some(IndexOp::Upsert)
+        } else if remove {
+            Some(IndexOp::Delete)
+        } else {
+            None
+        };
+        if remove {
+            self.summary.removed += 1;
+            // What a page that left the index links to no longer counts for its targets.
+            batch.drop_links(url.id)?;
+            docs.push(IndexMsg::Delete {
+                url_id: url.id,
+                url: url.url.clone(),
+            });
+        }
+        let prio = Url::parse(&url.url)
+            .map(|u| Priority::of(&u, true, outcome.feed))
+            .unwrap_or(Priority::Revisit);
+        batch.record_visit(
+            url.id,
+            &VisitRecord {
+                state,
+                result,
+                due_at: plan.due_at,
+                revisit_secs: plan.interval,
+                first_failed_at: plan.first_failed_at,
+                prio,
+                feed: outcome.feed,
+                changed: outcome.upsert,
+                index_op,
+                redirect_to: outcome.redirect_to,
+            },
+        )?;
+        Ok(())
+    }
+}
+
+/// The meta line of an answer, as the server sent it.
+fn outcome_meta(outcome: &Outcome) -> &str {
+    match outcome {
+        Outcome::Input { prompt, .. } => prompt,
+        Outcome::Success { meta, .. } => meta,
+        Outcome::Redirect { target, .. } => target,
+        Outcome::TemporaryFailure { message, .. }
+        | Outcome::PermanentFailure { message, .. }
+        | Outcome::CertificateRequired { message, .. } => message,
+        Outcome::NotModified => "",
+    }
+}
+
+/// The wait a 44 asks for: its meta in whole seconds. Anything else (`-5`, `abc`, nothing)
+/// names no usable wait and leaves it to the scheduler.
+fn asked_wait(meta: &str) -> Option<Duration> {
+    meta.trim().parse::<u64>().ok().map(Duration::from_secs)
+}
+
+/// The index document for a page and the labels of the links to it. A file known only by its
+/// header (`header_only`) has those labels in its body too: they are its only text.
+pub(super) fn page_doc(
+    url: String,
+    host: String,
+    page: &Extracted,
+    header_only: bool,
+    anchors: String,
+    size: u64,
+    fetched_at: i64,
+) -> PageDoc {
+    let body = if header_only && !anchors.is_empty() {
+        format!("{}\n{anchors}", page.body)
+    } else {
+        page.body.clone()
+    };
+    PageDoc {
+        url,
+        host,
+        title: page.title.clone(),
+        body,
+        headings: page.headings.join("\n"),
+        link_labels: page
+            .links
+            .iter()
+            .map(|l| l.label.as_str())
+            .filter(|l| !l.is_empty())
+            .collect::<Vec<_>>()
+            .join("\n"),
+        mime: page.mime.clone(),
+        lang: page.lang.clone(),
+        size,
+        fetched_at,
+        anchors,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_44_names_its_wait_in_whole_seconds_or_not_at_all() {
+        let cases = [
+            ("5", Some(5)),
+            (" 7 ", Some(7)),
+            ("999999999", Some(999_999_999)),
+            ("-5", None),
+            ("abc", None),
+            ("", None),
+            ("1.5", None),
+        ];
+        for (meta, secs) in cases {
+            assert_eq!(asked_wait(meta), secs.map(Duration::from_secs), "{meta:?}");
+        }
+    }
+}

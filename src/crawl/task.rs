@@ -1,0 +1,152 @@
+//! The work of one fetch task, apart from the crawl loop: resolving a capsule's address, making
+//! the request, and, for content, the CPU part (extraction, hash, compression for the archive)
+//! on a blocking thread. A task reports a [`Done`] and touches no shared state.
+
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use ::url::Url;
+use tokio::sync::Semaphore;
+
+use super::scheduler::Queued;
+use crate::clock::unix_now;
+use crate::content::{self, Extracted};
+use crate::fetch::{dns, FetchError, Fetcher, Outcome, Response};
+use crate::frontier::QueuedUrl;
+
+/// The scheduler sees a claimed URL through [`Queued`] only.
+impl Queued for QueuedUrl {
+    fn capsule_id(&self) -> i64 {
+        self.host_id
+    }
+    fn capsule_key(&self) -> &str {
+        &self.host
+    }
+    fn url_str(&self) -> &str {
+        &self.url
+    }
+}
+
+/// What a fetch task reports.
+pub(super) struct Done {
+    pub(super) ip: IpAddr,
+    pub(super) host_id: i64,
+    /// When the request really began: the connection was made (the task starts a little after
+    /// it is handed out, and may wait for a socket).
+    pub(super) began: Instant,
+    /// How long it took.
+    pub(super) took: Duration,
+    pub(super) job: DoneJob,
+    pub(super) fetched_at: i64,
+    pub(super) result: Result<Fetched, FetchError>,
+}
+
+pub(super) enum DoneJob {
+    Robots { host_id: i64 },
+    Page(Box<QueuedUrl>),
+}
+
+/// A response, with the page already extracted when it was content.
+pub(super) struct Fetched {
+    pub(super) response: Response,
+    pub(super) page: Option<ExtractedPage>,
+}
+
+pub(super) struct ExtractedPage {
+    pub(super) extracted: Extracted,
+    pub(super) size: u64,
+    /// SHA-256 of the body; `None` when only the header was read.
+    pub(super) hash: Option<String>,
+    /// The body compressed for the archive, when it was read.
+    pub(super) zstd: Option<Vec<u8>>,
+}
+
+/// Resolves a capsule key (`host` or `host:port`) to the address it is fetched from.
+pub(super) async fn lookup(
+    host_id: i64,
+    capsule: String,
+    overrides: dns::Overrides,
+) -> (i64, Result<SocketAddr, FetchError>) {
+    let parsed = Url::parse(&format!("gemini://{capsule}/"));
+    let result = match &parsed {
+        Ok(u) => match u.host_str() {
+            Some(host) => dns::resolve(host, u.port().unwrap_or(1965), &overrides)
+                .await
+                .map(|addrs| addrs[0]),
+            None => Err(FetchError::Unresolved(capsule.clone())),
+        },
+        Err(_) => Err(FetchError::Unresolved(capsule.clone())),
+    };
+    (host_id, result)
+}
+
+/// One fetch task: the request, then, for content, the extraction on a blocking thread (at most
+/// `parsers` at once), so the loop only records and parsing never holds up the I/O threads. The
+/// socket is closed before the extraction starts.
+pub(super) async fn fetch(
+    fetcher: Fetcher,
+    parsers: Arc<Semaphore>,
+    url: String,
+    addr: SocketAddr,
+    host_id: i64,
+    job: DoneJob,
+) -> Done {
+    let mut began = Instant::now();
+    let fetched_at = unix_now();
+    let mut took = None;
+    let result = async {
+        let parsed = Url::parse(&url)
+            .map_err(|e| FetchError::Internal(format!("stored URL does not parse: {e}")))?;
+        let mut response = match &job {
+            DoneJob::Robots { .. } => fetcher.fetch_robots(&parsed, addr).await?,
+            DoneJob::Page(url) => {
+                // Revisits ask whether the version fetched last changed (HTTP validators).
+                let known = crate::fetch::Validators {
+                    etag: url.prior.etag.clone(),
+                    last_modified: url.prior.last_modified.clone(),
+                };
+                fetcher.fetch_revisit(&parsed, addr, &known).await?
+            }
+        };
+        // The request began, for the server and for politeness, when the connection was made
+        // (a wait for a socket or a slow connect comes before).
+        began = response.connected;
+        took = Some(began.elapsed());
+        let page = match (&job, &mut response.outcome) {
+            (DoneJob::Page(_), Outcome::Success { meta, body }) => {
+                let (meta, body) = (meta.clone(), std::mem::take(body));
+                let _slot = parsers.acquire().await.expect("never closed");
+                let page = tokio::task::spawn_blocking(move || extract(&parsed, &meta, &body))
+                    .await
+                    .map_err(|e| FetchError::Internal(format!("extraction failed: {e}")))?;
+                Some(page)
+            }
+            _ => None,
+        };
+        Ok(Fetched { response, page })
+    }
+    .await;
+    let took = took.unwrap_or_else(|| began.elapsed());
+    Done {
+        ip: addr.ip(),
+        host_id,
+        began,
+        took,
+        job,
+        fetched_at,
+        result,
+    }
+}
+
+/// The CPU part of a fetch: text, links and title, the body's hash for duplicate detection, and
+/// the body compressed for the archive.
+pub(super) fn extract(url: &Url, meta: &str, body: &[u8]) -> ExtractedPage {
+    let read = crate::fetch::wants_body(meta);
+    ExtractedPage {
+        extracted: content::extract(url, meta, body),
+        size: body.len() as u64,
+        hash: read.then(|| crate::fetch::gemini::fingerprint_hex(body)),
+        zstd: read.then(|| crate::frontier::archive::compress(body)),
+    }
+}
