@@ -352,7 +352,7 @@ impl<'a> Batch<'a> {
 
     /// The distinct labels of the links that point to a URL (see [`super::Frontier::inbound_labels`]).
     pub fn inbound_labels(&mut self, id: i64, limit: usize) -> Result<Vec<String>> {
-        super::inbound_labels(&self.tx, id, limit)
+        super::anchors::inbound_labels(&self.tx, id, limit)
     }
 
     /// Records a visit: what was received, the state, the schedule and the index operation. A

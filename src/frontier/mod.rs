@@ -23,12 +23,15 @@
 //! leases and claims are let go at the end of a run, and by [`Frontier::recover`] after a crash.
 //! Every claim is an index range scan: the cost does not grow with the number of URLs known.
 
+mod anchors;
 pub mod archive;
 mod batch;
 mod claim;
 mod graph;
 mod migrate;
+mod seeds;
 mod stats;
+mod types;
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -39,6 +42,10 @@ use rusqlite::{params, Connection, OpenFlags, OptionalExtension, TransactionBeha
 pub use archive::{ArchiveRecord, ArchiveStats, ArchivedBody, ArchivedResponse, IndexedContent};
 pub use batch::{Batch, LinkReport, NewUrl, VisitRecord};
 pub use stats::{Backlink, CertificateChange, KnownHost, Schedule, Stats, UrlDetails};
+pub use types::{
+    AnchorUpdate, CachedRobots, Canonical, FetchResult, IndexOp, IndexedPage, LinkOut, Pin, Prior,
+    QueuedUrl, Suggested, SuggestedSeed, UrlState,
+};
 
 /// A recursive CTE `chain(id)`: URL `?1` and the URLs whose redirects (30 or 31) lead to it,
 /// directly or through other redirects (`UNION` ends loops).
@@ -79,198 +86,6 @@ impl From<rusqlite::Error> for FrontierError {
 }
 
 type Result<T> = std::result::Result<T, FrontierError>;
-
-/// What the last visit of a URL found. See schema.sql.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum UrlState {
-    New,
-    Indexed,
-    Fetched,
-    Failed,
-    Excluded,
-}
-
-impl UrlState {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            UrlState::New => "new",
-            UrlState::Indexed => "indexed",
-            UrlState::Fetched => "fetched",
-            UrlState::Failed => "failed",
-            UrlState::Excluded => "excluded",
-        }
-    }
-
-    fn parse(s: &str) -> UrlState {
-        match s {
-            "indexed" => UrlState::Indexed,
-            "fetched" => UrlState::Fetched,
-            "failed" => UrlState::Failed,
-            "excluded" => UrlState::Excluded,
-            _ => UrlState::New,
-        }
-    }
-}
-
-/// An operation sent to the index and not yet committed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum IndexOp {
-    Upsert,
-    Delete,
-}
-
-impl IndexOp {
-    fn as_str(self) -> &'static str {
-        match self {
-            IndexOp::Upsert => "upsert",
-            IndexOp::Delete => "delete",
-        }
-    }
-}
-
-/// A URL handed to the crawl, with what geode remembers of it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct QueuedUrl {
-    pub id: i64,
-    pub url: String,
-    pub host_id: i64,
-    /// Capsule key (host or host:port).
-    pub host: String,
-    pub depth: u32,
-    pub hops: u32,
-    /// Set when this URL was reached through a temporary redirect: its content is indexed under
-    /// the URL that redirected.
-    pub canonical: Option<Canonical>,
-    pub prior: Prior,
-}
-
-/// The URL under which a temporarily redirected page is indexed.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Canonical {
-    pub id: i64,
-    pub url: String,
-    /// Its capsule key.
-    pub host: String,
-    pub in_index: bool,
-}
-
-/// What the frontier knew of a URL when it was claimed: enough to tell a change, keep a failure
-/// streak and count what a visit did.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Prior {
-    pub state: Option<UrlState>,
-    pub in_index: bool,
-    pub content_hash: Option<String>,
-    pub mime: Option<String>,
-    /// The last meta (a redirect's target, for 3x).
-    pub meta: Option<String>,
-    pub status: Option<u8>,
-    /// The interval set at the last visit (seconds).
-    pub revisit_secs: Option<i64>,
-    pub first_failed_at: Option<i64>,
-    /// Temporary failures in a row.
-    pub attempts: u32,
-    pub visited: bool,
-    /// The page was a feed at its last visit.
-    pub feed: bool,
-    /// HTTP validators of the content fetched last (for a conditional revisit).
-    pub etag: Option<String>,
-    pub last_modified: Option<String>,
-}
-
-/// The cached robots.txt answer of a capsule.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CachedRobots {
-    pub status: u8,
-    pub text: Option<String>,
-    pub fetched_at: i64,
-}
-
-/// What a visit received.
-#[derive(Debug, Clone, Default)]
-pub struct FetchResult {
-    pub status: Option<u8>,
-    /// Meta line or error message.
-    pub meta: String,
-    /// Short error kind for failed or excluded URLs.
-    pub error: Option<String>,
-    pub mime: Option<String>,
-    pub size: Option<u64>,
-    pub content_hash: Option<String>,
-    /// The whole meta line of a 20 (charset and language included), kept with the content.
-    pub content_meta: Option<String>,
-    /// HTTP validators of new content (`None`: keep those recorded).
-    pub validators: Option<(Option<String>, Option<String>)>,
-    pub fetched_at: i64,
-}
-
-/// A link to record: `url` normalised, `host` its capsule key.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LinkOut {
-    pub url: String,
-    pub host: String,
-    pub label: String,
-    /// `None` when the crawl may fetch it; otherwise why not (stored as the `excluded` URL's
-    /// error and kept for the link graph).
-    pub excluded: Option<&'static str>,
-    /// Its claim priority if it is new ([`crate::revisit::Priority`]).
-    pub prio: crate::revisit::Priority,
-}
-
-/// What a certificate check against the pin found.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Pin {
-    First,
-    Same,
-    /// The capsule presents another certificate than the one pinned, which was this one.
-    Changed {
-        previous: String,
-    },
-}
-
-/// A page whose document must be rewritten because the labels of links to it changed.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct AnchorUpdate {
-    /// The URL the change was recorded against.
-    pub dirty_id: i64,
-    /// The indexed page it stands for (itself, or where its redirects lead), if any.
-    pub page: Option<IndexedPage>,
-}
-
-/// An indexed page, as the anchor refresh needs it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct IndexedPage {
-    pub id: i64,
-    pub url: String,
-    pub mime: Option<String>,
-    /// Only the header was read (a file indexed by its URL and the links to it).
-    pub header_only: bool,
-}
-
-/// What became of a suggested seed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Suggested {
-    /// A URL geode did not know: the next crawl fetches it.
-    New,
-    /// A URL geode knew: it is due at once.
-    Known,
-    /// Suggested before.
-    AlreadySuggested,
-    /// Too many suggestions wait for a crawl already; nothing was recorded.
-    QueueFull,
-}
-
-/// A seed someone suggested, and where it stands.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-pub struct SuggestedSeed {
-    pub url: String,
-    pub added_at: i64,
-    pub source: String,
-    /// What its last visit found (`new`: not visited yet).
-    pub state: String,
-    pub in_index: bool,
-    pub fetched_at: Option<i64>,
-}
 
 /// How many suggested seeds may wait for a crawl at once: the frontend lets strangers suggest.
 pub const MAX_WAITING_SEEDS: usize = 10_000;
@@ -441,101 +256,6 @@ impl Frontier {
         Ok(())
     }
 
-    /// Adds a seed URL at depth 0, due now. Returns true when it was not known before.
-    pub fn add_seed(&mut self, url: &str, host: &str, now: i64) -> Result<bool> {
-        let mut batch = self.batch(now)?;
-        let prio = url::Url::parse(url)
-            .map(|u| crate::revisit::Priority::of(&u, false, false))
-            .unwrap_or(crate::revisit::Priority::Fresh);
-        let seed = NewUrl {
-            url,
-            host,
-            depth: 0,
-            hops: 0,
-            from: None,
-            alias_of: None,
-            prio,
-        };
-        let added = batch
-            .ensure_url(&seed, None, u64::MAX)?
-            .is_some_and(|(_, new)| new);
-        batch.commit()?;
-        Ok(added)
-    }
-
-    /// Records a seed someone suggested (`source`: `cli` or `serve`): the URL joins the frontier
-    /// if unknown, and is due at once unless it is excluded or gone for good. At most
-    /// [`MAX_WAITING_SEEDS`] suggestions wait for a crawl at a time.
-    pub fn suggest_seed(
-        &mut self,
-        url: &str,
-        host: &str,
-        source: &str,
-        now: i64,
-    ) -> Result<Suggested> {
-        let waiting: i64 = self.conn.query_row(
-            "SELECT COUNT(*) FROM seeds s JOIN urls u ON u.url = s.url WHERE u.state = 'new'",
-            [],
-            |r| r.get(0),
-        )?;
-        let known_seed: bool = self.conn.query_row(
-            "SELECT EXISTS (SELECT 1 FROM seeds WHERE url = ?1)",
-            [url],
-            |r| r.get(0),
-        )?;
-        if !known_seed && waiting as usize >= MAX_WAITING_SEEDS {
-            return Ok(Suggested::QueueFull);
-        }
-        let added = self.add_seed(url, host, now)?;
-        let tx = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)?;
-        tx.execute(
-            "INSERT OR IGNORE INTO seeds(url, added_at, source) VALUES (?1, ?2, ?3)",
-            params![url, now, source],
-        )?;
-        tx.execute(
-            "UPDATE urls SET due_at = ?2 WHERE url = ?1 AND due_at > ?2",
-            params![url, now],
-        )?;
-        tx.execute(
-            "UPDATE hosts SET next_due = ?2
-             WHERE id = (SELECT host_id FROM urls WHERE url = ?1 AND due_at IS NOT NULL)
-               AND (next_due IS NULL OR next_due > ?2)",
-            params![url, now],
-        )?;
-        tx.commit()?;
-        Ok(if added {
-            Suggested::New
-        } else if known_seed {
-            Suggested::AlreadySuggested
-        } else {
-            Suggested::Known
-        })
-    }
-
-    /// The seeds people suggested, newest first, with where each URL stands.
-    pub fn suggested_seeds(&self) -> Result<Vec<SuggestedSeed>> {
-        let mut stmt = self.conn.prepare(
-            "SELECT s.url, s.added_at, s.source, u.state, u.in_index, u.fetched_at
-             FROM seeds s LEFT JOIN urls u ON u.url = s.url
-             ORDER BY s.added_at DESC, s.url",
-        )?;
-        let rows = stmt.query_map([], |r| {
-            Ok(SuggestedSeed {
-                url: r.get(0)?,
-                added_at: r.get(1)?,
-                source: r.get(2)?,
-                state: r
-                    .get::<_, Option<String>>(3)?
-                    .unwrap_or_else(|| "new".into()),
-                in_index: r.get::<_, Option<bool>>(4)?.unwrap_or(false),
-                fetched_at: r.get(5)?,
-            })
-        })?;
-        Ok(rows.collect::<std::result::Result<_, _>>()?)
-    }
-
     /// Number of URLs known.
     pub fn url_count(&self) -> Result<u64> {
         Ok(self
@@ -636,118 +356,6 @@ impl Frontier {
         let rows = stmt.query_map(params, |r| r.get(0))?;
         Ok(rows.collect::<std::result::Result<_, _>>()?)
     }
-
-    /// Up to `limit` pages whose anchors changed, after the URL id `after`, each with the
-    /// indexed page it stands for (if any): the URL itself when it is in the index, else the
-    /// page its redirects lead to.
-    pub fn anchor_updates(&self, after: i64, limit: usize) -> Result<Vec<AnchorUpdate>> {
-        let ids: Vec<i64> = {
-            let mut stmt = self.conn.prepare_cached(
-                "SELECT url_id FROM anchor_updates WHERE url_id > ?1 ORDER BY url_id LIMIT ?2",
-            )?;
-            let rows = stmt.query_map(params![after, limit as i64], |r| r.get(0))?;
-            rows.collect::<std::result::Result<_, _>>()?
-        };
-        let mut updates = Vec::with_capacity(ids.len());
-        for dirty_id in ids {
-            updates.push(AnchorUpdate {
-                dirty_id,
-                page: self.indexed_page_for(dirty_id)?,
-            });
-        }
-        Ok(updates)
-    }
-
-    fn indexed_page_for(&self, mut id: i64) -> Result<Option<IndexedPage>> {
-        let mut stmt = self.conn.prepare_cached(
-            "SELECT url, in_index = 1 AND index_op IS NULL, redirect_to, status, mime,
-                    content_hash IS NULL
-             FROM urls WHERE id = ?1",
-        )?;
-        for _ in 0..=MAX_REDIRECT_CHAIN {
-            let row = stmt
-                .query_row([id], |r| {
-                    Ok((
-                        r.get::<_, String>(0)?,
-                        r.get::<_, bool>(1)?,
-                        r.get::<_, Option<i64>>(2)?,
-                        r.get::<_, Option<i64>>(3)?,
-                        r.get::<_, Option<String>>(4)?,
-                        r.get::<_, bool>(5)?,
-                    ))
-                })
-                .optional()?;
-            let Some((url, indexed, redirect_to, status, mime, no_hash)) = row else {
-                return Ok(None);
-            };
-            if indexed {
-                let header_only = no_hash
-                    && !mime
-                        .as_deref()
-                        .is_some_and(|m| m.to_ascii_lowercase().starts_with("text/"));
-                return Ok(Some(IndexedPage {
-                    id,
-                    url,
-                    mime,
-                    header_only,
-                }));
-            }
-            // Only a permanent redirect hands its inbound labels on (see REDIRECT_CHAIN).
-            match (status, redirect_to) {
-                (Some(30..=39), Some(next)) => id = next,
-                _ => return Ok(None),
-            }
-        }
-        Ok(None)
-    }
-
-    /// Forgets anchor updates once the documents they asked for are committed.
-    pub fn clear_anchor_updates(&mut self, ids: &[i64]) -> Result<()> {
-        let tx = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)?;
-        {
-            let mut del = tx.prepare_cached("DELETE FROM anchor_updates WHERE url_id = ?1")?;
-            for id in ids {
-                del.execute([id])?;
-            }
-        }
-        tx.commit()?;
-        Ok(())
-    }
-
-    /// Forgets every anchor update: a rebuilt index wrote every document with its anchors.
-    pub fn clear_all_anchor_updates(&mut self) -> Result<()> {
-        self.conn.execute("DELETE FROM anchor_updates", [])?;
-        Ok(())
-    }
-
-    /// The labels of the links on a page (its own, not those pointing to it), distinct.
-    pub fn own_labels(&self, id: i64) -> Result<Vec<String>> {
-        let mut stmt = self.conn.prepare_cached(
-            "SELECT DISTINCT label FROM links WHERE source = ?1 AND label != '' ORDER BY label",
-        )?;
-        let rows = stmt.query_map([id], |r| r.get(0))?;
-        Ok(rows.collect::<std::result::Result<_, _>>()?)
-    }
-
-    /// The distinct labels of the links that point to a URL, or to a URL that redirects to it
-    /// (`=> /book The Book` names `/book/`), at most `limit` of them, from pages that are not
-    /// being removed.
-    pub fn inbound_labels(&self, id: i64, limit: usize) -> Result<Vec<String>> {
-        inbound_labels(&self.conn, id, limit)
-    }
-}
-
-fn inbound_labels(conn: &Connection, id: i64, limit: usize) -> Result<Vec<String>> {
-    let mut stmt = conn.prepare_cached(&format!(
-        "WITH RECURSIVE {REDIRECT_CHAIN} \
-         SELECT DISTINCT label FROM links WHERE target IN chain AND label != '' \
-         ORDER BY label LIMIT ?2"
-    ))?;
-    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-    let rows = stmt.query_map(params![id, limit], |r| r.get(0))?;
-    Ok(rows.collect::<std::result::Result<_, _>>()?)
 }
 
 /// Applies the index operations of commits up to `seq`.

@@ -1,0 +1,194 @@
+//! What the frontier hands out and takes in: URL states and index operations, claimed URLs with
+//! what was known of them, fetch results, links, certificate pins, anchor updates and seeds.
+
+/// What the last visit of a URL found. See schema.sql.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum UrlState {
+    New,
+    Indexed,
+    Fetched,
+    Failed,
+    Excluded,
+}
+
+impl UrlState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            UrlState::New => "new",
+            UrlState::Indexed => "indexed",
+            UrlState::Fetched => "fetched",
+            UrlState::Failed => "failed",
+            UrlState::Excluded => "excluded",
+        }
+    }
+
+    pub(super) fn parse(s: &str) -> UrlState {
+        match s {
+            "indexed" => UrlState::Indexed,
+            "fetched" => UrlState::Fetched,
+            "failed" => UrlState::Failed,
+            "excluded" => UrlState::Excluded,
+            _ => UrlState::New,
+        }
+    }
+}
+
+/// An operation sent to the index and not yet committed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IndexOp {
+    Upsert,
+    Delete,
+}
+
+impl IndexOp {
+    pub(super) fn as_str(self) -> &'static str {
+        match self {
+            IndexOp::Upsert => "upsert",
+            IndexOp::Delete => "delete",
+        }
+    }
+}
+
+/// A URL handed to the crawl, with what geode remembers of it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QueuedUrl {
+    pub id: i64,
+    pub url: String,
+    pub host_id: i64,
+    /// Capsule key (host or host:port).
+    pub host: String,
+    pub depth: u32,
+    pub hops: u32,
+    /// Set when this URL was reached through a temporary redirect: its content is indexed under
+    /// the URL that redirected.
+    pub canonical: Option<Canonical>,
+    pub prior: Prior,
+}
+
+/// The URL under which a temporarily redirected page is indexed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Canonical {
+    pub id: i64,
+    pub url: String,
+    /// Its capsule key.
+    pub host: String,
+    pub in_index: bool,
+}
+
+/// What the frontier knew of a URL when it was claimed: enough to tell a change, keep a failure
+/// streak and count what a visit did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Prior {
+    pub state: Option<UrlState>,
+    pub in_index: bool,
+    pub content_hash: Option<String>,
+    pub mime: Option<String>,
+    /// The last meta (a redirect's target, for 3x).
+    pub meta: Option<String>,
+    pub status: Option<u8>,
+    /// The interval set at the last visit (seconds).
+    pub revisit_secs: Option<i64>,
+    pub first_failed_at: Option<i64>,
+    /// Temporary failures in a row.
+    pub attempts: u32,
+    pub visited: bool,
+    /// The page was a feed at its last visit.
+    pub feed: bool,
+    /// HTTP validators of the content fetched last (for a conditional revisit).
+    pub etag: Option<String>,
+    pub last_modified: Option<String>,
+}
+
+/// The cached robots.txt answer of a capsule.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CachedRobots {
+    pub status: u8,
+    pub text: Option<String>,
+    pub fetched_at: i64,
+}
+
+/// What a visit received.
+#[derive(Debug, Clone, Default)]
+pub struct FetchResult {
+    pub status: Option<u8>,
+    /// Meta line or error message.
+    pub meta: String,
+    /// Short error kind for failed or excluded URLs.
+    pub error: Option<String>,
+    pub mime: Option<String>,
+    pub size: Option<u64>,
+    pub content_hash: Option<String>,
+    /// The whole meta line of a 20 (charset and language included), kept with the content.
+    pub content_meta: Option<String>,
+    /// HTTP validators of new content (`None`: keep those recorded).
+    pub validators: Option<(Option<String>, Option<String>)>,
+    pub fetched_at: i64,
+}
+
+/// A link to record: `url` normalised, `host` its capsule key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LinkOut {
+    pub url: String,
+    pub host: String,
+    pub label: String,
+    /// `None` when the crawl may fetch it; otherwise why not (stored as the `excluded` URL's
+    /// error and kept for the link graph).
+    pub excluded: Option<&'static str>,
+    /// Its claim priority if it is new ([`crate::revisit::Priority`]).
+    pub prio: crate::revisit::Priority,
+}
+
+/// What a certificate check against the pin found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Pin {
+    First,
+    Same,
+    /// The capsule presents another certificate than the one pinned, which was this one.
+    Changed {
+        previous: String,
+    },
+}
+
+/// A page whose document must be rewritten because the labels of links to it changed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AnchorUpdate {
+    /// The URL the change was recorded against.
+    pub dirty_id: i64,
+    /// The indexed page it stands for (itself, or where its redirects lead), if any.
+    pub page: Option<IndexedPage>,
+}
+
+/// An indexed page, as the anchor refresh needs it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IndexedPage {
+    pub id: i64,
+    pub url: String,
+    pub mime: Option<String>,
+    /// Only the header was read (a file indexed by its URL and the links to it).
+    pub header_only: bool,
+}
+
+/// What became of a suggested seed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Suggested {
+    /// A URL geode did not know: the next crawl fetches it.
+    New,
+    /// A URL geode knew: it is due at once.
+    Known,
+    /// Suggested before.
+    AlreadySuggested,
+    /// Too many suggestions wait for a crawl already; nothing was recorded.
+    QueueFull,
+}
+
+/// A seed someone suggested, and where it stands.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct SuggestedSeed {
+    pub url: String,
+    pub added_at: i64,
+    pub source: String,
+    /// What its last visit found (`new`: not visited yet).
+    pub state: String,
+    pub in_index: bool,
+    pub fetched_at: Option<i64>,
+}

@@ -1,0 +1,69 @@
+//! Result diversity: no capsule takes more than a few places in any block of results while
+//! others wait; the others move down, never out. Pure.
+
+use std::collections::HashMap;
+
+/// How many top results diversity reorders. Fixed, so that every page of results comes from the
+/// same reordering and paging never repeats or skips a result.
+pub(super) const DIVERSITY_WINDOW: usize = 1000;
+/// Results per block of [`BLOCK`] that one capsule may take while other capsules have
+/// candidates.
+pub(super) const PER_CAPSULE: usize = 2;
+pub(super) const BLOCK: usize = 10;
+/// A result of another capsule takes a waiting result's place only when it scores at least
+/// this share of it.
+const DIVERSITY_MIN_SHARE: f32 = 0.2;
+
+/// Reorders `items` (best first) so that in every block of `block` results no capsule has more
+/// than `cap` places while candidates of other capsules remain; a result that must wait keeps
+/// its rank among the waiting ones and comes first in the next block. When only one capsule's
+/// results remain, or the others score under [`DIVERSITY_MIN_SHARE`] of the best waiting one,
+/// the waiting results fill the block in order. Every item appears exactly once.
+pub(super) fn diversify<T: Clone>(
+    items: &[T],
+    capsule: impl Fn(&T) -> u64,
+    score: impl Fn(&T) -> f32,
+    cap: usize,
+    block: usize,
+) -> Vec<T> {
+    let mut out = Vec::with_capacity(items.len());
+    let mut pending: std::collections::VecDeque<T> = items.iter().cloned().collect();
+    while !pending.is_empty() {
+        let mut taken = 0;
+        let mut counts: HashMap<u64, usize> = HashMap::new();
+        let mut waiting = Vec::new();
+        while taken < block {
+            let Some(item) = pending.pop_front() else {
+                break;
+            };
+            // Variety is not worth a much worse result: a strong page of a capsule that has had
+            // its share beats a faint match elsewhere (a query naming a capsule wants its pages).
+            if waiting
+                .first()
+                .is_some_and(|w| score(&item) < DIVERSITY_MIN_SHARE * score(w))
+            {
+                pending.push_front(item);
+                break;
+            }
+            let count = counts.entry(capsule(&item)).or_default();
+            if *count < cap {
+                *count += 1;
+                out.push(item);
+                taken += 1;
+            } else {
+                waiting.push(item);
+            }
+        }
+        // Not enough other capsules: the waiting results fill the block in rank order.
+        let mut waiting = waiting.into_iter();
+        while taken < block {
+            let Some(item) = waiting.next() else { break };
+            out.push(item);
+            taken += 1;
+        }
+        for item in waiting.rev() {
+            pending.push_front(item);
+        }
+    }
+    out
+}

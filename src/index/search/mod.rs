@@ -1,0 +1,447 @@
+//! Searching: readers over the index, ranking, result diversity, snippets.
+//!
+//! A [`SearchIndex`] never takes the writer lock and writes nothing (it reads through
+//! `readonly.rs`), so `geode search` and `geode serve` can run while a crawl is writing, on a
+//! read-only directory, or as a user who may only read the index; the reader picks up new commits shortly after they land, and the
+//! authority file when a crawl rewrites it.
+//!
+//! Ranking (the formula is in ARCHITECTURE.md, "Ranking"): Tantivy's BM25 over the fields the
+//! compiled query names, times a link-authority factor and a home-page prior, computed per
+//! matching document from fast fields while Tantivy collects the top candidates. The first
+//! [`DIVERSITY_WINDOW`] results are then reordered so that no capsule takes more than
+//! [`PER_CAPSULE`] places in any block of [`BLOCK`] results; the others move down, never out.
+//!
+//! Snippets are plain text, matched words wrapped in `**`..`**`; rendering them as gemtext or
+//! a terminal line is the caller's business.
+//!
+//! Not here: query parsing (`crate::query`), compiling a query (`compile`), writing. Here and
+//! below: `score` (the per-document score and its parts, coverage of relaxed queries), `lexicon`
+//! (the index as the query compiler sees it), `diversity` (capsules taking turns).
+
+mod diversity;
+mod lexicon;
+mod score;
+#[cfg(test)]
+mod tests;
+
+use diversity::{diversify, BLOCK, DIVERSITY_WINDOW, PER_CAPSULE};
+use lexicon::IndexLexicon;
+use score::{Coverage, Ranked, Ranker, WordChecks};
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use tantivy::collector::{Count, TopDocs};
+use tantivy::query::TermQuery;
+use tantivy::schema::{IndexRecordOption, Value};
+use tantivy::{Index, IndexReader, ReloadPolicy, Searcher, TantivyDocument, Term};
+
+use crate::index::authority::Authority;
+use crate::index::compile::{compile, relax, Relaxed};
+use crate::index::snippet::{snippet, Highlighter};
+use crate::index::{open_index, Access, Fields, IndexError};
+use crate::query;
+
+/// Longest snippet, in characters.
+const SNIPPET_MAX_CHARS: usize = 220;
+
+/// How often a search checks whether the authority file changed.
+const AUTHORITY_CHECK_EVERY: Duration = Duration::from_secs(2);
+
+/// How results are ordered.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Ranking {
+    /// BM25 x authority x home-page prior, then capsule diversity.
+    #[default]
+    Full,
+    /// Plain BM25 over the same fields and boosts: for comparison (`scripts/eval-search`).
+    Bm25,
+}
+
+/// A search request.
+#[derive(Debug, Clone, Copy)]
+pub struct SearchOptions {
+    pub limit: usize,
+    pub offset: usize,
+    pub ranking: Ranking,
+    /// Every bare word required, as before issue 14: no partial matches, no spelling
+    /// neighbours, no "did you mean".
+    pub strict: bool,
+    /// Every near-duplicate listed, instead of one page per cluster.
+    pub all: bool,
+}
+
+impl Default for SearchOptions {
+    fn default() -> Self {
+        SearchOptions {
+            limit: 10,
+            offset: 0,
+            ranking: Ranking::Full,
+            strict: false,
+            all: false,
+        }
+    }
+}
+
+/// The factors of a hit's score: `score = (text x coverage^3 + 0.01) x (1 + authority) x prior`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize)]
+pub struct ScoreParts {
+    /// BM25 over the matched fields, with their boosts.
+    pub text: f32,
+    /// Link authority in 0..=1 (times its weight in the score).
+    pub authority: f32,
+    /// Home-page prior, at least 1.
+    pub prior: f32,
+    /// Share of the query's weight (its words' idf) the page holds: 1 when it has every word.
+    pub coverage: f32,
+}
+
+/// One result.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Hit {
+    pub url: String,
+    pub title: String,
+    /// Plain text of the best passage for the query, matched words wrapped in `**`; the start
+    /// of the body when no body word matched (e.g. only the title did).
+    pub snippet: String,
+    /// The ranking score; only meaningful relative to the other hits of the same query.
+    pub score: f32,
+    pub parts: ScoreParts,
+    pub host: String,
+    pub mime: String,
+    /// The page's language: declared by its server, else detected.
+    pub lang: Option<String>,
+    pub size: u64,
+    /// Fetch time, seconds since the Unix epoch.
+    pub fetched_at: i64,
+    /// The query's words the page lacks, as typed (empty when it has them all).
+    pub missing: Vec<String>,
+    /// How many other pages of the index are near-duplicates of this one; they are left out of
+    /// the results unless all are asked for (`similar:URL` lists them).
+    pub similar: usize,
+}
+
+/// A page of results.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct SearchResults {
+    /// How many documents match in all, with all the words or some.
+    pub total: usize,
+    /// How many of them hold every word (every word that is not very common).
+    pub with_all_words: usize,
+    /// The query with its misspelled-looking words replaced by their likeliest spelling in
+    /// the index, when some word is unknown or nothing holds all the words.
+    pub did_you_mean: Option<String>,
+    pub hits: Vec<Hit>,
+}
+
+/// A read-only view of the index; cheap to query many times, from several threads.
+pub struct SearchIndex {
+    // Kept so the tokenizer registration the analysis relies on stays alive.
+    _index: Index,
+    reader: IndexReader,
+    fields: Fields,
+    dir: PathBuf,
+    authority: Mutex<AuthorityState>,
+}
+
+struct AuthorityState {
+    scores: Arc<Authority>,
+    checked: Instant,
+}
+
+impl SearchIndex {
+    /// Opens the index in `dir` for reading. Fails with [`IndexError::Missing`] when absent.
+    pub fn open(dir: &Path) -> Result<Self, IndexError> {
+        let Some((index, fields)) = open_index(dir, Access::Read)? else {
+            return Err(IndexError::Missing(dir.to_path_buf()));
+        };
+        let reader = index
+            .reader_builder()
+            .reload_policy(ReloadPolicy::OnCommitWithDelay)
+            .try_into()?;
+        let scores = Arc::new(Authority::load(dir)?);
+        Ok(SearchIndex {
+            _index: index,
+            reader,
+            fields,
+            dir: dir.to_path_buf(),
+            authority: Mutex::new(AuthorityState {
+                scores,
+                checked: Instant::now(),
+            }),
+        })
+    }
+
+    /// Number of documents in the index.
+    pub fn num_docs(&self) -> u64 {
+        self.reader.searcher().num_docs()
+    }
+
+    /// A snapshot of the index as it is now.
+    #[cfg(test)]
+    pub(crate) fn searcher(&self) -> Searcher {
+        self.reader.searcher()
+    }
+
+    #[cfg(test)]
+    pub(crate) fn fields(&self) -> &Fields {
+        &self.fields
+    }
+
+    /// Runs a query with the full ranking; a malformed query is [`IndexError::Query`].
+    pub fn search(
+        &self,
+        query: &str,
+        limit: usize,
+        offset: usize,
+    ) -> Result<SearchResults, IndexError> {
+        self.search_with(
+            query,
+            &SearchOptions {
+                limit,
+                offset,
+                ..SearchOptions::default()
+            },
+        )
+    }
+
+    /// Runs a query; a malformed query is [`IndexError::Query`].
+    pub fn search_with(
+        &self,
+        text: &str,
+        options: &SearchOptions,
+    ) -> Result<SearchResults, IndexError> {
+        let parsed = query::parse(text).map_err(|e| IndexError::Query(e.to_string()))?;
+        self.search_parsed(text, &parsed, options)
+    }
+
+    /// Runs a query the caller has already parsed from `text` (to report its errors its own
+    /// way).
+    pub fn search_parsed(
+        &self,
+        text: &str,
+        parsed: &query::Query,
+        options: &SearchOptions,
+    ) -> Result<SearchResults, IndexError> {
+        let searcher = self.reader.searcher();
+        let lexicon = IndexLexicon {
+            searcher: &searcher,
+            fields: &self.fields,
+        };
+        let compiled = compile(parsed, &self.fields, &lexicon).map_err(|_| {
+            IndexError::Query("the query has no word that can be searched for".to_string())
+        })?;
+        let relaxed = if options.strict {
+            None
+        } else {
+            relax(parsed, &self.fields, &lexicon, query::explicit_and(text))
+        };
+        // Listing a cluster (`similar:`) or asking for everything shows every member.
+        let collapse = !options.all && !parsed.has_similar_filter();
+
+        // TopDocs allocates room for its limit up front and panics on a zero limit, so bound
+        // the window by the number of documents: no page can hold more than that.
+        let num_docs = usize::try_from(searcher.num_docs()).unwrap_or(usize::MAX);
+        let (offset, limit) = (options.offset, options.limit);
+        let page = limit.min(num_docs.saturating_sub(offset));
+        let full = options.ranking == Ranking::Full;
+        if page == 0 {
+            let (total, with_all_words) = match &relaxed {
+                None => {
+                    let n = searcher.search(&*compiled, &Count)?;
+                    (n, n)
+                }
+                Some(r) => (
+                    searcher.search(&*r.any_word(), &Count)?,
+                    searcher.search(&*r.all_words(), &Count)?,
+                ),
+            };
+            return Ok(SearchResults {
+                total,
+                with_all_words,
+                did_you_mean: relaxed
+                    .as_ref()
+                    .and_then(|r| suggestion(text, r, with_all_words)),
+                hits: Vec::new(),
+            });
+        }
+        let end = offset.saturating_add(page);
+        // Diversity and near-duplicate folding reorder a fixed window, so that every page of
+        // results comes from the same order.
+        let window = if full || collapse {
+            end.max(DIVERSITY_WINDOW).min(num_docs)
+        } else {
+            end
+        };
+        let authority = self.current_authority();
+        let ranker = |coverage| Ranker {
+            authority: Arc::clone(&authority),
+            full,
+            coverage,
+        };
+
+        // One ranking for pages with all the words and pages with some: a page lacking words
+        // scores its text relevance times its coverage cubed, so it follows the pages with all
+        // the words unless those match them only faintly (a bookmark list of 12,000 links holds
+        // every word of most queries, each drowned in its length).
+        let (total, with_all_words, ranked) = match &relaxed {
+            None => {
+                let (n, ranked) = searcher.search(
+                    &*compiled,
+                    &(Count, TopDocs::with_limit(window).tweak_score(ranker(None))),
+                )?;
+                (n, n, ranked)
+            }
+            Some(r) => {
+                // Pages with all the words first: when a thousand of them fill the window, a
+                // page lacking words would need to beat them all on a third or less of its
+                // score, so the costlier scoring of every page with some word is skipped.
+                let (complete, ranked) = searcher.search(
+                    &*r.all_words(),
+                    &(Count, TopDocs::with_limit(window).tweak_score(ranker(None))),
+                )?;
+                if complete >= window.max(DIVERSITY_WINDOW) {
+                    (searcher.search(&*r.any_word(), &Count)?, complete, ranked)
+                } else {
+                    let coverage = Arc::new(Coverage::new(&searcher, r)?);
+                    let (total, ranked) = searcher.search(
+                        &*r.any_word(),
+                        &(
+                            Count,
+                            TopDocs::with_limit(window).tweak_score(ranker(Some(coverage))),
+                        ),
+                    )?;
+                    (total, complete, ranked)
+                }
+            }
+        };
+        // The best-ranked member of a cluster of near-duplicates stands for it; then no capsule
+        // takes more than its share of each block.
+        let mut ranked = ranked;
+        if collapse {
+            let mut seen = HashSet::new();
+            ranked.retain(|(r, _)| seen.insert(r.cluster));
+        }
+        if full {
+            let head = ranked.len().min(DIVERSITY_WINDOW);
+            let reordered = diversify(
+                &ranked[..head],
+                |(r, _)| r.capsule,
+                |(r, _)| r.score,
+                PER_CAPSULE,
+                BLOCK,
+            );
+            ranked.splice(..head, reordered);
+        }
+
+        let checks = match &relaxed {
+            Some(r) => Some(WordChecks::new(&searcher, r)?),
+            None => None,
+        };
+        let highlighter = Highlighter::new(&parsed.highlight_words(), &[]);
+        let mut hits = Vec::with_capacity(page);
+        for (ranked, address) in ranked.into_iter().skip(offset).take(page) {
+            let doc: TantivyDocument = searcher.doc(address)?;
+            let mut hit = self.hit(&doc, ranked, &highlighter);
+            if let Some(checks) = &checks {
+                hit.missing = checks.missing(&searcher, address)?;
+            }
+            hit.similar = self.similar_count(&searcher, ranked.cluster)?;
+            hits.push(hit);
+        }
+        Ok(SearchResults {
+            total,
+            with_all_words,
+            did_you_mean: relaxed
+                .as_ref()
+                .and_then(|r| suggestion(text, r, with_all_words)),
+            hits,
+        })
+    }
+
+    /// How many other pages share a cluster of near-duplicates.
+    fn similar_count(&self, searcher: &Searcher, cluster: u64) -> Result<usize, IndexError> {
+        let query = TermQuery::new(
+            Term::from_field_u64(self.fields.cluster, cluster),
+            IndexRecordOption::Basic,
+        );
+        Ok(searcher.search(&query, &Count)?.saturating_sub(1))
+    }
+
+    fn hit(&self, doc: &TantivyDocument, ranked: Ranked, highlighter: &Highlighter) -> Hit {
+        let f = &self.fields;
+        let lang = first_str(doc, f.lang).map(str::to_string);
+        let body = first_str(doc, f.body).unwrap_or_default();
+        Hit {
+            url: self.text(doc, f.url),
+            title: self.text(doc, f.title),
+            snippet: snippet(body, highlighter, lang.as_deref(), SNIPPET_MAX_CHARS),
+            score: ranked.score,
+            parts: ranked.parts,
+            host: self.text(doc, f.host),
+            mime: self.text(doc, f.mime),
+            lang,
+            size: doc.get_first(f.size).and_then(|v| v.as_u64()).unwrap_or(0),
+            fetched_at: doc
+                .get_first(f.fetched_at)
+                .and_then(|v| v.as_i64())
+                .unwrap_or(0),
+            missing: Vec::new(),
+            similar: 0,
+        }
+    }
+
+    /// The authority scores, reloaded when a crawl has rewritten the file since the last check.
+    /// A file that fails to load keeps the old scores (and logs why): ranking degrades, search
+    /// goes on.
+    fn current_authority(&self) -> Arc<Authority> {
+        let mut state = match self.authority.lock() {
+            Ok(state) => state,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        if state.checked.elapsed() >= AUTHORITY_CHECK_EVERY {
+            state.checked = Instant::now();
+            if state.scores.is_stale(&self.dir) {
+                match Authority::load(&self.dir) {
+                    Ok(fresh) => state.scores = Arc::new(fresh),
+                    Err(e) => tracing::warn!("keeping the old authority scores: {e}"),
+                }
+            }
+        }
+        Arc::clone(&state.scores)
+    }
+
+    fn text(&self, doc: &TantivyDocument, field: tantivy::schema::Field) -> String {
+        first_str(doc, field).unwrap_or_default().to_string()
+    }
+}
+
+/// "Did you mean": the query text with each unknown word (or, when no page holds all the
+/// words, each word with spelling neighbours) replaced by its likeliest neighbour.
+fn suggestion(text: &str, relaxed: &Relaxed, with_all_words: usize) -> Option<String> {
+    let mut fixes: Vec<(std::ops::Range<usize>, &str)> = relaxed
+        .words
+        .iter()
+        .filter(|w| !w.known || with_all_words == 0)
+        .filter_map(|w| Some((w.span.clone(), w.corrections.first()?.as_str())))
+        .collect();
+    if fixes.is_empty() {
+        return None;
+    }
+    fixes.sort_by_key(|(span, _)| span.start);
+    let mut out = String::with_capacity(text.len());
+    let mut pos = 0;
+    for (span, word) in fixes {
+        out.push_str(text.get(pos..span.start)?);
+        out.push_str(word);
+        pos = span.end;
+    }
+    out.push_str(text.get(pos..)?);
+    Some(out)
+}
+
+fn first_str(doc: &TantivyDocument, field: tantivy::schema::Field) -> Option<&str> {
+    doc.get_first(field).and_then(|v| v.as_str())
+}
