@@ -863,6 +863,67 @@ fn pages_committed_while_serving_appear_without_a_restart() {
     }
 }
 
+/// Issue 15: `geode reindex` builds beside the live index and swaps it in, so a server keeps
+/// answering searches through the rebuild and serves the new index afterwards, unrestarted.
+#[test]
+fn searches_keep_answering_through_a_reindex() {
+    let data = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    crawl_into(data.path(), "gemini://alpha.test/", None);
+    let server = Serving::start(data.path(), &[]);
+    let addr = server.addr;
+    let query = server.url("/search?quietly%20stubborn%20kettle");
+    let rt = runtime();
+    let found = |answer: &Answer| answer.status == 20 && answer.body.contains("=> gemini://");
+    let first = rt.block_on(get(addr, &query));
+    assert!(
+        found(&first),
+        "{} {}\n{}",
+        first.status,
+        first.meta,
+        first.body
+    );
+
+    let mut reindex = Command::new(support::geode_bin())
+        .args(["reindex", "--data"])
+        .arg(data.path())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("geode reindex starts");
+    let mut during = 0;
+    let status = loop {
+        let answer = rt.block_on(get(addr, &query));
+        assert!(
+            found(&answer),
+            "search {during} during the reindex: {} {}\n{}",
+            answer.status,
+            answer.meta,
+            answer.body
+        );
+        during += 1;
+        if let Some(status) = reindex.try_wait().expect("wait") {
+            break status;
+        }
+    };
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(reindex.stderr.as_mut().unwrap(), &mut stderr).unwrap();
+    assert!(status.success(), "{stderr}");
+    // The swapped-in index is picked up (the server checks at most once a second) and answers
+    // the same.
+    std::thread::sleep(geode::serve::backend::REOPEN_CHECK + Duration::from_millis(200));
+    for _ in 0..3 {
+        let answer = rt.block_on(get(addr, &query));
+        assert!(found(&answer), "{}", answer.body);
+        // The same pages; their order may move a little (see the archive tests: a rebuilt
+        // index's BM25 statistics start clean).
+        let sorted = |body: &str| {
+            let mut links = link_targets(body);
+            links.sort();
+            links
+        };
+        assert_eq!(sorted(&answer.body), sorted(&first.body));
+    }
+}
 #[test]
 fn the_certificate_is_kept_across_restarts_and_sigterm_stops_cleanly() {
     let data = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
