@@ -176,3 +176,235 @@ pub enum E {
         ]
     );
 }
+
+// ---------------------------------------------------------------------------------------------
+// The architecture's rules (ARCHITECTURE.md, "Code map" and "Invariants"), checked by reading the
+// source as text in the spirit of rust-analyzer's tidy tests. Each rule is a list of forbidden
+// marks and the places allowed to carry them. Comments and everything from a file's first
+// `#[cfg(test)]` on are not read: tests may build what they check with any tool.
+
+/// The pure domain floor: no I/O, no async runtime, no index or database, no store types.
+const DOMAIN: &[&str] = &[
+    "src/urlnorm.rs",
+    "src/gemtext",
+    "src/query.rs",
+    "src/query",
+    "src/rank.rs",
+    "src/revisit.rs",
+    "src/feed.rs",
+    "src/robots.rs",
+    "src/content.rs",
+    "src/content",
+    "src/crawl/scheduler.rs",
+    "src/crawl/policy.rs",
+    "src/lang.rs",
+    "src/human.rs",
+    "src/warc.rs",
+    "src/digest.rs",
+];
+
+/// What a domain module may not name.
+const NOT_IN_DOMAIN: &[&str] = &[
+    "std::fs",
+    "File::open",
+    "File::create",
+    "tokio",
+    "tantivy",
+    "rusqlite",
+    "std::net::Tcp",
+    "crate::frontier",
+    "crate::fetch",
+    "crate::index",
+    "crate::serve",
+    "crate::cmd",
+];
+
+/// Marks of an outgoing connection or a name lookup: only the fetch layer opens sockets.
+const CONNECT: &[&str] = &[
+    "TcpStream::connect",
+    "lookup_host",
+    "to_socket_addrs",
+    "ToSocketAddrs",
+    "UdpSocket",
+    "getaddrinfo",
+    ".connect(",
+];
+
+/// One rule: files under `scope` must not carry any of `marks`, except files under `allowed`.
+struct Rule {
+    name: &'static str,
+    scope: &'static [&'static str],
+    marks: &'static [&'static str],
+    allowed: &'static [&'static str],
+}
+
+const RULES: &[Rule] = &[
+    Rule {
+        name: "only the stores speak SQL",
+        scope: &["src"],
+        marks: &["rusqlite", "Connection::open"],
+        allowed: &["src/frontier"],
+    },
+    Rule {
+        name: "only the fetch layer opens outgoing sockets and resolves names",
+        scope: &["src"],
+        marks: CONNECT,
+        allowed: &["src/fetch"],
+    },
+    Rule {
+        name: "only the indexer holds the IndexWriter",
+        scope: &["src"],
+        marks: &["IndexWriter", ".writer(", ".writer_with_num_threads("],
+        allowed: &["src/index/writer.rs"],
+    },
+    Rule {
+        name: "domain modules do no I/O and use no store",
+        scope: DOMAIN,
+        marks: NOT_IN_DOMAIN,
+        allowed: &[],
+    },
+];
+
+/// The code of a file as the rules read it: no comments, nothing from `#[cfg(test)]` on.
+fn code_of(text: &str) -> String {
+    let mut code = String::new();
+    for line in text.lines() {
+        if line.trim_start().starts_with("#[cfg(test)]") {
+            break;
+        }
+        // A `//` inside a string (a URL, say) is kept; a line's trailing comment is not.
+        let comment = line
+            .match_indices("//")
+            .map(|(at, _)| at)
+            .find(|&at| line[..at].matches('"').count() % 2 == 0);
+        let line = comment.map_or(line, |at| &line[..at]);
+        code.push_str(line);
+        code.push('\n');
+    }
+    code
+}
+
+/// Breaches of `rule` in one file (`path` relative to the crate root, with `/`).
+fn breaches_of(rule: &Rule, path: &str, text: &str) -> Vec<String> {
+    let inside = |prefixes: &[&str]| {
+        prefixes
+            .iter()
+            .any(|p| path == *p || path.starts_with(&format!("{p}/")))
+    };
+    // A module's tests in a file of their own (`tests.rs`) are tests too.
+    if !inside(rule.scope) || inside(rule.allowed) || path.ends_with("/tests.rs") {
+        return Vec::new();
+    }
+    let code = code_of(text);
+    let mut found = Vec::new();
+    for (number, line) in code.lines().enumerate() {
+        for mark in rule.marks {
+            if line.contains(mark) {
+                found.push(format!(
+                    "{path}:{}: `{mark}` breaks \"{}\"",
+                    number + 1,
+                    rule.name
+                ));
+            }
+        }
+    }
+    found
+}
+
+fn crate_files(root: &Path) -> Vec<(String, String)> {
+    let mut files = Vec::new();
+    for dir in ["src", "tests", "crates", "benches", "examples"] {
+        let dir = root.join(dir);
+        if dir.is_dir() {
+            rust_files(&dir, &mut files);
+        }
+    }
+    files
+        .into_iter()
+        .map(|path| {
+            let text = std::fs::read_to_string(&path).expect("source file");
+            let relative = path
+                .strip_prefix(root)
+                .expect("under the root")
+                .to_string_lossy()
+                .replace('\\', "/");
+            (relative, text)
+        })
+        .collect()
+}
+
+#[test]
+fn the_architecture_rules_hold() {
+    let files = crate_files(Path::new(env!("CARGO_MANIFEST_DIR")));
+    let domain_files = files
+        .iter()
+        .filter(|(path, _)| {
+            DOMAIN
+                .iter()
+                .any(|p| path == p || path.starts_with(&format!("{p}/")))
+        })
+        .count();
+    // A rename that leaves the list behind would silently check nothing.
+    assert!(domain_files >= 15, "only {domain_files} files match DOMAIN");
+    let mut breaches = Vec::new();
+    for (path, text) in &files {
+        for rule in RULES {
+            breaches.extend(breaches_of(rule, path, text));
+        }
+    }
+    assert!(breaches.is_empty(), "{}", breaches.join("\n"));
+}
+
+#[test]
+fn every_rust_file_opens_with_a_module_doc() {
+    let files = crate_files(Path::new(env!("CARGO_MANIFEST_DIR")));
+    assert!(files.len() > 100, "found {} files", files.len());
+    let missing: Vec<&str> = files
+        .iter()
+        .filter(|(_, text)| !text.trim_start().starts_with("//!"))
+        .map(|(path, _)| path.as_str())
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "files without a `//!` module doc: {missing:?}"
+    );
+}
+
+#[test]
+fn the_rules_catch_what_they_forbid() {
+    let rule = |name| RULES.iter().find(|r| r.name.starts_with(name)).unwrap();
+    let sql = "//! x\nuse rusqlite::Connection;\n";
+    assert_eq!(
+        breaches_of(rule("only the stores"), "src/crawl/mod.rs", sql).len(),
+        1
+    );
+    assert!(breaches_of(rule("only the stores"), "src/frontier/claim.rs", sql).is_empty());
+    let dial = "fn f() { let s = tokio::net::TcpStream::connect(addr); }\n";
+    assert_eq!(
+        breaches_of(rule("only the fetch"), "src/serve/mod.rs", dial).len(),
+        1
+    );
+    assert!(breaches_of(rule("only the fetch"), "src/fetch/http.rs", dial).is_empty());
+    let writer = "let w: tantivy::IndexWriter = index.writer(50_000_000)?;\n";
+    assert_eq!(
+        breaches_of(rule("only the indexer"), "src/reindex.rs", writer).len(),
+        2
+    );
+    assert!(breaches_of(rule("only the indexer"), "src/index/writer.rs", writer).is_empty());
+    let io = "use std::fs;\nfn f() -> crate::frontier::QueuedUrl { todo!() }\n";
+    assert_eq!(
+        breaches_of(rule("domain"), "src/gemtext/art.rs", io).len(),
+        2
+    );
+    assert_eq!(
+        breaches_of(rule("domain"), "src/query/lexer.rs", io).len(),
+        2
+    );
+    assert!(breaches_of(rule("domain"), "src/querying.rs", io).is_empty());
+    // Comments, strings' `//` and tests are read as the rules say.
+    let quiet = "// tokio would be wrong here\nlet u = \"gemini://x\"; // tantivy\n\
+                 #[cfg(test)]\nmod tests { use std::fs; }\n";
+    assert!(breaches_of(rule("domain"), "src/urlnorm.rs", quiet).is_empty());
+    let loud = "let u = \"gemini://x\"; let t = tokio::spawn(f);\n";
+    assert_eq!(breaches_of(rule("domain"), "src/urlnorm.rs", loud).len(), 1);
+}
