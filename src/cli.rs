@@ -170,6 +170,17 @@ pub struct CrawlArgs {
     /// Never fetch capsules matching this pattern (repeatable); wins over --allow-host.
     #[arg(long = "deny-host", value_name = "PATTERN")]
     pub deny_hosts: Vec<String>,
+    /// Which links to follow, comma-separated: `gemini` (the default), or `gemini,http` to
+    /// follow http:// and https:// links too. Links of the protocols left out are recorded,
+    /// not fetched, and wait for a run that follows them.
+    #[arg(
+        long,
+        value_name = "LIST",
+        value_delimiter = ',',
+        default_value = "gemini",
+        value_parser = ["gemini", "http", "https"]
+    )]
+    pub protocols: Vec<String>,
 }
 
 #[derive(Debug, Args)]
@@ -415,6 +426,11 @@ fn parse_resolve(s: &str) -> Result<(String, Target), String> {
 }
 
 impl CrawlArgs {
+    /// Whether `--protocols` names the web (`http` or `https`: both mean both).
+    pub fn follows_web(&self) -> bool {
+        self.protocols.iter().any(|p| p == "http" || p == "https")
+    }
+
     pub fn min_delay(&self) -> Duration {
         Duration::from_millis(self.min_delay_ms)
     }

@@ -63,17 +63,84 @@ pub fn default_port(scheme: &str) -> Option<u16> {
     }
 }
 
-/// Whether geode can fetch URLs of this scheme.
+/// Whether geode can fetch URLs of this scheme: gemini, http and https (which of them a crawl
+/// follows is its own choice, `--protocols`).
 pub fn is_fetchable(url: &Url) -> bool {
-    url.scheme() == "gemini"
+    matches!(url.scheme(), "gemini" | "http" | "https") && url.host_str().is_some()
 }
 
-/// The capsule a URL belongs to: `host` or `host:port` when the port is not the default.
+/// Whether a URL is of the web (http or https) rather than geminispace.
+pub fn is_web(url: &Url) -> bool {
+    matches!(url.scheme(), "http" | "https")
+}
+
+/// The capsule a URL belongs to: what has one robots.txt and one politeness record. For Gemini
+/// it is `host`, or `host:port` when the port is not the default (the keys geode always used);
+/// for the web, where robots.txt is per scheme, host and port (RFC 9309), it is the origin:
+/// `https://host` or `http://host:8080`.
 pub fn capsule_key(url: &Url) -> String {
     let host = url.host_str().unwrap_or("");
-    match url.port() {
+    let host_port = match url.port() {
         Some(port) if Some(port) != default_port(url.scheme()) => format!("{host}:{port}"),
         _ => host.to_string(),
+    };
+    if is_web(url) {
+        format!("{}://{host_port}", url.scheme())
+    } else {
+        host_port
+    }
+}
+
+/// A capsule key taken apart again: see [`capsule_key`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Capsule<'a> {
+    /// `gemini`, `http` or `https`.
+    pub scheme: &'a str,
+    /// The host as the key holds it (an IPv6 literal keeps its brackets).
+    pub host: &'a str,
+    /// The port, the scheme's default when the key names none.
+    pub port: u16,
+}
+
+impl<'a> Capsule<'a> {
+    /// Reads a key made by [`capsule_key`]. A key without a scheme is a Gemini capsule.
+    pub fn parse(key: &'a str) -> Capsule<'a> {
+        let (scheme, rest) = match key.split_once("://") {
+            Some((scheme @ ("http" | "https"), rest)) => (scheme, rest),
+            _ => ("gemini", key),
+        };
+        let default = default_port(scheme).unwrap_or(1965);
+        // The port follows the last colon, unless that colon is inside an IPv6 literal.
+        let (host, port) = match rest.rsplit_once(':') {
+            Some((host, port))
+                if !port.is_empty()
+                    && port.bytes().all(|b| b.is_ascii_digit())
+                    && (!rest.starts_with('[') || host.ends_with(']')) =>
+            {
+                (host, port.parse().unwrap_or(default))
+            }
+            _ => (rest, default),
+        };
+        Capsule { scheme, host, port }
+    }
+
+    /// Whether the capsule is a web origin (http or https).
+    pub fn is_web(&self) -> bool {
+        self.scheme != "gemini"
+    }
+
+    /// The capsule's root URL as text, `gemini://host/` or `https://host:8443/`.
+    pub fn root(&self) -> String {
+        if Some(self.port) == default_port(self.scheme) {
+            format!("{}://{}/", self.scheme, self.host)
+        } else {
+            format!("{}://{}:{}/", self.scheme, self.host, self.port)
+        }
+    }
+
+    /// The capsule's robots.txt URL.
+    pub fn robots_url(&self) -> String {
+        format!("{}robots.txt", self.root())
     }
 }
 
@@ -729,13 +796,68 @@ mod tests {
             ("gemini://Example.org:1965/a", "example.org", true),
             ("gemini://example.org:1966/a", "example.org:1966", true),
             ("gemini://[::1]:1965/", "[::1]", true),
-            ("https://example.org/", "example.org", false),
+            ("gemini://[::1]:1966/", "[::1]:1966", true),
+            ("https://example.org/", "https://example.org", true),
+            ("https://example.org:443/x", "https://example.org", true),
+            ("http://example.org:8080/x", "http://example.org:8080", true),
+            ("http://[::1]:80/", "http://[::1]", true),
             ("mailto:a@example.org", "", false),
+            ("ftp://example.org/", "example.org", false),
         ];
         for (input, key, fetchable) in cases {
             let url = normalize(input).unwrap_or_else(|e| panic!("{input:?}: {e}"));
             assert_eq!(capsule_key(&url), *key, "input {input:?}");
             assert_eq!(is_fetchable(&url), *fetchable, "input {input:?}");
+        }
+    }
+
+    #[test]
+    fn capsule_keys_read_back_into_roots_and_robots_urls() {
+        let cases: &[(&str, &str, &str, u16, &str)] = &[
+            (
+                "example.org",
+                "gemini",
+                "example.org",
+                1965,
+                "gemini://example.org/",
+            ),
+            (
+                "example.org:1966",
+                "gemini",
+                "example.org",
+                1966,
+                "gemini://example.org:1966/",
+            ),
+            ("[::1]", "gemini", "[::1]", 1965, "gemini://[::1]/"),
+            ("[::1]:7", "gemini", "[::1]", 7, "gemini://[::1]:7/"),
+            (
+                "https://example.org",
+                "https",
+                "example.org",
+                443,
+                "https://example.org/",
+            ),
+            (
+                "http://127.0.1.2:8080",
+                "http",
+                "127.0.1.2",
+                8080,
+                "http://127.0.1.2:8080/",
+            ),
+            ("http://[::1]", "http", "[::1]", 80, "http://[::1]/"),
+        ];
+        for (key, scheme, host, port, root) in cases {
+            let capsule = Capsule::parse(key);
+            assert_eq!(
+                (capsule.scheme, capsule.host, capsule.port),
+                (*scheme, *host, *port),
+                "{key}"
+            );
+            assert_eq!(capsule.root(), *root, "{key}");
+            assert_eq!(capsule.robots_url(), format!("{root}robots.txt"));
+            assert_eq!(capsule.is_web(), *scheme != "gemini");
+            // The root's own key is the key again.
+            assert_eq!(capsule_key(&normalize(root).unwrap()), *key);
         }
     }
 }

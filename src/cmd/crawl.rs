@@ -12,6 +12,7 @@ use crate::Failure;
 use geode::crawl::policy::Exclusions;
 use geode::crawl::{self, CrawlConfig};
 use geode::fetch::dns;
+use geode::urlnorm;
 
 pub(crate) fn crawl(args: CrawlArgs) -> Result<(), Failure> {
     let mut config = CrawlConfig::new(&args.data.data);
@@ -42,6 +43,15 @@ pub(crate) fn crawl(args: CrawlArgs) -> Result<(), Failure> {
                 "seeds file {} holds no seed URL (only blank lines and # comments); add one, or \
                  leave out --seeds-file to continue from the URLs already known",
                 file.display()
+            )));
+        }
+    }
+    config.follow_web(args.follows_web());
+    if let Some(web) = seeds.iter().find(|s| urlnorm::is_web(s)) {
+        if !args.follows_web() {
+            return Err(Failure::Usage(anyhow!(
+                "seed {web} is a web URL, and this run follows gemini links only; add \
+                 --protocols gemini,http to crawl the web too"
             )));
         }
     }

@@ -26,6 +26,7 @@ use crate::fetch::sockets::SocketBudget;
 use crate::fetch::{FetchError, Fetcher};
 use crate::frontier::{Frontier, FrontierError, QueuedUrl};
 use crate::robots::Robots;
+use crate::urlnorm;
 
 pub(super) struct Crawl {
     pub(super) config: CrawlConfig,
@@ -163,7 +164,7 @@ impl Crawl {
                         addr,
                     } => {
                         self.tried.insert(host_id);
-                        let url = format!("gemini://{host}/robots.txt");
+                        let url = urlnorm::Capsule::parse(&host).robots_url();
                         fetches.spawn(fetch(
                             self.fetcher.clone(),
                             Arc::clone(&self.parsers),

@@ -127,6 +127,12 @@ pub struct CrawlConfig {
 }
 
 impl CrawlConfig {
+    /// Follows http and https links too (`--protocols gemini,http`), or gemini links only.
+    pub fn follow_web(&mut self, yes: bool) {
+        self.scope.follow_web(yes);
+        self.policy.web = yes;
+    }
+
     /// Defaults for everything but the data directory.
     pub fn new(data_dir: impl Into<PathBuf>) -> Self {
         CrawlConfig {
@@ -139,6 +145,7 @@ impl CrawlConfig {
             policy: UrlPolicy {
                 max_depth: 30,
                 exclusions: Exclusions::default(),
+                web: false,
             },
             capsule_budget: 100_000,
             retry_base: Duration::from_secs(60),
@@ -348,6 +355,7 @@ pub async fn run_observed(
             "settled the index operations of an interrupted crawl"
         );
     }
+    admit_web_urls(&mut frontier, &config, run_started)?;
     add_seeds(&mut frontier, &config, run_started)?;
     frontier.set_meta("last_crawl_started", &run_started.to_string())?;
     tracing::info!(
@@ -431,6 +439,29 @@ async fn update_authority(frontier: Frontier, index_dir: PathBuf) {
         Ok(Err(e)) => tracing::warn!(error = %e, "link authority not updated"),
         Err(e) => tracing::warn!(error = %e, "link authority not updated"),
     }
+}
+
+/// In a run that follows the web: the web links that runs which did not follow it recorded
+/// (excluded as `web`, or as `not-fetchable` by a geode without HTTP) become fetchable, so
+/// nothing known needs finding again.
+fn admit_web_urls(
+    frontier: &mut Frontier,
+    config: &CrawlConfig,
+    now: i64,
+) -> Result<(), CrawlError> {
+    if !config.scope.follows_web() {
+        return Ok(());
+    }
+    let mut batch = frontier.batch(now)?;
+    let admitted = batch.admit_web_urls()?;
+    batch.commit()?;
+    if admitted > 0 {
+        tracing::info!(
+            admitted,
+            "web URLs recorded by earlier runs are now fetchable"
+        );
+    }
+    Ok(())
 }
 
 fn add_seeds(frontier: &mut Frontier, config: &CrawlConfig, now: i64) -> Result<(), CrawlError> {

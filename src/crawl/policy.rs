@@ -57,11 +57,14 @@ impl Exclusions {
 /// Which capsules a run may fetch: with no `--allow-host` pattern every capsule, else only those
 /// an allow pattern matches; a `--deny-host` pattern always wins. A pattern is a host name
 /// (`example.org`) or a wildcard for its subdomains (`*.example.org`, which does not match
-/// `example.org` itself); case and a trailing dot do not matter, ports are ignored.
+/// `example.org` itself); case and a trailing dot do not matter, ports are ignored. Web origins
+/// (`https://host`) are fetched only when the run follows the web (`--protocols gemini,http`);
+/// otherwise their URLs are recorded and wait for a run that does.
 #[derive(Debug, Clone, Default)]
 pub struct Scope {
     allow: Vec<HostPattern>,
     deny: Vec<HostPattern>,
+    web: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -138,23 +141,27 @@ impl Scope {
 
     /// Whether every capsule may be fetched.
     pub fn is_everything(&self) -> bool {
-        self.allow.is_empty() && self.deny.is_empty()
+        self.allow.is_empty() && self.deny.is_empty() && self.web
     }
 
-    /// Whether a capsule (`host` or `host:port`) may be fetched in this run.
+    /// Follows http and https URLs too (`--protocols gemini,http`).
+    pub fn follow_web(&mut self, yes: bool) {
+        self.web = yes;
+    }
+
+    /// Whether http and https URLs are fetched in this run.
+    pub fn follows_web(&self) -> bool {
+        self.web
+    }
+
+    /// Whether a capsule (a [`urlnorm::capsule_key`]: `host`, `host:port` or a web origin) may
+    /// be fetched in this run.
     pub fn permits(&self, capsule: &str) -> bool {
-        // The port goes; an IPv6 literal keeps the colons inside its brackets.
-        let host = match capsule.rsplit_once(':') {
-            Some((host, port))
-                if !port.is_empty()
-                    && port.bytes().all(|b| b.is_ascii_digit())
-                    && (!capsule.starts_with('[') || host.ends_with(']')) =>
-            {
-                host
-            }
-            _ => capsule,
-        };
-        let host = host.trim_end_matches('.').to_ascii_lowercase();
+        let capsule = urlnorm::Capsule::parse(capsule);
+        if capsule.is_web() && !self.web {
+            return false;
+        }
+        let host = capsule.host.trim_end_matches('.').to_ascii_lowercase();
         if self.deny.iter().any(|p| p.matches(&host)) {
             return false;
         }
@@ -168,6 +175,10 @@ pub struct UrlPolicy {
     /// Link hops from a seed after which URLs are no longer fetched.
     pub max_depth: u32,
     pub exclusions: Exclusions,
+    /// Whether http and https URLs are followed (`--protocols gemini,http`); when not, they are
+    /// recorded as excluded for the reason `web`, and the first run that follows the web admits
+    /// them.
+    pub web: bool,
 }
 
 impl UrlPolicy {
@@ -175,6 +186,8 @@ impl UrlPolicy {
     pub fn verdict(&self, url: &Url, depth: u32) -> Option<&'static str> {
         if !urlnorm::is_fetchable(url) {
             Some("not-fetchable")
+        } else if urlnorm::is_web(url) && !self.web {
+            Some("web")
         } else if depth > self.max_depth {
             Some("too-deep")
         } else if repeats_a_segment(url.path()) {
@@ -204,6 +217,7 @@ mod tests {
         UrlPolicy {
             max_depth: 3,
             exclusions: Exclusions::parse(exclusions).unwrap(),
+            web: true,
         }
     }
 
@@ -214,7 +228,10 @@ mod tests {
             ("gemini://a.test/", 0, None),
             ("gemini://a.test/x", 3, None),
             ("gemini://a.test/x", 4, Some("too-deep")),
-            ("https://a.test/", 0, Some("not-fetchable")),
+            ("https://a.test/", 0, None),
+            ("http://a.test:8080/x", 3, None),
+            ("https://a.test/x", 4, Some("too-deep")),
+            ("ftp://a.test/", 0, Some("not-fetchable")),
             ("mailto:x@a.test", 0, Some("not-fetchable")),
             ("gemini://a.test/loop/loop/x", 1, None),
             ("gemini://a.test/loop/loop/loop/x", 1, Some("trap")),
@@ -237,12 +254,34 @@ mod tests {
             let url = Url::parse(url).unwrap();
             assert_eq!(p.verdict(&url, depth), want, "{url} at depth {depth}");
         }
+        // A run that follows gemini links only records web links for a later run.
+        let gemini_only = UrlPolicy { web: false, ..p };
+        for (url, want) in [
+            ("https://a.test/", Some("web")),
+            ("http://a.test/", Some("web")),
+            ("gemini://a.test/", None),
+            ("mailto:x@a.test", Some("not-fetchable")),
+        ] {
+            assert_eq!(
+                gemini_only.verdict(&Url::parse(url).unwrap(), 0),
+                want,
+                "{url}"
+            );
+        }
     }
 
     #[test]
     fn scope_allows_and_denies_capsules() {
-        let everything = Scope::default();
+        let gemini_only = Scope::default();
+        assert!(!gemini_only.is_everything());
+        assert!(gemini_only.permits("any.test"));
+        assert!(gemini_only.permits("any.test:1966"));
+        assert!(!gemini_only.permits("https://any.test"));
+        assert!(!gemini_only.permits("http://any.test:8080"));
+        let mut everything = Scope::default();
+        everything.follow_web(true);
         assert!(everything.is_everything());
+        assert!(everything.permits("https://any.test"));
         assert!(everything.permits("any.test"));
 
         let mut scope = Scope::default();
@@ -262,7 +301,13 @@ mod tests {
             ("solo.test:1965", true),
             ("other.test", false),
             ("[::1]:1966", false),
+            // Web origins: the host patterns apply once the run follows the web.
+            ("https://a.example.org", true),
+            ("http://solo.test:8080", true),
+            ("https://bad.example.org", false),
+            ("https://other.test", false),
         ];
+        scope.follow_web(true);
         for (capsule, want) in cases {
             assert_eq!(scope.permits(capsule), want, "{capsule}");
         }

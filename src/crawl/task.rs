@@ -14,6 +14,7 @@ use crate::clock::unix_now;
 use crate::content::{self, Extracted};
 use crate::fetch::{dns, FetchError, Fetcher, Outcome, Response};
 use crate::frontier::QueuedUrl;
+use crate::urlnorm;
 
 /// The scheduler sees a claimed URL through [`Queued`] only.
 impl Queued for QueuedUrl {
@@ -62,21 +63,19 @@ pub(super) struct ExtractedPage {
     pub(super) zstd: Option<Vec<u8>>,
 }
 
-/// Resolves a capsule key (`host` or `host:port`) to the address it is fetched from.
+/// Resolves a capsule key ([`urlnorm::capsule_key`]) to the address it is fetched from.
 pub(super) async fn lookup(
     host_id: i64,
     capsule: String,
     overrides: dns::Overrides,
 ) -> (i64, Result<SocketAddr, FetchError>) {
-    let parsed = Url::parse(&format!("gemini://{capsule}/"));
-    let result = match &parsed {
-        Ok(u) => match u.host_str() {
-            Some(host) => dns::resolve(host, u.port().unwrap_or(1965), &overrides)
-                .await
-                .map(|addrs| addrs[0]),
-            None => Err(FetchError::Unresolved(capsule.clone())),
-        },
-        Err(_) => Err(FetchError::Unresolved(capsule.clone())),
+    let parts = urlnorm::Capsule::parse(&capsule);
+    let result = if parts.host.is_empty() {
+        Err(FetchError::Unresolved(capsule.clone()))
+    } else {
+        dns::resolve(parts.host, parts.port, &overrides)
+            .await
+            .map(|addrs| addrs[0])
     };
     (host_id, result)
 }

@@ -54,6 +54,12 @@ pub struct LinkReport {
     pub hosts_with_new: BTreeSet<i64>,
 }
 
+/// The web URLs [`Batch::admit_web_urls`] admits; the partial index `urls_web_waiting` keeps
+/// this from reading every URL.
+pub(super) const WEB_WAITING: &str = "SELECT id, url, host_id FROM urls
+     WHERE state = 'excluded' AND error IN ('web', 'not-fetchable')
+       AND (url LIKE 'http://%' OR url LIKE 'https://%')";
+
 /// One write transaction. Dropping it without [`Batch::commit`] rolls everything back.
 pub struct Batch<'a> {
     pub(super) tx: rusqlite::Transaction<'a>,
@@ -182,6 +188,43 @@ impl<'a> Batch<'a> {
             self.lower_next_due(host_id, due)?;
         }
         Ok(Some((id, true)))
+    }
+
+    /// Makes fetchable the web URLs recorded as `excluded` by runs that did not follow the web
+    /// (reason `web`), or by a geode that could not fetch it (`not-fetchable`, filed under the
+    /// bare host, which is the Gemini capsule's key): each goes to its web capsule
+    /// (`https://host`), due now. Returns how many.
+    pub fn admit_web_urls(&mut self) -> Result<u64> {
+        let rows: Vec<(i64, String, i64)> = self
+            .tx
+            .prepare(WEB_WAITING)?
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
+            .collect::<rusqlite::Result<_>>()?;
+        let mut admitted = 0;
+        for (id, url, old_host) in rows {
+            let Ok(parsed) = crate::urlnorm::normalize(&url) else {
+                continue;
+            };
+            if !crate::urlnorm::is_fetchable(&parsed) {
+                continue;
+            }
+            let host = self.host_id(&crate::urlnorm::capsule_key(&parsed))?;
+            self.tx
+                .prepare_cached(
+                    "UPDATE urls SET state = 'new', error = NULL, host_id = ?2, due_at = ?3
+                     WHERE id = ?1",
+                )?
+                .execute(params![id, host, self.now])?;
+            self.tx
+                .prepare_cached(
+                    "UPDATE hosts SET url_count = url_count + (id = ?2) - (id = ?1)
+                     WHERE id IN (?1, ?2)",
+                )?
+                .execute(params![old_host, host])?;
+            self.lower_next_due(host, self.now)?;
+            admitted += 1;
+        }
+        Ok(admitted)
     }
 
     /// Whether a capsule holds its full budget of URLs: its pages are then no longer expanded.

@@ -29,7 +29,7 @@ pub(super) fn prepare(conn: &mut Connection) -> Result<()> {
         return Ok(tx.commit()?);
     }
     match version {
-        CURRENT => Ok(()),
+        CURRENT => additions(conn),
         0 | 1 => {
             let started = std::time::Instant::now();
             let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
@@ -40,13 +40,23 @@ pub(super) fn prepare(conn: &mut Connection) -> Result<()> {
                 secs = started.elapsed().as_secs_f64(),
                 "crawl database upgraded to schema {CURRENT}"
             );
-            Ok(())
+            additions(conn)
         }
         newer => Err(FrontierError::Version {
             found: newer,
             supported: CURRENT,
         }),
     }
+}
+
+/// What a version gained after it was released without changing its meaning (indexes only): made
+/// when missing, by writers. Readers of a file without them only run slower.
+fn additions(conn: &Connection) -> Result<()> {
+    conn.execute_batch(
+        "CREATE INDEX IF NOT EXISTS urls_web_waiting ON urls(id)
+             WHERE state = 'excluded' AND error IN ('web', 'not-fetchable');",
+    )?;
+    Ok(())
 }
 
 /// Checks, without writing, that a database is at the current version (for read-only opens).

@@ -77,6 +77,8 @@ CREATE INDEX urls_claimed ON urls(host_id) WHERE claimed != 0;
 CREATE INDEX urls_by_op ON urls(batch) WHERE index_op IS NOT NULL;
 CREATE INDEX urls_by_hash ON urls(content_hash) WHERE content_hash IS NOT NULL;
 CREATE INDEX urls_redirected ON urls(redirect_to) WHERE redirect_to IS NOT NULL;
+-- Web links waiting for a run that follows the web (see migrate.rs: also made in older files).
+CREATE INDEX urls_web_waiting ON urls(id) WHERE state = 'excluded' AND error IN ('web', 'not-fetchable');
 
 -- The link graph: one row per distinct (source, target, label).
 CREATE TABLE links (

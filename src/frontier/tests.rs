@@ -596,6 +596,8 @@ fn claims_use_the_indexes() {
     assert!(!next.contains("SCAN urls"), "{next}");
     let release = plan("SELECT DISTINCT host_id FROM urls WHERE claimed != 0");
     assert!(release.contains("urls_claimed"), "{release}");
+    let web = plan(super::batch::WEB_WAITING);
+    assert!(web.contains("urls_web_waiting"), "{web}");
 }
 
 fn claim_next_due_sql() -> &'static str {
@@ -660,4 +662,64 @@ fn seeds_people_suggest_are_due_at_once_and_listed() {
     assert_eq!(listed[0].url, "gemini://known.test/");
     assert_eq!(listed[0].source, "serve");
     assert_eq!(listed[1].state, "new");
+}
+
+#[test]
+fn web_urls_recorded_as_not_fetchable_are_admitted_under_their_origin() {
+    let (_d, mut f) = open();
+    let mut b = f.batch(0).unwrap();
+    id_of(&mut b, "gemini://both.test/");
+    // What geode recorded before it spoke HTTP: web links excluded, under the bare host.
+    for url in [
+        "https://both.test/a",
+        "http://both.test:8080/b",
+        "mailto:x@both.test",
+    ] {
+        let new = NewUrl {
+            url,
+            host: "both.test",
+            depth: 1,
+            hops: 0,
+            from: None,
+            alias_of: None,
+            prio: Priority::Fresh,
+        };
+        b.ensure_url(&new, Some("not-fetchable"), u64::MAX).unwrap();
+    }
+    b.commit().unwrap();
+    let mut b = f.batch(50).unwrap();
+    assert_eq!(b.admit_web_urls().unwrap(), 2);
+    b.commit().unwrap();
+    let row = |url: &str| -> (String, String, Option<i64>) {
+        f.conn
+            .query_row(
+                "SELECT state, hosts.name, due_at FROM urls JOIN hosts ON hosts.id = host_id
+                 WHERE url = ?1",
+                [url],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+            )
+            .unwrap()
+    };
+    assert_eq!(
+        row("https://both.test/a"),
+        ("new".into(), "https://both.test".into(), Some(50))
+    );
+    assert_eq!(
+        row("http://both.test:8080/b"),
+        ("new".into(), "http://both.test:8080".into(), Some(50))
+    );
+    assert_eq!(row("mailto:x@both.test").0, "excluded");
+    // The capsules' URL counts (their budgets) follow the URLs.
+    let known = |name: &str| {
+        count(
+            &f,
+            &format!("SELECT url_count FROM hosts WHERE name = '{name}'"),
+        )
+    };
+    assert_eq!(known("both.test"), 2);
+    assert_eq!(known("https://both.test"), 1);
+    assert_eq!(known("http://both.test:8080"), 1);
+    // Nothing left to admit.
+    let mut b = f.batch(60).unwrap();
+    assert_eq!(b.admit_web_urls().unwrap(), 0);
 }
