@@ -26,7 +26,7 @@ pub enum Command {
     /// again, unchanged ones wait longer before their next visit, pages that are gone leave the
     /// index. Run it from cron every few days. A crawl can be stopped at any time (Ctrl-C, or
     /// even kill -9) and started again: it continues where it was.
-    Crawl(CrawlArgs),
+    Crawl(Box<CrawlArgs>),
     /// Search the index.
     ///
     /// Pages with all the words come first (in any form: "running" also finds "runs"), then

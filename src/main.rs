@@ -44,7 +44,7 @@ fn main() -> ExitCode {
         .init();
 
     let result = match cli.command {
-        Command::Crawl(args) => cmd::crawl::crawl(args),
+        Command::Crawl(args) => cmd::crawl::crawl(*args),
         Command::Search(args) => cmd::search::search(args),
         Command::Stats(args) => cmd::stats::stats(args),
         Command::Backlinks(args) => cmd::search::backlinks(args),
