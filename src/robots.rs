@@ -1,10 +1,16 @@
-//! robots.txt for Gemini (the robots companion specification): parsing and matching.
-//! Pure: the crawl loop fetches the file and the frontier caches it; this module only decides.
-//! It does not fetch, cache, or know about crawl delays or sitemaps (such lines are ignored).
+//! robots.txt for Gemini (the robots companion specification) and for the web (RFC 9309):
+//! parsing and matching. Pure: the crawl loop fetches the file and the frontier caches it; this
+//! module only decides. Sitemaps are ignored.
 //!
-//! geode is an `indexer`. It obeys the union of the groups for `indexer`, `geode` and `*`
-//! (agent names compared case-insensitively); groups for `archiver`, `researcher`, `webproxy`
-//! and any other agent do not apply to it.
+//! On Gemini geode is an `indexer`. It obeys the union of the groups for `indexer`, `geode` and
+//! `*` (agent names compared case-insensitively); groups for `archiver`, `researcher`,
+//! `webproxy` and any other agent do not apply to it. On the web ([`Robots::parse_web`]) it
+//! obeys, as RFC 9309 says, the group naming its product token `geode` if there is one, else
+//! the `*` group.
+//!
+//! `Crawl-delay: N` (seconds, fractions allowed) in a group that applies is kept as
+//! [`Robots::crawl_delay`], the largest of them, capped at [`MAX_CRAWL_DELAY`]; the crawl makes
+//! it the least gap between requests to the capsule's address.
 //!
 //! Format: consecutive `User-agent` lines form one group's agent list; the `Disallow` and
 //! `Allow` lines after them belong to that group until a `User-agent` line follows a rule. Field
@@ -36,8 +42,14 @@ pub const MAX_ROBOTS_BYTES: usize = 512 * 1024;
 /// How many rules (for the agents geode obeys) are kept; later ones are ignored.
 pub const MAX_RULES: usize = 2000;
 
+/// The longest `Crawl-delay` honoured: a capsule asking more is still visited every 60 s.
+pub const MAX_CRAWL_DELAY: std::time::Duration = std::time::Duration::from_secs(60);
+
 /// The agent names geode answers to, in the order their rule lists are kept.
 const AGENTS: [&str; 3] = ["*", "indexer", "geode"];
+/// Indices into [`AGENTS`].
+const STAR: usize = 0;
+const GEODE: usize = 2;
 
 /// The rules that apply to geode on one capsule.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -45,12 +57,18 @@ pub struct Robots {
     /// One merged rule list per applicable agent name that has at least one rule; empty means
     /// everything is allowed.
     agents: Vec<RuleSet>,
+    /// The largest `Crawl-delay` of the applicable groups, capped.
+    crawl_delay: Option<std::time::Duration>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 struct RuleSet {
     agent: String,
     rules: Vec<Rule>,
+    /// Some group naming this agent was found (with or without rules).
+    named: bool,
+    /// The largest `Crawl-delay` in the groups naming this agent, in milliseconds (capped).
+    delay: Option<u64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -161,73 +179,146 @@ fn capped(text: &str) -> &str {
     }
 }
 
+/// Reads the groups of a robots.txt into one merged rule list per agent of [`AGENTS`].
+fn read_groups(text: &str) -> Vec<RuleSet> {
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    let mut sets: Vec<RuleSet> = AGENTS
+        .iter()
+        .map(|agent| RuleSet {
+            agent: (*agent).to_string(),
+            ..RuleSet::default()
+        })
+        .collect();
+    // Indices into `sets` of the agents named by the current group.
+    let mut group: Vec<usize> = Vec::new();
+    let mut in_group = false;
+    let mut group_has_rule = false;
+    let mut kept = 0usize;
+
+    for line in capped(text).split(['\n', '\r']) {
+        let line = match line.find('#') {
+            Some(hash) => &line[..hash],
+            None => line,
+        };
+        let Some((field, value)) = line.split_once(':') else {
+            continue;
+        };
+        let field = field.trim();
+        let value = value.trim();
+        if field.eq_ignore_ascii_case("user-agent") {
+            if group_has_rule || !in_group {
+                group.clear();
+                group_has_rule = false;
+                in_group = true;
+            }
+            if let Some(index) = AGENTS.iter().position(|a| a.eq_ignore_ascii_case(value)) {
+                if !group.contains(&index) {
+                    group.push(index);
+                }
+                sets[index].named = true;
+            }
+        } else if field.eq_ignore_ascii_case("crawl-delay") {
+            if !in_group {
+                continue;
+            }
+            group_has_rule = true;
+            let Ok(secs) = value.parse::<f64>() else {
+                continue;
+            };
+            if !secs.is_finite() || secs <= 0.0 {
+                continue;
+            }
+            let millis = (secs * 1000.0).min(MAX_CRAWL_DELAY.as_millis() as f64) as u64;
+            for &index in &group {
+                let set = &mut sets[index];
+                set.delay = Some(set.delay.map_or(millis, |d| d.max(millis)));
+            }
+        } else if field.eq_ignore_ascii_case("disallow") || field.eq_ignore_ascii_case("allow") {
+            if !in_group {
+                continue;
+            }
+            group_has_rule = true;
+            let allow = field.eq_ignore_ascii_case("allow");
+            let Some(rule) = Rule::new(allow, value) else {
+                continue;
+            };
+            for &index in &group {
+                if kept >= MAX_RULES {
+                    break;
+                }
+                sets[index].rules.push(rule.clone());
+                kept += 1;
+            }
+        }
+    }
+    sets
+}
+
 impl Robots {
     /// No restrictions (robots.txt missing or permanently failing).
     pub fn allow_all() -> Self {
         Robots::default()
     }
 
-    /// Parses robots.txt text. Never fails; unknown lines are ignored.
+    /// Parses robots.txt text served by a Gemini capsule. Never fails; unknown lines are
+    /// ignored.
     pub fn parse(text: &str) -> Self {
-        let text = text.strip_prefix('\u{feff}').unwrap_or(text);
-        let mut sets: Vec<RuleSet> = AGENTS
-            .iter()
-            .map(|agent| RuleSet {
-                agent: (*agent).to_string(),
-                rules: Vec::new(),
-            })
-            .collect();
-        // Indices into `sets` of the agents named by the current group.
-        let mut group: Vec<usize> = Vec::new();
-        let mut in_group = false;
-        let mut group_has_rule = false;
-        let mut kept = 0usize;
+        Robots::from_sets(read_groups(text), |_| true)
+    }
 
-        for line in capped(text).split(['\n', '\r']) {
-            let line = match line.find('#') {
-                Some(hash) => &line[..hash],
-                None => line,
-            };
-            let Some((field, value)) = line.split_once(':') else {
+    /// Parses robots.txt text served over HTTP(S), per RFC 9309: the `geode` group if the file
+    /// names one, else the `*` group. Never fails.
+    ///
+    /// ```
+    /// use geode::robots::Robots;
+    ///
+    /// let text = "User-agent: *\nDisallow: /\n\nUser-agent: geode\nDisallow: /private/\n\
+    ///             Allow: /private/open\nCrawl-delay: 2.5\n";
+    /// let robots = Robots::parse_web(text);
+    /// assert!(robots.is_allowed("/blog/"));
+    /// assert!(!robots.is_allowed("/private/notes"));
+    /// // The longest match wins.
+    /// assert!(robots.is_allowed("/private/open/day.html"));
+    /// assert_eq!(robots.crawl_delay(), Some(std::time::Duration::from_millis(2500)));
+    /// // On Gemini, geode also obeys `*`: the union of the groups is stricter.
+    /// assert!(!Robots::parse(text).is_allowed("/blog/"));
+    /// ```
+    pub fn parse_web(text: &str) -> Self {
+        let sets = read_groups(text);
+        let chosen = if sets[GEODE].named { GEODE } else { STAR };
+        Robots::from_sets(sets, |index| index == chosen)
+    }
+
+    /// No request at all: what RFC 9309 asks while a web server's robots.txt answers 5xx or
+    /// cannot be reached.
+    pub fn disallow_all() -> Self {
+        Robots::parse("User-agent: *\nDisallow: /\n")
+    }
+
+    /// The least gap between two requests the file asks for (`Crawl-delay`), capped at
+    /// [`MAX_CRAWL_DELAY`].
+    pub fn crawl_delay(&self) -> Option<std::time::Duration> {
+        self.crawl_delay
+    }
+
+    fn from_sets(sets: Vec<RuleSet>, applies: impl Fn(usize) -> bool) -> Self {
+        let mut delay: Option<u64> = None;
+        let mut agents = Vec::new();
+        for (index, set) in sets.into_iter().enumerate() {
+            if !applies(index) {
                 continue;
-            };
-            let field = field.trim();
-            let value = value.trim();
-            if field.eq_ignore_ascii_case("user-agent") {
-                if group_has_rule || !in_group {
-                    group.clear();
-                    group_has_rule = false;
-                    in_group = true;
-                }
-                if let Some(index) = AGENTS.iter().position(|a| a.eq_ignore_ascii_case(value)) {
-                    if !group.contains(&index) {
-                        group.push(index);
-                    }
-                }
-            } else if field.eq_ignore_ascii_case("disallow") || field.eq_ignore_ascii_case("allow")
-            {
-                if !in_group {
-                    continue;
-                }
-                group_has_rule = true;
-                let allow = field.eq_ignore_ascii_case("allow");
-                let Some(rule) = Rule::new(allow, value) else {
-                    continue;
-                };
-                for &index in &group {
-                    if kept >= MAX_RULES {
-                        break;
-                    }
-                    if let Some(set) = sets.get_mut(index) {
-                        set.rules.push(rule.clone());
-                        kept += 1;
-                    }
-                }
+            }
+            if let Some(d) = set.delay {
+                delay = Some(delay.map_or(d, |other| other.max(d)));
+            }
+            if !set.rules.is_empty() {
+                agents.push(set);
             }
         }
-
-        sets.retain(|set| !set.rules.is_empty());
-        Robots { agents: sets }
+        Robots {
+            agents,
+            crawl_delay: delay.map(std::time::Duration::from_millis),
+        }
     }
 
     /// Whether geode may fetch a URL with this path (and query, if any: `/a/b?x`).
@@ -654,5 +745,48 @@ mod tests {
         assert!(!robots.is_allowed("/x"));
         let robots = Robots::parse("User-agent: *\nDisallow: $\n");
         assert!(robots.is_allowed("/x"));
+    }
+
+    #[test]
+    fn the_web_obeys_the_geode_group_else_star() {
+        let star_and_indexer = "User-agent: *\nDisallow: /a\n\nUser-agent: indexer\nDisallow: /b\n";
+        let web = Robots::parse_web(star_and_indexer);
+        assert!(!web.is_allowed("/a"));
+        assert!(web.is_allowed("/b"), "indexer is a Gemini convention");
+        assert!(!Robots::parse(star_and_indexer).is_allowed("/b"));
+        // A group naming geode, even one without rules, replaces `*`.
+        let named = "User-agent: *\nDisallow: /\n\nUser-agent: GeoDe\nCrawl-delay: 1\n";
+        let web = Robots::parse_web(named);
+        assert!(web.is_allowed("/anything"));
+        assert_eq!(web.crawl_delay(), Some(std::time::Duration::from_secs(1)));
+        assert!(!Robots::parse(named).is_allowed("/anything"));
+        assert!(!Robots::disallow_all().is_allowed("/"));
+        assert!(!Robots::disallow_all().is_allowed("/robots.txt"));
+    }
+
+    #[test]
+    fn crawl_delays_are_read_capped_and_combined() {
+        let cases: &[(&str, Option<u64>)] = &[
+            ("User-agent: *\nCrawl-delay: 10\n", Some(10_000)),
+            ("User-agent: *\nCrawl-delay: 0.25\n", Some(250)),
+            ("User-agent: *\nCrawl-delay: 86400\n", Some(60_000)),
+            ("User-agent: *\nCrawl-delay: soon\n", None),
+            ("User-agent: *\nCrawl-delay: -3\n", None),
+            ("User-agent: *\nCrawl-delay: NaN\n", None),
+            ("Crawl-delay: 5\nUser-agent: *\nDisallow: /x\n", None),
+            ("User-agent: archiver\nCrawl-delay: 5\n", None),
+            // Gemini: the largest of the groups that apply.
+            (
+                "User-agent: *\nCrawl-delay: 2\n\nUser-agent: indexer\nCrawl-delay: 7\n",
+                Some(7_000),
+            ),
+        ];
+        for (text, want) in cases {
+            assert_eq!(
+                Robots::parse(text).crawl_delay(),
+                want.map(std::time::Duration::from_millis),
+                "{text:?}"
+            );
+        }
     }
 }

@@ -25,7 +25,6 @@ use crate::content;
 use crate::fetch::sockets::SocketBudget;
 use crate::fetch::{FetchError, Fetcher};
 use crate::frontier::{Frontier, FrontierError, QueuedUrl};
-use crate::robots::Robots;
 use crate::urlnorm;
 
 pub(super) struct Crawl {
@@ -335,6 +334,7 @@ impl Crawl {
         let now = Instant::now();
         for url in claimed {
             let host_id = url.host_id;
+            let host = url.host.clone();
             let new_capsule = !self.scheduler.knows(host_id);
             self.scheduler.push(url, first, now);
             if new_capsule {
@@ -350,7 +350,7 @@ impl Crawl {
                         let robots = cached
                             .text
                             .as_deref()
-                            .map(Robots::parse)
+                            .map(|text| super::record::robots_of(&host, text))
                             .unwrap_or_default();
                         let read_at = now
                             .checked_sub(Duration::from_secs(age.max(0) as u64))

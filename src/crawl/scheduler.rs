@@ -65,6 +65,8 @@ struct Capsule<T> {
     exhausted: bool,
     /// 44s answered to its robots.txt in a row.
     robots_retries: u32,
+    /// The least gap its robots.txt asks for (`Crawl-delay`), applied to its IP.
+    crawl_delay: Duration,
 }
 
 #[derive(Debug)]
@@ -148,6 +150,7 @@ impl<T: Queued> Scheduler<T> {
             leased: false,
             exhausted: false,
             robots_retries: 0,
+            crawl_delay: Duration::ZERO,
         });
         capsule.leased = true;
         if first {
@@ -159,13 +162,24 @@ impl<T: Queued> Scheduler<T> {
         self.enter_rotation(host_id, now);
     }
 
-    /// Sets a capsule's robots rules (from the cache or a fetch), read at `read_at`.
+    /// Sets a capsule's robots rules (from the cache or a fetch), read at `read_at`. A
+    /// `Crawl-delay` becomes the least gap between requests to the capsule's IP (capped by
+    /// [`crate::robots::MAX_CRAWL_DELAY`]); the IP keeps the largest any of its capsules asks.
     pub fn set_robots(&mut self, host_id: i64, robots: Robots, read_at: Instant, now: Instant) {
         if let Some(c) = self.capsules.get_mut(&host_id) {
+            c.crawl_delay = robots.crawl_delay().unwrap_or_default();
             c.robots = RobotsState::Known(robots, read_at);
             c.robots_retries = 0;
+            if let Some(slot) = c.addr.and_then(|a| self.ips.get_mut(&a.ip())) {
+                slot.gap = slot.gap.max(c.crawl_delay);
+            }
         }
         self.enter_rotation(host_id, now);
+    }
+
+    /// A capsule's name (its [`crate::urlnorm::capsule_key`]).
+    pub fn capsule_key(&self, host_id: i64) -> Option<&str> {
+        self.capsules.get(&host_id).map(|c| c.name.as_str())
     }
 
     /// Leased capsules whose queue is empty and for which the frontier may have more now.
@@ -449,6 +463,7 @@ impl<T: Queued> Scheduler<T> {
             slow_downs: 0,
             rotation: VecDeque::new(),
         });
+        slot.gap = slot.gap.max(capsule.crawl_delay);
         slot.rotation.push_back(host_id);
         if !slot.busy {
             self.ready
@@ -679,5 +694,50 @@ mod tests {
         assert_eq!(path_and_query("gemini://a.test/x/y?q=1"), "/x/y?q=1");
         assert_eq!(path_and_query("gemini://a.test"), "/");
         assert_eq!(path_and_query("gemini://a.test:1966/p#f"), "/p");
+    }
+
+    #[test]
+    fn a_crawl_delay_widens_the_gap_of_the_capsules_ip() {
+        let t0 = Instant::now();
+        let delay = Duration::from_millis(100);
+        let mut s = Scheduler::new(delay);
+        for i in 0..3 {
+            s.push(url(i, 1, "slow.test", &format!("/{i}")), false, t0);
+        }
+        // A capsule on another IP is not slowed down.
+        s.push(url(10, 2, "quick.test", "/a"), false, t0);
+        s.push(url(11, 2, "quick.test", "/b"), false, t0);
+        s.set_address(1, addr(1), t0);
+        s.set_address(2, addr(2), t0);
+        for _ in 0..2 {
+            let Some(Job::Robots { host_id, addr, .. }) = s.next_job(t0) else {
+                panic!("robots first")
+            };
+            s.finished(addr.ip(), host_id, t0, Duration::ZERO);
+        }
+        s.set_robots(1, Robots::parse("User-agent: *\nCrawl-delay: 3\n"), t0, t0);
+        s.set_robots(2, Robots::allow_all(), t0, t0);
+        let mut starts: HashMap<i64, Vec<Duration>> = HashMap::new();
+        let mut now = t0;
+        loop {
+            while let Some(job) = s.next_job(now) {
+                let Job::Page { url, addr } = job else {
+                    panic!()
+                };
+                starts.entry(url.host_id).or_default().push(now - t0);
+                s.finished(addr.ip(), url.host_id, now, Duration::ZERO);
+            }
+            if s.queued() == 0 {
+                break;
+            }
+            now = s.next_wakeup().expect("work is waiting");
+        }
+        let slow = &starts[&1];
+        assert_eq!(slow.len(), 3);
+        for pair in slow.windows(2) {
+            assert!(pair[1] - pair[0] >= Duration::from_secs(3), "{slow:?}");
+        }
+        let quick = &starts[&2];
+        assert!(quick[1] - quick[0] < Duration::from_secs(1), "{quick:?}");
     }
 }

@@ -173,7 +173,8 @@ impl Crawl {
             Outcome::TemporaryFailure { .. } => return self.set_aside(batch, host_id),
             Outcome::Success { meta, body } if crate::fetch::wants_body(meta) => {
                 let text = crate::gemtext::decode(body).into_owned();
-                (Robots::parse(&text), Some(text))
+                let key = self.scheduler.capsule_key(host_id).unwrap_or_default();
+                (robots_of(key, &text), Some(text))
             }
             _ => (Robots::allow_all(), None),
         };
@@ -202,5 +203,15 @@ impl Crawl {
             );
         }
         Ok(())
+    }
+}
+
+/// The rules of a capsule's robots.txt, read as its protocol says: the Gemini companion
+/// specification for a capsule, RFC 9309 for a web origin.
+pub(in crate::crawl) fn robots_of(capsule_key: &str, text: &str) -> Robots {
+    if crate::urlnorm::Capsule::parse(capsule_key).is_web() {
+        Robots::parse_web(text)
+    } else {
+        Robots::parse(text)
     }
 }

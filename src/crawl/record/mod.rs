@@ -17,6 +17,7 @@ use ::url::Url;
 
 mod capsule;
 mod page;
+pub(super) use capsule::robots_of;
 
 use super::driver::Crawl;
 use super::task::{Done, DoneJob, ExtractedPage, Fetched};
