@@ -181,6 +181,10 @@ pub struct CrawlArgs {
         value_parser = ["gemini", "http", "https"]
     )]
     pub protocols: Vec<String>,
+    /// How web masters can reach you (a URL or mailto:), named in the User-Agent of HTTP
+    /// requests: `geode/VERSION (+CONTACT; ...)`.
+    #[arg(long, value_name = "URL", env = "GEODE_CONTACT")]
+    pub contact: Option<String>,
 }
 
 #[derive(Debug, Args)]

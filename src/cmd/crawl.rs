@@ -56,6 +56,16 @@ pub(crate) fn crawl(args: CrawlArgs) -> Result<(), Failure> {
         }
     }
     config.seeds = seeds;
+    if let Some(contact) = &args.contact {
+        let agent = geode::fetch::http::user_agent(Some(contact));
+        if !agent.bytes().all(|b| (b' '..=b'~').contains(&b)) {
+            return Err(Failure::Usage(anyhow!(
+                "--contact {contact:?}: a User-Agent header holds printable ASCII only \
+                 (write a domain name in punycode)"
+            )));
+        }
+        config.contact = Some(contact.clone());
+    }
     config.max_pages = args.max_pages;
     config.policy.max_depth = args.max_depth;
     config.capsule_budget = args.capsule_budget;

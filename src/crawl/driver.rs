@@ -71,7 +71,16 @@ impl Crawl {
                 socket_budget,
                 ..CrawlSummary::default()
             },
-            fetcher: Fetcher::new(config.limits.clone(), SocketBudget::new(socket_budget)),
+            fetcher: {
+                let mut fetcher =
+                    Fetcher::new(config.limits.clone(), SocketBudget::new(socket_budget));
+                if let Some(contact) = &config.contact {
+                    if let Err(e) = fetcher.set_contact(contact) {
+                        tracing::warn!("--contact left out: {e}");
+                    }
+                }
+                fetcher
+            },
             progress,
             parsers: Arc::new(Semaphore::new(
                 std::thread::available_parallelism()

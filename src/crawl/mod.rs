@@ -124,6 +124,8 @@ pub struct CrawlConfig {
     /// Which capsules this run may fetch (`--allow-host`, `--deny-host`); URLs of others are
     /// recorded but not fetched.
     pub scope: policy::Scope,
+    /// The operator's contact (a URL or an address) for the `User-Agent` of HTTP requests.
+    pub contact: Option<String>,
 }
 
 impl CrawlConfig {
@@ -163,6 +165,7 @@ impl CrawlConfig {
             max_duration: None,
             drain: Duration::from_secs(5),
             scope: policy::Scope::default(),
+            contact: None,
         }
     }
 }

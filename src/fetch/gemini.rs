@@ -131,7 +131,7 @@ impl GeminiFetcher {
 
 /// Opens a TCP connection. When the OS is out of descriptors, waits and tries again (the caller's
 /// time limit bounds the waiting): that is back-pressure, not a failure of the URL.
-async fn connect(addr: SocketAddr, reset_on_close: bool) -> std::io::Result<TcpStream> {
+pub(super) async fn connect(addr: SocketAddr, reset_on_close: bool) -> std::io::Result<TcpStream> {
     let mut pause = std::time::Duration::from_millis(10);
     loop {
         let socket = if addr.is_ipv4() {
@@ -160,7 +160,7 @@ async fn connect(addr: SocketAddr, reset_on_close: bool) -> std::io::Result<TcpS
     }
 }
 
-fn server_name(url: &Url) -> Result<ServerName<'static>, FetchError> {
+pub(super) fn server_name(url: &Url) -> Result<ServerName<'static>, FetchError> {
     match url.host() {
         Some(::url::Host::Domain(name)) => ServerName::try_from(name.to_string())
             .map_err(|_| FetchError::Tls(format!("invalid server name {name}"))),

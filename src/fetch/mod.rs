@@ -2,12 +2,14 @@
 //!
 //! [`Fetcher`] takes a URL and the address to connect to (the crawl loop chooses it, because
 //! politeness is per IP address) and returns a protocol-neutral [`Response`]: a status mapped to a
-//! typed [`Outcome`]. Gemini is implemented in [`gemini`]; an HTTP fetcher joins by adding a scheme
-//! arm to [`Fetcher::fetch`] that maps HTTP statuses onto the same outcomes, without touching the
-//! crawl loop. Every fetch is bounded in time and bytes ([`FetchLimits`]).
+//! typed [`Outcome`]. Gemini is implemented in [`gemini`], HTTP and HTTPS in [`http`], which
+//! maps HTTP statuses onto the same outcomes, so the crawl loop treats both alike. Both draw
+//! their sockets from one [`sockets::SocketBudget`], and every fetch is bounded in time and bytes
+//! ([`FetchLimits`]).
 
 pub mod dns;
 pub mod gemini;
+pub mod http;
 pub mod sockets;
 
 use std::net::SocketAddr;
@@ -146,16 +148,33 @@ pub fn wants_body(meta: &str) -> bool {
 #[derive(Clone)]
 pub struct Fetcher {
     gemini: gemini::GeminiFetcher,
+    http: http::HttpFetcher,
     budget: sockets::SocketBudget,
 }
 
 impl Fetcher {
-    /// A fetcher whose sockets all count against `budget`.
+    /// A fetcher whose sockets all count against `budget`; HTTPS servers are checked against
+    /// the system's certificate authorities.
     pub fn new(limits: FetchLimits, budget: sockets::SocketBudget) -> Self {
+        Fetcher::with_roots(limits, budget, http::trust_roots(&[]))
+    }
+
+    /// [`Fetcher::new`] with the HTTPS trust store given.
+    pub fn with_roots(
+        limits: FetchLimits,
+        budget: sockets::SocketBudget,
+        roots: rustls::RootCertStore,
+    ) -> Self {
         Fetcher {
-            gemini: gemini::GeminiFetcher::new(limits, budget.clone()),
+            gemini: gemini::GeminiFetcher::new(limits.clone(), budget.clone()),
+            http: http::HttpFetcher::new(limits, budget.clone(), roots),
             budget,
         }
+    }
+
+    /// Names the operator's contact in HTTP requests' `User-Agent` (`--contact`).
+    pub fn set_contact(&mut self, contact: &str) -> Result<(), String> {
+        self.http.set_contact(contact)
     }
 
     /// The socket budget this fetcher draws from.
@@ -199,10 +218,11 @@ impl Fetcher {
         url: &Url,
         addr: SocketAddr,
         cap: BodyCap,
-        _known: &Validators,
+        known: &Validators,
     ) -> Result<Response, FetchError> {
         match url.scheme() {
             "gemini" => self.gemini.fetch(url, addr, cap).await,
+            "http" | "https" => self.http.fetch(url, addr, cap, known).await,
             other => Err(FetchError::UnsupportedScheme(other.to_string())),
         }
     }

@@ -1,7 +1,9 @@
 //! From a successful response to what the index stores: MIME parameters, text, title, headings
-//! and links. Pure: no I/O. `text/gemini` goes through the [`crate::gemtext`] parser, Atom and
-//! RSS documents through [`crate::feed`], other `text/*` is indexed as plain text, and anything
-//! else is described by its URL alone.
+//! and links. Pure: no I/O. `text/gemini` goes through the [`crate::gemtext`] parser (over HTTP
+//! as well), HTML through [`html`], Atom and RSS documents through [`crate::feed`], other
+//! `text/*` is indexed as plain text, and anything else is described by its URL alone.
+
+pub mod html;
 
 use ::url::Url;
 
@@ -85,7 +87,29 @@ fn cap_links(links: &mut Vec<PageLink>, max: usize) {
 
 fn extract_all(url: &Url, meta: &str, body: &[u8]) -> Extracted {
     let mime = parse_mime(meta);
-    let text = decode(body, mime.charset.as_deref());
+    let is_html = is_html(&mime.essence);
+    // HTML may declare its charset inside (a BOM, which `decode` honours, still wins).
+    let charset = match (&mime.charset, is_html) {
+        (None, true) => html::sniff_charset(body),
+        (declared, _) => declared.clone(),
+    };
+    let text = decode(body, charset.as_deref());
+    if is_html {
+        let page = html::extract(url, &text);
+        return Extracted {
+            title: if page.title.is_empty() {
+                gemtext::title_of(&[], url)
+            } else {
+                page.title
+            },
+            body: page.body,
+            headings: page.headings,
+            links: page.links,
+            mime: mime.essence,
+            lang: mime.lang.or(page.lang),
+            feed: false,
+        };
+    }
     let xml_feed = crate::feed::is_xml_feed_type(&mime.essence)
         .then(|| crate::feed::read_xml_feed(&text))
         .flatten();
@@ -145,7 +169,11 @@ fn extract_all(url: &Url, meta: &str, body: &[u8]) -> Extracted {
 /// types feeds come in. Other types are indexed from their header, URL and inbound links.
 pub fn wants_body(meta: &str) -> bool {
     let essence = parse_mime(meta).essence;
-    essence.starts_with("text/") || crate::feed::is_xml_feed_type(&essence)
+    essence.starts_with("text/") || is_html(&essence) || crate::feed::is_xml_feed_type(&essence)
+}
+
+fn is_html(essence: &str) -> bool {
+    matches!(essence, "text/html" | "application/xhtml+xml")
 }
 
 /// Decodes a text body in its declared charset (UTF-8 when none is declared or the label is
@@ -300,5 +328,37 @@ mod tests {
         );
         assert_eq!(e.title, "Field notes");
         assert!(e.body.contains("The heron returned."));
+    }
+
+    #[test]
+    fn html_pages_are_read_in_their_declared_charset() {
+        let url = Url::parse("https://web.test/a.html").unwrap();
+        let latin1 = b"<html lang=fr><title>Caf\xe9</title><h1>Cr\xe8me</h1><p>br\xfbl\xe9e</p>";
+        let e = extract(&url, "text/html; charset=ISO-8859-1", latin1);
+        assert_eq!(e.title, "Café");
+        assert_eq!(e.headings, ["Crème"]);
+        assert!(e.body.contains("brûlée"), "{}", e.body);
+        assert_eq!(e.lang.as_deref(), Some("fr"));
+        assert_eq!(e.mime, "text/html");
+        // No charset in the header: the document's own <meta> says it.
+        let cp1251 = b"<meta charset=windows-1251><title>\xcf\xf0\xe8\xe2\xe5\xf2</title>";
+        assert_eq!(extract(&url, "text/html", cp1251).title, "Привет");
+        // The header wins over the document.
+        let e = extract(
+            &url,
+            "text/html; charset=utf-8",
+            "<meta charset=koi8-r><title>Été</title>".as_bytes(),
+        );
+        assert_eq!(e.title, "Été");
+        // A page without a title is named by its URL.
+        assert_eq!(
+            extract(&url, "application/xhtml+xml", b"<p>x</p>").title,
+            gemtext::title_of(&[], &url)
+        );
+        assert!(wants_body("application/xhtml+xml"));
+        // Gemtext over HTTP is gemtext.
+        let e = extract(&url, "text/gemini", b"# Over HTTP\n=> /x Link\n");
+        assert_eq!(e.title, "Over HTTP");
+        assert_eq!(e.links[0].url.as_str(), "https://web.test/x");
     }
 }
