@@ -179,6 +179,27 @@ async fn pages_redirects_errors_slow_downs_gzip_conditional_gets_and_charsets() 
         assert!(page.body.contains(text), "{path}: {}", page.body);
     }
 
+    // nginx really answered what the outcomes say.
+    for (path, status) in [
+        ("/busy", 429),
+        ("/gone", 410),
+        ("/moved", 301),
+        ("/missing", 404),
+    ] {
+        assert_eq!(
+            nginx.wait_for(|h| h.request.contains(path)).status,
+            status,
+            "{path}"
+        );
+    }
+    assert_eq!(
+        nginx
+            .hits()
+            .iter()
+            .filter(|h| h.request.contains("/long.txt") && h.status == 304)
+            .count(),
+        1
+    );
     // Every request named geode.
     let hits = nginx.hits();
     assert!(hits.len() >= 12, "{hits:?}");
