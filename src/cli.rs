@@ -46,6 +46,7 @@ pub enum Command {
     ///   intitle:WORD        in the title (intitle:"a phrase" too); inurl:WORD in the URL
     ///   size:>N, size:<N    body size in bytes; K, M, G suffixes (size:>10K)
     ///   similar:URL         the page and its near-duplicates
+    ///   scheme:S            gemini, http or https pages only
     ///
     /// Results are ranked by text relevance, link authority and a home-page prior, with at
     /// most two results of one capsule in each block of ten.

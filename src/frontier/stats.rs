@@ -88,7 +88,7 @@ const INTERVAL_BUCKETS: &[(i64, &str)] = &[
 /// A capsule with indexed pages, for the list of known capsules.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct KnownHost {
-    /// Capsule key: host, or host:port for a non-default port.
+    /// Capsule key: host, host:port for a non-default port, or a web origin (https://host).
     pub name: String,
     pub pages_indexed: u64,
     pub urls_known: u64,

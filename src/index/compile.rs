@@ -28,7 +28,7 @@ use std::ops::{Bound, Range};
 
 use tantivy::query::{
     AllQuery, BooleanQuery, BoostQuery, ConstScoreQuery, Occur, PhraseQuery, Query as TQuery,
-    RangeQuery, TermQuery,
+    RangeQuery, RegexQuery, TermQuery,
 };
 use tantivy::schema::{Field, IndexRecordOption};
 use tantivy::Term;
@@ -494,6 +494,11 @@ impl Compiler<'_> {
         };
         match filter {
             Filter::Site(site) => exact(f.site, site),
+            // URLs are stored whole in `url`: the scheme is a prefix of its terms, which the
+            // term dictionary (an FST) finds without reading any other term.
+            Filter::Scheme(scheme) => RegexQuery::from_pattern(&format!("{scheme}://.*"), f.url)
+                .ok()
+                .map(|q| zero_score(Box::new(q))),
             Filter::Lang(lang) => exact(f.lang, lang),
             Filter::Mime(mime) => exact(f.mime, mime),
             Filter::FileType(ext) => exact(f.ext, ext),

@@ -30,6 +30,17 @@ pub(super) fn make_filter(
         FilterKind::InTitle => Filter::InTitle(text_value(value)),
         FilterKind::InUrl => Filter::InUrl(text_value(value)),
         FilterKind::Site => Filter::Site(normalize_site(value).map_err(fail)?),
+        FilterKind::Scheme => {
+            let scheme = value.trim_end_matches("://").trim_end_matches(':');
+            match scheme.to_ascii_lowercase().as_str() {
+                s @ ("gemini" | "http" | "https") => Filter::Scheme(s.to_string()),
+                _ => {
+                    return Err(fail(format!(
+                        "{name}: expects gemini, http or https, got '{value}'"
+                    )))
+                }
+            }
+        }
         FilterKind::Lang => {
             let primary = value.split(['-', '_']).next().unwrap_or("");
             if !(2..=3).contains(&primary.len())

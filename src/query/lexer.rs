@@ -39,6 +39,7 @@ pub(super) enum FilterKind {
     FileType,
     Size,
     Similar,
+    Scheme,
 }
 
 impl FilterKind {
@@ -52,6 +53,7 @@ impl FilterKind {
             "filetype" => FilterKind::FileType,
             "size" => FilterKind::Size,
             "similar" => FilterKind::Similar,
+            "scheme" => FilterKind::Scheme,
             _ => return None,
         })
     }

@@ -17,7 +17,7 @@
 //! `OR`, `AND` and `NOT` are operators only in upper case; `or` is a word. A `-` negates only at
 //! the start of a token (`e-mail` is one word); a `-` standing alone between spaces is
 //! punctuation, as in `Artist - Title`, and is ignored. Filter names (`site`, `lang`, `mime`,
-//! `content_type`, `intitle`, `inurl`, `filetype`, `size`, `similar`) are case-insensitive; a word whose
+//! `content_type`, `intitle`, `inurl`, `filetype`, `size`, `similar`, `scheme`) are case-insensitive; a word whose
 //! text before its first `:` is not one of them is an ordinary word (`gemini://example.org/`,
 //! `12:30`). Filter values are normalised here (see [`Filter`]).
 //!
@@ -66,6 +66,8 @@ pub enum Query {
 pub enum Filter {
     /// `site:host[/~user]`, lowercased, without scheme or trailing slash.
     Site(String),
+    /// `scheme:gemini`, `scheme:http` or `scheme:https`, lowercased.
+    Scheme(String),
     /// `lang:xx`, the primary language subtag, lowercased.
     Lang(String),
     /// `mime:type/sub`, `mime:type` or `content_type:...`, lowercased.

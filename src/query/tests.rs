@@ -17,6 +17,7 @@ fn render(query: &Query) -> String {
         Query::Or(parts) => list("or", parts),
         Query::Filter { filter, .. } => match filter {
             Filter::Site(v) => format!("site:{v}"),
+            Filter::Scheme(v) => format!("scheme:{v}"),
             Filter::Lang(v) => format!("lang:{v}"),
             Filter::Mime(v) => format!("mime:{v}"),
             Filter::FileType(v) => format!("filetype:{v}"),
@@ -138,6 +139,17 @@ fn words_with_colons_that_are_not_filters() {
         ("foo:bar baz", "(and foo:bar baz)"),
         ("https://example.org/a?b=c", "https://example.org/a?b=c"),
     ]);
+}
+
+#[test]
+fn scheme_filter() {
+    check_ok(&[
+        ("scheme:https", "scheme:https"),
+        ("SCHEME:Gemini", "scheme:gemini"),
+        ("scheme:http://", "scheme:http"),
+        ("scheme:https: web", "(and scheme:https web)"),
+    ]);
+    check_err(&[("scheme:ftp", "scheme: expects gemini, http or https", 7..10)]);
 }
 
 #[test]

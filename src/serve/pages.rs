@@ -506,8 +506,9 @@ pub fn known_hosts(hosts: &[KnownHost], total_known: u64) -> String {
     ))
     .blank();
     for host in hosts {
+        // A capsule key names a Gemini host or a web origin (`https://host`).
         g.link(
-            &format!("gemini://{}/", host.name),
+            &crate::urlnorm::Capsule::parse(&host.name).root(),
             &format!("{} ({})", host.name, host.pages_indexed),
         );
     }
@@ -612,6 +613,7 @@ pub fn about() -> String {
         .item("In the title or URL: intitle:gemlog, inurl:recipes")
         .item("Size: size:>10K, size:<2M")
         .item("A page and its near-duplicates: similar:gemini://example.org/page.gmi")
+        .item("Geminispace or the web only: scheme:gemini, scheme:https")
         .blank()
         .text("A word the index does not know is also matched by its likely spellings, and the results offer the corrected query. Copies of one page (the same text under another address) show as one result with a link to the others.")
         .blank()
@@ -1007,14 +1009,25 @@ mod tests {
             "{page}"
         );
         assert!(page.contains("2 links known"), "{page}");
-        let hosts = vec![KnownHost {
-            name: "a.test:1966".into(),
-            pages_indexed: 3,
-            urls_known: 9,
-        }];
+        let hosts = vec![
+            KnownHost {
+                name: "a.test:1966".into(),
+                pages_indexed: 3,
+                urls_known: 9,
+            },
+            KnownHost {
+                name: "https://web.test".into(),
+                pages_indexed: 2,
+                urls_known: 2,
+            },
+        ];
         let page = known_hosts(&hosts, 4);
         assert!(
             page.contains("=> gemini://a.test:1966/ a.test:1966 (3)\n"),
+            "{page}"
+        );
+        assert!(
+            page.contains("=> https://web.test/ https://web.test (2)\n"),
             "{page}"
         );
     }

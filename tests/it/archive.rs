@@ -19,7 +19,7 @@ fn geode(args: &[&str]) -> Output {
 }
 
 /// URLs and total of a search, as `geode search --json` prints them.
-fn results(dir: &str, query: &str) -> (u64, Vec<String>) {
+pub(crate) fn results(dir: &str, query: &str) -> (u64, Vec<String>) {
     let out = geode(&["search", "--data", dir, "--json", "--limit", "50", query]);
     assert!(
         out.status.success(),

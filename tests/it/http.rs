@@ -404,6 +404,22 @@ async fn a_capsule_and_a_website_on_one_address_are_crawled_together_politely() 
         assert!(indexed.iter().any(|u| u == url), "{url} not in {indexed:?}");
     }
 
+    // One index for both, and `scheme:` tells them apart.
+    let dir = data.path().to_str().unwrap();
+    let search = |query: &str| {
+        let (_, mut urls) = crate::archive::results(dir, query);
+        urls.sort();
+        urls
+    };
+    assert_eq!(search("scheme:http"), [web_page.clone(), second.clone()]);
+    assert_eq!(
+        search("scheme:gemini"),
+        ["gemini://mix.test/", "gemini://mix.test/back.gmi"]
+    );
+    assert!(search("scheme:https").is_empty());
+    assert_eq!(search("marigold"), [second.as_str()]);
+    assert_eq!(search("tansy"), ["gemini://mix.test/back.gmi"]);
+
     // Both servers' logs on one timeline: one request at a time to the address, starts at least
     // the delay apart, whichever the protocol.
     let origin = fixture
