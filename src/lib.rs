@@ -16,6 +16,7 @@ pub mod clock;
 pub mod content;
 pub mod crawl;
 pub mod datadir;
+pub mod digest;
 pub mod feed;
 pub mod fetch;
 pub mod frontier;

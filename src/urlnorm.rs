@@ -37,6 +37,19 @@ pub enum UrlError {
 }
 
 /// Parses and normalises an absolute URL.
+///
+/// ```
+/// use geode::urlnorm::{capsule_key, normalize, UrlError};
+///
+/// let url = normalize("GEMINI://Example.ORG.:1965/a/./b/../%7euser/?#top").unwrap();
+/// assert_eq!(url.as_str(), "gemini://example.org/a/~user/");
+/// assert_eq!(capsule_key(&url), "example.org");
+/// // Web URLs belong to their origin.
+/// assert_eq!(capsule_key(&normalize("https://example.org/x").unwrap()), "https://example.org");
+/// // Some URLs cannot be used at all.
+/// assert_eq!(normalize("gemini://me@example.org/"), Err(UrlError::Userinfo));
+/// assert!(matches!(normalize("/relative/path"), Err(UrlError::Parse(_))));
+/// ```
 pub fn normalize(input: &str) -> Result<Url, UrlError> {
     let url = Url::parse(input).map_err(|e| UrlError::Parse(e.to_string()))?;
     canonicalize(url)

@@ -145,7 +145,7 @@ pub(super) fn extract(url: &Url, meta: &str, body: &[u8]) -> ExtractedPage {
     ExtractedPage {
         extracted: content::extract(url, meta, body),
         size: body.len() as u64,
-        hash: read.then(|| crate::fetch::gemini::fingerprint_hex(body)),
+        hash: read.then(|| crate::digest::sha256_hex(body)),
         zstd: read.then(|| crate::frontier::archive::compress(body)),
     }
 }

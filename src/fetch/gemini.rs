@@ -109,7 +109,7 @@ impl GeminiFetcher {
             .1
             .peer_certificates()
             .and_then(|certs| certs.first())
-            .map(|cert| fingerprint_hex(cert.as_ref()));
+            .map(|cert| crate::digest::sha256_hex(cert.as_ref()));
         tls.write_all(request).await.map_err(FetchError::Io)?;
         tls.flush().await.map_err(FetchError::Io)?;
 
@@ -168,12 +168,6 @@ pub(super) fn server_name(url: &Url) -> Result<ServerName<'static>, FetchError> 
         Some(::url::Host::Ipv6(ip)) => Ok(ServerName::IpAddress(std::net::IpAddr::V6(ip).into())),
         None => Err(FetchError::Unresolved(url.to_string())),
     }
-}
-
-/// Lower-case hex SHA-256 of a DER certificate.
-pub fn fingerprint_hex(der: &[u8]) -> String {
-    let digest = ring::digest::digest(&ring::digest::SHA256, der);
-    digest.as_ref().iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// Reads up to the end of the header line. Returns the line (without CRLF) and any body bytes that

@@ -291,7 +291,7 @@ mod tests {
     use super::*;
 
     fn body(text: &[u8]) -> (String, Vec<u8>) {
-        (crate::fetch::gemini::fingerprint_hex(text), compress(text))
+        (crate::digest::sha256_hex(text), compress(text))
     }
 
     #[test]

@@ -104,7 +104,7 @@ fn identity(key: CertifiedKey, origin: String) -> Identity {
     let fingerprint = key
         .cert
         .first()
-        .map(|der| hex(ring::digest::digest(&ring::digest::SHA256, der).as_ref()))
+        .map(|der| crate::digest::sha256_hex(der))
         .unwrap_or_default();
     Identity {
         key: Arc::new(key),
@@ -231,10 +231,6 @@ fn write_atomically(path: &Path, bytes: &[u8], mode: u32) -> Result<(), CertErro
     file.sync_all().map_err(err)?;
     drop(file);
     std::fs::rename(&tmp, path).map_err(err)
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 #[cfg(test)]
