@@ -2,9 +2,11 @@
 //! backlinks and statistics read live from a data directory a crawl may be writing.
 //!
 //! Layout: [`request`] turns the bytes a client sent into a route or a refusal (pure),
-//! [`pages`] renders gemtext with escaping (pure), [`ratelimit`] holds the per-client limits,
-//! [`cert`] the TLS identity, [`backend`] the index and crawl database readers. This file binds
-//! the listeners and runs the connections, with their limits, and the shutdown.
+//! [`render`] is the safe gemtext builder and its escaping (pure), [`pages`] the pages built
+//! with it (pure), [`ratelimit`] holds the per-client limits, [`cert`] the TLS identity,
+//! [`backend`] the index and crawl database readers, `connection` one connection from accept to
+//! close, `answer` what each route answers. This file holds the configuration, binds the
+//! listeners, runs the accept loops with their budgets, and the shutdown.
 //!
 //! One connection, one request, as Gemini wants: TLS handshake (at most
 //! [`Timeouts::handshake`]), the request read into a fixed 1026-byte buffer (at most
@@ -37,10 +39,13 @@
 //!
 //! Not here: writing the index (only the crawl does), HTTP, client certificates.
 
+mod answer;
 pub mod backend;
 pub mod cert;
+mod connection;
 pub mod pages;
 pub mod ratelimit;
+pub mod render;
 pub mod request;
 
 use std::future::Future;
@@ -59,7 +64,10 @@ use cert::{CertError, CertSource};
 use ratelimit::{ConnectionCounter, PendingConnections, PendingSlot, RateLimit, RateLimiter};
 use request::{Authority, Framing, Route, MAX_REQUEST, PAGE_SIZE};
 
+use answer::respond;
 pub use cert::Identity;
+use connection::connection;
+pub use connection::Response;
 
 /// Everything `geode serve` needs to know, decided once from the command line.
 #[derive(Debug, Clone)]
@@ -428,376 +436,6 @@ async fn accept_loop(listener: TcpListener, shared: Arc<Shared>, mut stop: watch
     }
 }
 
-/// A response: header and body.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Response {
-    pub status: u8,
-    pub meta: String,
-    pub body: Vec<u8>,
-}
-
-impl Response {
-    fn header(status: u8, meta: impl Into<String>) -> Response {
-        Response {
-            status,
-            meta: meta.into(),
-            body: Vec::new(),
-        }
-    }
-
-    fn gemtext(body: String) -> Response {
-        Response {
-            status: 20,
-            meta: "text/gemini; charset=utf-8; lang=en".to_string(),
-            body: body.into_bytes(),
-        }
-    }
-
-    fn busy() -> Response {
-        Response::header(40, "Server busy, try again in a moment")
-    }
-}
-
-/// What the pending phase of a connection came to: the TLS stream and the bytes of the request
-/// (or `None` when the client never finished its handshake or failed while sending).
-type Received = Option<(
-    tokio_rustls::server::TlsStream<TcpStream>,
-    Box<[u8; MAX_REQUEST + 2]>,
-    Option<Read>,
-)>;
-
-/// The pending phase: TLS handshake, then the request line, each within its time limit. The
-/// request is `None` when its time ran out (answered 59).
-async fn receive(shared: &Shared, tcp: TcpStream, peer: SocketAddr) -> Received {
-    let mut stream =
-        match tokio::time::timeout(shared.timeouts.handshake, shared.acceptor.accept(tcp)).await {
-            Ok(Ok(stream)) => stream,
-            Ok(Err(e)) => {
-                tracing::debug!("{peer}: handshake failed: {e}");
-                return None;
-            }
-            Err(_) => {
-                tracing::debug!("{peer}: handshake timeout");
-                return None;
-            }
-        };
-    let mut buf = Box::new([0u8; MAX_REQUEST + 2]);
-    let read = tokio::time::timeout(
-        shared.timeouts.request,
-        read_request(&mut stream, &mut buf[..]),
-    );
-    match read.await {
-        Err(_) => Some((stream, buf, None)),
-        Ok(Err(e)) => {
-            tracing::debug!("{peer}: reading the request: {e}");
-            None
-        }
-        Ok(Ok(read)) => Some((stream, buf, Some(read))),
-    }
-}
-
-async fn connection(
-    shared: &Shared,
-    authority: &Authority,
-    tcp: TcpStream,
-    peer: SocketAddr,
-    mut pending: PendingSlot,
-) {
-    let started = Instant::now();
-    // Responses are small; do not let Nagle hold back the last segment.
-    let _ = tcp.set_nodelay(true);
-    let received = tokio::select! {
-        () = pending.evicted() => {
-            tracing::debug!("{peer}: closed before its request to make room for another client");
-            return;
-        }
-        received = receive(shared, tcp, peer) => received,
-    };
-    let Some((mut stream, buf, read)) = received else {
-        return;
-    };
-    // A place among the connections being answered; still evictable while waiting for it.
-    let _answering = tokio::select! {
-        () = pending.evicted() => {
-            tracing::debug!("{peer}: closed while waiting to be answered, to make room");
-            return;
-        }
-        place = Arc::clone(&shared.answering).acquire_owned() => match place {
-            Ok(place) => place,
-            Err(_) => return,
-        },
-    };
-    drop(pending);
-    let (framing, unread) = match read {
-        None => (Framing::TimedOut, false),
-        Some(read) => read.framing(&buf[..]),
-    };
-    let request_text = match framing {
-        Framing::Line(line) => String::from_utf8_lossy(line).into_owned(),
-        _ => String::new(),
-    };
-
-    let response = match shared.limiter.check(peer.ip(), Instant::now()) {
-        Err(wait) => Response::header(44, wait.to_string()),
-        Ok(()) => match request::parse(framing, authority) {
-            Err(reject) => Response::header(reject.status(), reject.message()),
-            Ok(request) => respond(shared, request.route).await,
-        },
-    };
-
-    let write = async {
-        let mut head = format!("{} {}\r\n", response.status, response.meta).into_bytes();
-        head.extend_from_slice(&response.body);
-        stream.write_all(&head).await?;
-        // close_notify, then FIN: the client can tell a complete body from a cut one.
-        stream.shutdown().await
-    };
-    match tokio::time::timeout(shared.timeouts.write, write).await {
-        Ok(Ok(())) if unread => drain(&mut stream).await,
-        Ok(Ok(())) => {}
-        Ok(Err(e)) => tracing::debug!("{peer}: writing the response: {e}"),
-        Err(_) => tracing::debug!("{peer}: too slow to read the response"),
-    }
-    tracing::debug!(
-        "{peer} {request_text:?} -> {} {} ({} bytes, {:.1} ms)",
-        response.status,
-        response.meta,
-        response.body.len(),
-        started.elapsed().as_secs_f64() * 1000.0
-    );
-}
-
-/// How the request arrived, as positions in the read buffer.
-enum Read {
-    /// A line ending in CRLF at `end` (exclusive of CRLF); `trailing` when bytes followed.
-    Line {
-        end: usize,
-        trailing: bool,
-    },
-    TooLong,
-    /// The client closed, or sent a bare LF, before CRLF.
-    Unterminated,
-}
-
-impl Read {
-    fn framing(self, buf: &[u8]) -> (Framing<'_>, bool) {
-        match self {
-            Read::Line { end, trailing } => (Framing::Line(&buf[..end]), trailing),
-            Read::TooLong => (Framing::TooLong, true),
-            Read::Unterminated => (Framing::Unterminated, false),
-        }
-    }
-}
-
-/// Reads into the caller's fixed buffer (the longest legal request plus CRLF), so a client
-/// cannot make the server hold more than that.
-async fn read_request<S: AsyncRead + Unpin>(
-    stream: &mut S,
-    buf: &mut [u8],
-) -> std::io::Result<Read> {
-    let mut filled = 0;
-    loop {
-        if let Some(lf) = buf[..filled].iter().position(|&b| b == b'\n') {
-            if lf == 0 || buf[lf - 1] != b'\r' {
-                return Ok(Read::Unterminated);
-            }
-            return Ok(Read::Line {
-                end: lf - 1,
-                trailing: lf + 1 < filled,
-            });
-        }
-        if filled == buf.len() {
-            return Ok(Read::TooLong);
-        }
-        match stream.read(&mut buf[filled..]).await? {
-            0 => return Ok(Read::Unterminated),
-            n => filled += n,
-        }
-    }
-}
-
-/// Closing a socket with unread bytes makes the kernel send RST, and the client may lose the
-/// answer it has not read yet (typically the 59 for an over-long request). Reading the rest for
-/// a moment lets the client see the answer and close first.
-async fn drain<S: AsyncRead + Unpin>(stream: &mut S) {
-    let mut sink = [0u8; 4096];
-    let swallow = async {
-        let mut total = 0usize;
-        while total < 1 << 20 {
-            match stream.read(&mut sink).await {
-                Ok(0) | Err(_) => break,
-                Ok(n) => total += n,
-            }
-        }
-    };
-    let _ = tokio::time::timeout(Duration::from_secs(1), swallow).await;
-}
-
-use crate::clock::unix_now;
-
-const SEARCH_PROMPT: &str = "Search geminispace (words, \"phrases\", site:, lang:; see /about)";
-const BACKLINKS_PROMPT: &str = "Which URL's backlinks? (e.g. gemini://example.org/)";
-const SEED_PROMPT: &str = "Suggest a capsule for the next crawl (a gemini:// URL)";
-
-async fn respond(shared: &Shared, route: Route) -> Response {
-    match route {
-        Route::About => Response::gemtext(pages::about()),
-        Route::Robots => Response {
-            status: 20,
-            meta: "text/plain; charset=utf-8".to_string(),
-            body: pages::robots().as_bytes().to_vec(),
-        },
-        Route::Search { query, page } => search(shared, query, page, false).await,
-        Route::VerboseSearch { query, page } => search(shared, query, page, true).await,
-        Route::Backlinks { url: None } => Response::header(10, BACKLINKS_PROMPT),
-        Route::Backlinks { url: Some(input) } => backlinks(shared, input).await,
-        Route::AddSeed { url: None } => Response::header(10, SEED_PROMPT),
-        Route::AddSeed { url: Some(input) } => add_seed(shared, input).await,
-        Route::Home | Route::Stats | Route::KnownHosts => {
-            let now = unix_now();
-            let snapshot = blocking(shared, move |b| b.snapshot(now)).await;
-            let snapshot = match snapshot {
-                Some(Ok(snapshot)) => snapshot,
-                Some(Err(e)) => {
-                    tracing::warn!("reading the crawl database: {e}");
-                    return Response::header(40, "The crawl database cannot be read right now");
-                }
-                None => return Response::busy(),
-            };
-            Response::gemtext(match route {
-                Route::Home => pages::home(
-                    snapshot
-                        .stats
-                        .as_ref()
-                        .map(|s| pages::Summary {
-                            documents: snapshot.documents,
-                            capsules: snapshot.hosts.len() as u64,
-                            last_crawl: s
-                                .last_crawl_finished
-                                .as_deref()
-                                .or(s.last_crawl_started.as_deref())
-                                .and_then(|t| t.trim().parse().ok()),
-                        })
-                        .as_ref(),
-                    now,
-                ),
-                Route::Stats => match &snapshot.stats {
-                    Some(stats) => {
-                        pages::stats(stats, snapshot.documents, snapshot.hosts.len() as u64, now)
-                    }
-                    None => pages::no_index(),
-                },
-                _ => pages::known_hosts(
-                    &snapshot.hosts,
-                    snapshot.stats.as_ref().map_or(0, |s| s.hosts),
-                ),
-            })
-        }
-    }
-}
-
-async fn search(shared: &Shared, query: Option<String>, page: usize, verbose: bool) -> Response {
-    let Some(query) = query.filter(|q| !q.trim().is_empty()) else {
-        return Response::header(10, SEARCH_PROMPT);
-    };
-    // The query language's own parser places the problem in a malformed query; the index would
-    // only say that it is malformed.
-    if let Err(e) = crate::query::parse(&query) {
-        return Response::gemtext(pages::query_error(&e.to_string(), &e.caret_line(&query)));
-    }
-    let offset = (page - 1) * PAGE_SIZE;
-    let q = query.clone();
-    let outcome = blocking(shared, move |b| b.search(&q, PAGE_SIZE, offset)).await;
-    match outcome {
-        None => Response::busy(),
-        Some(SearchOutcome::Found { results, elapsed }) => Response::gemtext(pages::results(
-            pages::ResultsView {
-                query: &query,
-                page,
-                results: &results,
-                elapsed,
-                verbose,
-            },
-            unix_now(),
-        )),
-        // A page rather than a new prompt: the explanation needs more than a prompt line, and
-        // the page links back to the prompt.
-        Some(SearchOutcome::BadQuery(message)) => {
-            Response::gemtext(pages::query_error(&message, &query))
-        }
-        Some(SearchOutcome::NoIndex) => Response::gemtext(pages::no_index()),
-        Some(SearchOutcome::Failed(e)) => {
-            tracing::warn!("search failed: {e}");
-            Response::header(40, "The index cannot be searched right now")
-        }
-    }
-}
-
-async fn backlinks(shared: &Shared, input: String) -> Response {
-    let url = match crate::urlnorm::normalize(input.trim()) {
-        Ok(url) => url.to_string(),
-        Err(e) => {
-            return Response::gemtext(pages::backlinks_bad_url(&input, &e.to_string()));
-        }
-    };
-    let target = url.clone();
-    match blocking(shared, move |b| b.backlinks(&target)).await {
-        None => Response::busy(),
-        Some(Ok(Some(found))) => Response::gemtext(pages::backlinks(&url, &found)),
-        Some(Ok(None)) => Response::gemtext(pages::no_index()),
-        Some(Err(e)) => {
-            tracing::warn!("reading backlinks: {e}");
-            Response::header(40, "The crawl database cannot be read right now")
-        }
-    }
-}
-
-/// A visitor's suggestion: a gemini:// URL is normalised and queued for the next crawl;
-/// anything else gets the prompt again, saying why.
-async fn add_seed(shared: &Shared, input: String) -> Response {
-    let url = match crate::urlnorm::normalize(input.trim()) {
-        Ok(url) if url.scheme() == "gemini" => url,
-        Ok(_) => return Response::header(10, "Only gemini:// URLs can be suggested; try again"),
-        Err(_) => return Response::header(10, "That is not a URL; try again (gemini://...)"),
-    };
-    let queued = url.clone();
-    match blocking(shared, move |b| b.suggest_seed(&queued)).await {
-        None => Response::busy(),
-        Some(Ok(outcome)) => Response::gemtext(pages::seed_added(url.as_str(), outcome)),
-        Some(Err(e)) => {
-            tracing::warn!("recording a suggested seed: {e}");
-            Response::header(40, "The suggestion cannot be recorded right now")
-        }
-    }
-}
-
-/// Runs `work` on the blocking pool once a slot is free; `None` when none frees up in time.
-async fn blocking<T: Send + 'static>(
-    shared: &Shared,
-    work: impl FnOnce(&Backend) -> T + Send + 'static,
-) -> Option<T> {
-    let acquire = Arc::clone(&shared.blocking).acquire_owned();
-    let permit = tokio::time::timeout(shared.timeouts.busy, acquire)
-        .await
-        .ok()?
-        .ok()?;
-    let backend = Arc::clone(&shared.backend);
-    // The permit moves into the task: the slot stays taken until the work is done, even if
-    // this connection gives up waiting for it.
-    let task = tokio::task::spawn_blocking(move || {
-        let result = work(&backend);
-        drop(permit);
-        result
-    });
-    match task.await {
-        Ok(result) => Some(result),
-        Err(e) => {
-            tracing::warn!("a blocking read panicked or was cancelled: {e}");
-            None
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -826,40 +464,5 @@ mod tests {
         assert_eq!(value, 1, "IPV6_V6ONLY");
         let v4 = listen("127.0.0.1:0".parse().unwrap()).expect("IPv4");
         assert!(v4.local_addr().unwrap().is_ipv4());
-    }
-
-    #[tokio::test]
-    async fn requests_are_framed_by_crlf_within_the_fixed_buffer() {
-        let long = vec![b'a'; 2000];
-        let cases: Vec<(Vec<u8>, &str)> = vec![
-            (b"gemini://h/\r\n".to_vec(), "line gemini://h/"),
-            (b"gemini://h/\r\nextra".to_vec(), "line+ gemini://h/"),
-            (b"gemini://h/\n".to_vec(), "unterminated"),
-            (b"gemini://h/".to_vec(), "unterminated"),
-            (b"\r\n".to_vec(), "line "),
-            (long, "too long"),
-        ];
-        for (input, want) in cases {
-            let mut reader = &input[..];
-            let mut buf = [0u8; MAX_REQUEST + 2];
-            let read = read_request(&mut reader, &mut buf).await.unwrap();
-            let got = match read.framing(&buf) {
-                (Framing::Line(l), false) => format!("line {}", String::from_utf8_lossy(l)),
-                (Framing::Line(l), true) => format!("line+ {}", String::from_utf8_lossy(l)),
-                (Framing::TooLong, _) => "too long".to_string(),
-                (Framing::Unterminated, _) => "unterminated".to_string(),
-                (Framing::TimedOut, _) => "timeout".to_string(),
-            };
-            assert_eq!(got, want, "{:?}", String::from_utf8_lossy(&input));
-        }
-        // Exactly 1024 bytes plus CRLF fits; one more byte does not.
-        for (len, ok) in [(MAX_REQUEST, true), (MAX_REQUEST + 1, false)] {
-            let mut input = vec![b'a'; len];
-            input.extend_from_slice(b"\r\n");
-            let mut reader = &input[..];
-            let mut buf = [0u8; MAX_REQUEST + 2];
-            let read = read_request(&mut reader, &mut buf).await.unwrap();
-            assert_eq!(matches!(read, Read::Line { .. }), ok, "{len}");
-        }
     }
 }

@@ -762,10 +762,10 @@ proptest! {
         // stays on one line and never starts like markup.
         prop_assert_eq!(request::percent_decode(encoded.as_bytes()), text.as_bytes());
         prop_assert!(encoded.bytes().all(|b| b.is_ascii_graphic() && b != b'#'), "{:?}", encoded);
-        let neutral = geode::serve::pages::neutral(&text);
+        let neutral = geode::serve::render::neutral(&text);
         prop_assert!(!neutral.contains(['\n', '\r']), "{:?}", neutral);
         prop_assert!(!neutral.starts_with(['=', '#', '*', '>', '`', ' ']), "{:?}", neutral);
-        let url = geode::serve::pages::safe_url(&text);
+        let url = geode::serve::render::safe_url(&text);
         prop_assert!(!url.chars().any(|c| c.is_whitespace() || c.is_control()), "{:?}", url);
     }
 }
