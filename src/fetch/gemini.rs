@@ -67,21 +67,11 @@ impl GeminiFetcher {
         // Declared before the stream, so it is dropped after it: the socket counts until its
         // descriptor is closed.
         let _permit = self.budget.acquire().await;
-        let connect = connect(addr, self.limits.reset_on_close);
-        let tcp = match timeout(self.limits.connect_timeout, connect).await {
-            Err(_) => return Err(FetchError::Timeout("connect")),
-            Ok(Err(e)) => return Err(FetchError::Connect(e)),
-            Ok(Ok(tcp)) => tcp,
-        };
+        let tcp = connect_within(addr, &self.limits).await?;
         let connected = Instant::now();
-        // Requests are one small write; waiting for Nagle would only add latency.
-        let _ = tcp.set_nodelay(true);
         let exchange = self.exchange(tcp, server_name, request.as_bytes(), cap);
         let (status, outcome, cert_fingerprint) =
-            match timeout(self.limits.response_timeout, exchange).await {
-                Err(_) => return Err(FetchError::Timeout("response")),
-                Ok(result) => result?,
-            };
+            within(self.limits.response_timeout, "response", exchange).await?;
         Ok(Response {
             status,
             outcome,
@@ -99,11 +89,7 @@ impl GeminiFetcher {
         request: &[u8],
         cap: BodyCap,
     ) -> Result<(u8, Outcome, Option<String>), FetchError> {
-        let handshake = self.connector.connect(server_name, tcp);
-        let mut tls = match timeout(self.limits.handshake_timeout, handshake).await {
-            Err(_) => return Err(FetchError::Timeout("TLS handshake")),
-            Ok(result) => result.map_err(|e| FetchError::Tls(e.to_string()))?,
-        };
+        let mut tls = handshake(&self.connector, server_name, tcp, &self.limits).await?;
         let fingerprint = tls
             .get_ref()
             .1
@@ -129,9 +115,51 @@ impl GeminiFetcher {
     }
 }
 
+/// Runs `work` within `limit`; past it, the fetch fails as timed out during `stage`.
+pub(super) async fn within<T>(
+    limit: std::time::Duration,
+    stage: &'static str,
+    work: impl std::future::Future<Output = Result<T, FetchError>>,
+) -> Result<T, FetchError> {
+    timeout(limit, work)
+        .await
+        .unwrap_or(Err(FetchError::Timeout(stage)))
+}
+
+/// [`connect`] within the connect time limit, with Nagle off (requests are one small write).
+pub(super) async fn connect_within(
+    addr: SocketAddr,
+    limits: &FetchLimits,
+) -> Result<TcpStream, FetchError> {
+    let connect = async {
+        connect(addr, limits.reset_on_close)
+            .await
+            .map_err(FetchError::Connect)
+    };
+    let tcp = within(limits.connect_timeout, "connect", connect).await?;
+    let _ = tcp.set_nodelay(true);
+    Ok(tcp)
+}
+
+/// The TLS handshake over `tcp`, within the handshake time limit.
+pub(super) async fn handshake(
+    connector: &TlsConnector,
+    name: ServerName<'static>,
+    tcp: TcpStream,
+    limits: &FetchLimits,
+) -> Result<tokio_rustls::client::TlsStream<TcpStream>, FetchError> {
+    let tls = async {
+        connector
+            .connect(name, tcp)
+            .await
+            .map_err(|e| FetchError::Tls(e.to_string()))
+    };
+    within(limits.handshake_timeout, "TLS handshake", tls).await
+}
+
 /// Opens a TCP connection. When the OS is out of descriptors, waits and tries again (the caller's
 /// time limit bounds the waiting): that is back-pressure, not a failure of the URL.
-pub(super) async fn connect(addr: SocketAddr, reset_on_close: bool) -> std::io::Result<TcpStream> {
+async fn connect(addr: SocketAddr, reset_on_close: bool) -> std::io::Result<TcpStream> {
     let mut pause = std::time::Duration::from_millis(10);
     loop {
         let socket = if addr.is_ipv4() {

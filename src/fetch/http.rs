@@ -43,10 +43,9 @@ use hyper::body::{Bytes, Incoming};
 use hyper::header::{self, HeaderMap, HeaderValue};
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use tokio::io::{AsyncRead, AsyncWrite};
-use tokio::time::timeout;
 use tokio_rustls::TlsConnector;
 
-use super::gemini::{connect, server_name};
+use super::gemini::{connect_within, handshake, server_name, within};
 use super::sockets::{SocketBudget, SocketPermit};
 use super::{wants_body, BodyCap, FetchError, FetchLimits, Outcome, Response, Validators};
 
@@ -142,26 +141,11 @@ impl HttpFetcher {
         };
         let started = Instant::now();
         let permit = self.budget.acquire().await;
-        let tcp = match timeout(
-            self.limits.connect_timeout,
-            connect(addr, self.limits.reset_on_close),
-        )
-        .await
-        {
-            Err(_) => return Err(FetchError::Timeout("connect")),
-            Ok(Err(e)) => return Err(FetchError::Connect(e)),
-            Ok(Ok(tcp)) => tcp,
-        };
+        let tcp = connect_within(addr, &self.limits).await?;
         let connected = Instant::now();
-        let _ = tcp.set_nodelay(true);
         let exchange = async {
             if https {
-                let name = server_name(url)?;
-                let handshake = self.connector.connect(name, tcp);
-                let tls = match timeout(self.limits.handshake_timeout, handshake).await {
-                    Err(_) => return Err(FetchError::Timeout("TLS handshake")),
-                    Ok(result) => result.map_err(|e| FetchError::Tls(e.to_string()))?,
-                };
+                let tls = handshake(&self.connector, server_name(url)?, tcp, &self.limits).await?;
                 let h2 = tls.get_ref().1.alpn_protocol() == Some(b"h2");
                 self.exchange(tls, h2, permit, url, cap, known).await
             } else {
@@ -169,10 +153,7 @@ impl HttpFetcher {
             }
         };
         let (status, outcome, validators) =
-            match timeout(self.limits.response_timeout, exchange).await {
-                Err(_) => return Err(FetchError::Timeout("response")),
-                Ok(result) => result?,
-            };
+            within(self.limits.response_timeout, "response", exchange).await?;
         Ok(Response {
             status,
             outcome,
