@@ -390,16 +390,7 @@ fn parse_hostname(s: &str) -> Result<String, String> {
     if bare.parse::<std::net::IpAddr>().is_ok() {
         return Ok(bare.to_string());
     }
-    let valid = !name.is_empty()
-        && name.len() <= 253
-        && name.split('.').all(|label| {
-            !label.is_empty()
-                && label.len() <= 63
-                && label
-                    .bytes()
-                    .all(|b| b.is_ascii_alphanumeric() || b == b'-')
-        });
-    if valid {
+    if geode::urlnorm::is_host_name(&name, false) {
         Ok(name)
     } else {
         Err(format!(
@@ -510,55 +501,18 @@ mod tests {
                 dir: PathBuf::from("d").join("serve")
             }
         );
+        // Each a `geode serve` command line, split at `|` (a host name may hold a blank).
         for bad in [
-            &["geode", "serve", "--hostname", "h"][..],
-            &["geode", "serve", "--listen", "127.0.0.1:1965"],
-            &[
-                "geode",
-                "serve",
-                "--listen",
-                "localhost:1965",
-                "--hostname",
-                "h",
-            ],
-            &[
-                "geode",
-                "serve",
-                "--listen",
-                "127.0.0.1:1",
-                "--hostname",
-                "a b",
-            ],
-            &[
-                "geode",
-                "serve",
-                "--listen",
-                "127.0.0.1:1",
-                "--hostname",
-                "caf\u{e9}.test",
-            ],
-            &[
-                "geode",
-                "serve",
-                "--listen",
-                "127.0.0.1:1",
-                "--hostname",
-                "h",
-                "--cert",
-                "c",
-            ],
-            &[
-                "geode",
-                "serve",
-                "--listen",
-                "127.0.0.1:1",
-                "--hostname",
-                "h",
-                "--rate-limit",
-                "-1",
-            ],
+            "--hostname|h",
+            "--listen|127.0.0.1:1965",
+            "--listen|localhost:1965|--hostname|h",
+            "--listen|127.0.0.1:1|--hostname|a b",
+            "--listen|127.0.0.1:1|--hostname|caf\u{e9}.test",
+            "--listen|127.0.0.1:1|--hostname|h|--cert|c",
+            "--listen|127.0.0.1:1|--hostname|h|--rate-limit|-1",
         ] {
-            assert!(Cli::try_parse_from(bad).is_err(), "{bad:?}");
+            let args = ["geode", "serve"].into_iter().chain(bad.split('|'));
+            assert!(Cli::try_parse_from(args).is_err(), "{bad:?}");
         }
         assert_eq!(parse_hostname("[::1]").as_deref(), Ok("::1"));
     }

@@ -415,135 +415,104 @@ mod tests {
         assert_eq!(g.url(9), None);
     }
 
+    /// A test graph under construction: pages with their capsules, and links.
+    #[derive(Default)]
+    struct Web {
+        pages: Vec<(String, String)>,
+        links: Vec<(String, String)>,
+    }
+
+    impl Web {
+        fn with(urls: &[&str]) -> Web {
+            let mut web = Web::default();
+            for url in urls {
+                web.page(url);
+            }
+            web
+        }
+
+        fn page(&mut self, url: &str) {
+            let capsule = url.trim_start_matches("gemini://");
+            let capsule = capsule.split('/').next().unwrap_or("");
+            self.pages.push((url.to_string(), capsule.to_string()));
+        }
+
+        fn link(&mut self, from: &str, to: &str) {
+            self.links.push((from.to_string(), to.to_string()));
+        }
+
+        /// `n` new pages, the i-th named `name(i)`, each linking to `target`; returns their URLs.
+        fn voters(
+            &mut self,
+            n: usize,
+            name: impl Fn(usize) -> String,
+            target: &str,
+        ) -> Vec<String> {
+            (0..n)
+                .map(|i| {
+                    let url = name(i);
+                    self.page(&url);
+                    self.link(&url, target);
+                    url
+                })
+                .collect()
+        }
+    }
+
     /// `winner` must outrank `loser`, in graphs built to tempt a naive PageRank the other way.
     #[test]
     fn who_outranks_whom() {
-        type Case = (
-            &'static str,
-            Vec<(String, String)>,
-            Vec<(String, String)>,
-            &'static str,
-            &'static str,
-        );
+        type Case = (&'static str, Web, &'static str, &'static str);
+        let (x, y) = ("gemini://x.org/", "gemini://y.org/");
         let mut cases: Vec<Case> = Vec::new();
-        let p = |url: &str| {
-            let capsule = url.trim_start_matches("gemini://");
-            let capsule = capsule.split('/').next().unwrap_or("");
-            (url.to_string(), capsule.to_string())
-        };
-        let l = |s: &str, t: &str| (s.to_string(), t.to_string());
 
         // Many capsules against one.
-        let mut pages = vec![p("gemini://x.org/"), p("gemini://y.org/")];
-        let mut links = Vec::new();
-        for i in 0..4 {
-            let src = format!("gemini://s{i}.net/");
-            pages.push(p(&src));
-            links.push(l(&src, "gemini://x.org/"));
-        }
-        pages.push(p("gemini://lone.net/"));
-        links.push(l("gemini://lone.net/", "gemini://y.org/"));
-        cases.push((
-            "many capsules",
-            pages,
-            links,
-            "gemini://x.org/",
-            "gemini://y.org/",
-        ));
+        let mut web = Web::with(&[x, y, "gemini://lone.net/"]);
+        web.voters(4, |i| format!("gemini://s{i}.net/"), x);
+        web.link("gemini://lone.net/", y);
+        cases.push(("many capsules", web, x, y));
 
         // A 1000-page farm in one capsule (its pages also linking each other) against five
         // distinct capsules.
-        let mut pages = vec![p("gemini://x.org/"), p("gemini://y.org/")];
-        let mut links = Vec::new();
-        for i in 0..1000 {
-            let src = format!("gemini://farm.net/{i}");
-            pages.push(p(&src));
-            links.push(l(&src, "gemini://x.org/"));
-            links.push(l(&src, &format!("gemini://farm.net/{}", (i + 1) % 1000)));
-            links.push(l(&src, "gemini://farm.net/0"));
+        let mut web = Web::with(&[x, y]);
+        for src in web.voters(1000, |i| format!("gemini://farm.net/{i}"), x) {
+            let next = src
+                .trim_start_matches("gemini://farm.net/")
+                .parse::<usize>()
+                .unwrap();
+            web.link(&src, &format!("gemini://farm.net/{}", (next + 1) % 1000));
+            web.link(&src, "gemini://farm.net/0");
         }
-        for i in 0..5 {
-            let src = format!("gemini://s{i}.net/");
-            pages.push(p(&src));
-            links.push(l(&src, "gemini://y.org/"));
-        }
-        cases.push((
-            "link farm",
-            pages,
-            links,
-            "gemini://y.org/",
-            "gemini://x.org/",
-        ));
+        web.voters(5, |i| format!("gemini://s{i}.net/"), y);
+        cases.push(("link farm", web, y, x));
 
         // Fifty subdomains of one site against five sites.
-        let mut pages = vec![p("gemini://x.org/"), p("gemini://y.org/")];
-        let mut links = Vec::new();
-        for i in 0..50 {
-            let src = format!("gemini://a{i}.farm.net/");
-            pages.push(p(&src));
-            links.push(l(&src, "gemini://x.org/"));
-        }
-        for i in 0..5 {
-            let src = format!("gemini://s{i}.net/");
-            pages.push(p(&src));
-            links.push(l(&src, "gemini://y.org/"));
-        }
-        cases.push((
-            "subdomain farm",
-            pages,
-            links,
-            "gemini://y.org/",
-            "gemini://x.org/",
-        ));
+        let mut web = Web::with(&[x, y]);
+        web.voters(50, |i| format!("gemini://a{i}.farm.net/"), x);
+        web.voters(5, |i| format!("gemini://s{i}.net/"), y);
+        cases.push(("subdomain farm", web, y, x));
 
         // Ten pages of its own capsule against one page of another site.
-        let mut pages = vec![p("gemini://x.org/"), p("gemini://y.org/")];
-        let mut links = Vec::new();
-        for i in 0..10 {
-            let src = format!("gemini://x.org/{i}");
-            pages.push(p(&src));
-            links.push(l(&src, "gemini://x.org/"));
-        }
-        pages.push(p("gemini://other.net/"));
-        links.push(l("gemini://other.net/", "gemini://y.org/"));
-        cases.push((
-            "internal links",
-            pages,
-            links,
-            "gemini://y.org/",
-            "gemini://x.org/",
-        ));
+        let mut web = Web::with(&[x, y, "gemini://other.net/"]);
+        web.voters(10, |i| format!("gemini://x.org/{i}"), x);
+        web.link("gemini://other.net/", y);
+        cases.push(("internal links", web, y, x));
 
         // A page linked by a well-linked page beats one linked by an unknown page.
-        let mut pages = vec![
-            p("gemini://x.org/"),
-            p("gemini://y.org/"),
-            p("gemini://hub.net/"),
-            p("gemini://nobody.net/"),
-        ];
-        let mut links = vec![
-            l("gemini://hub.net/", "gemini://x.org/"),
-            l("gemini://nobody.net/", "gemini://y.org/"),
-        ];
-        for i in 0..6 {
-            let src = format!("gemini://fan{i}.net/");
-            pages.push(p(&src));
-            links.push(l(&src, "gemini://hub.net/"));
-        }
-        cases.push((
-            "rank flows",
-            pages,
-            links,
-            "gemini://x.org/",
-            "gemini://y.org/",
-        ));
+        let mut web = Web::with(&[x, y, "gemini://hub.net/", "gemini://nobody.net/"]);
+        web.link("gemini://hub.net/", x);
+        web.link("gemini://nobody.net/", y);
+        web.voters(6, |i| format!("gemini://fan{i}.net/"), "gemini://hub.net/");
+        cases.push(("rank flows", web, x, y));
 
-        for (name, pages, links, winner, loser) in &cases {
-            let pages: Vec<(&str, &str)> = pages
+        for (name, web, winner, loser) in &cases {
+            let pages: Vec<(&str, &str)> = web
+                .pages
                 .iter()
                 .map(|(u, c)| (u.as_str(), c.as_str()))
                 .collect();
-            let links: Vec<(&str, &str)> = links
+            let links: Vec<(&str, &str)> = web
+                .links
                 .iter()
                 .map(|(s, t)| (s.as_str(), t.as_str()))
                 .collect();

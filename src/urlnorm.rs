@@ -76,6 +76,21 @@ pub fn default_port(scheme: &str) -> Option<u16> {
     }
 }
 
+/// Whether `name` (lower case, no trailing dot) is a DNS host name: labels of 1 to 63 letters,
+/// digits and hyphens (and underscores, which some hosts use, with `underscore`), 253 bytes in
+/// all.
+pub fn is_host_name(name: &str, underscore: bool) -> bool {
+    !name.is_empty()
+        && name.len() <= 253
+        && name.split('.').all(|label| {
+            !label.is_empty()
+                && label.len() <= 63
+                && label
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'-' || (underscore && b == b'_'))
+        })
+}
+
 /// Whether geode can fetch URLs of this scheme: gemini, http and https (which of them a crawl
 /// follows is its own choice, `--protocols`).
 pub fn is_fetchable(url: &Url) -> bool {

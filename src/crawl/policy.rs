@@ -81,16 +81,7 @@ impl HostPattern {
             Some(rest) => (true, rest.to_string()),
             None => (false, t.clone()),
         };
-        let valid = !name.is_empty()
-            && name.len() <= 253
-            && name.split('.').all(|label| {
-                !label.is_empty()
-                    && label.len() <= 63
-                    && label
-                        .bytes()
-                        .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
-            });
-        if !valid {
+        if !urlnorm::is_host_name(&name, true) {
             return Err(format!(
                 "{text:?} is not a host name or *.host.name pattern"
             ));

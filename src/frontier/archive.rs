@@ -13,6 +13,7 @@
 
 use rusqlite::{params, OptionalExtension};
 
+use super::types::count_at;
 use super::{Batch, Frontier, Result};
 
 /// A response as the crawl received it, ready to archive.
@@ -208,7 +209,7 @@ impl Frontier {
                 host: r.get(2)?,
                 content_hash: r.get(3)?,
                 content_meta: r.get(4)?,
-                size: r.get::<_, i64>(5)?.max(0) as u64,
+                size: count_at(r, 5)?,
                 fetched_at: r.get(6)?,
             })
         })?;

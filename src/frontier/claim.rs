@@ -12,6 +12,7 @@
 
 use rusqlite::{params, OptionalExtension, Row, TransactionBehavior};
 
+use super::types::status_at;
 use super::{Canonical, Frontier, Prior, QueuedUrl, Result, UrlState};
 use crate::revisit::Priority;
 
@@ -45,7 +46,7 @@ fn queued_url(r: &Row<'_>) -> rusqlite::Result<QueuedUrl> {
             content_hash: r.get(12)?,
             mime: r.get(13)?,
             meta: r.get(14)?,
-            status: r.get::<_, Option<i64>>(15)?.map(|s| s.clamp(0, 99) as u8),
+            status: status_at(r, 15)?,
             revisit_secs: r.get(16)?,
             first_failed_at: r.get(17)?,
             attempts: r.get::<_, i64>(18)?.clamp(0, u32::MAX as i64) as u32,

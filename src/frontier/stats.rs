@@ -5,6 +5,7 @@ use serde::Serialize;
 
 use rusqlite::OptionalExtension;
 
+use super::types::{count_at, maybe_count_at, status_at};
 use super::{Frontier, Result, REDIRECT_CHAIN};
 
 /// The state of the crawl, for `geode stats`.
@@ -266,7 +267,7 @@ impl Frontier {
         let rows = stmt.query_map([MAX_CERTIFICATE_CHANGES as i64], |r| {
             Ok(CertificateChange {
                 host: r.get(0)?,
-                changes: r.get::<_, i64>(1)?.max(0) as u64,
+                changes: count_at(r, 1)?,
                 current_since: r.get(2)?,
                 last_seen: r.get(3)?,
             })
@@ -286,8 +287,8 @@ impl Frontier {
         let rows = stmt.query_map([], |r| {
             Ok(KnownHost {
                 name: r.get(0)?,
-                pages_indexed: r.get::<_, i64>(1)?.max(0) as u64,
-                urls_known: r.get::<_, i64>(2)?.max(0) as u64,
+                pages_indexed: count_at(r, 1)?,
+                urls_known: count_at(r, 2)?,
             })
         })?;
         Ok(rows.collect::<std::result::Result<_, _>>()?)
@@ -323,11 +324,11 @@ impl Frontier {
                     capsule: r.get(2)?,
                     state: r.get(3)?,
                     in_index: r.get(4)?,
-                    status: r.get::<_, Option<i64>>(5)?.map(|s| s.clamp(0, 99) as u8),
+                    status: status_at(r, 5)?,
                     meta: r.get(6)?,
                     error: r.get(7)?,
                     mime: r.get(8)?,
-                    size: r.get::<_, Option<i64>>(9)?.map(|s| s.max(0) as u64),
+                    size: maybe_count_at(r, 9)?,
                     content_hash: r.get(10)?,
                     content_meta: r.get(11)?,
                     fetched_at: r.get(12)?,
@@ -335,8 +336,8 @@ impl Frontier {
                     revisit_secs: r.get(14)?,
                     first_failed_at: r.get(15)?,
                     changed_at: r.get(16)?,
-                    visits: r.get::<_, i64>(17)?.max(0) as u64,
-                    changes: r.get::<_, i64>(18)?.max(0) as u64,
+                    visits: count_at(r, 17)?,
+                    changes: count_at(r, 18)?,
                     feed: r.get(19)?,
                     depth: r.get(20)?,
                     redirect_to: r.get(21)?,

@@ -27,6 +27,22 @@ pub(super) fn labelled(url: &str, label: &str) -> LinkOut {
     }
 }
 
+/// Gives page `from` one link, to `to` labelled `label` (its links until now are replaced).
+pub(super) fn link_to(batch: &mut Batch<'_>, from: i64, to: &str, label: &str) {
+    batch
+        .set_links(from, 0, &[labelled(to, label)], u64::MAX)
+        .unwrap();
+}
+
+/// New URLs, each visited and found indexable (a 20 sent to the index); their ids.
+pub(super) fn indexed_pages<const N: usize>(batch: &mut Batch<'_>, urls: [&str; N]) -> [i64; N] {
+    urls.map(|url| {
+        let id = id_of(batch, url);
+        visit(batch, id, UrlState::Indexed, 20);
+        id
+    })
+}
+
 pub(super) fn id_of(batch: &mut Batch<'_>, url: &str) -> i64 {
     let l = link(url);
     let new = NewUrl {
@@ -49,23 +65,31 @@ pub(super) fn visit(batch: &mut Batch<'_>, id: i64, state: UrlState, status: u8)
         content_hash: Some(format!("hash-{id}")),
         ..FetchResult::default()
     };
-    batch
-        .record_visit(
-            id,
-            &VisitRecord {
-                state,
-                result: &result,
-                due_at: Some(1000 + 86400),
-                revisit_secs: 86400,
-                first_failed_at: None,
-                prio: Priority::Revisit,
-                feed: false,
-                changed: state == UrlState::Indexed,
-                index_op: (state == UrlState::Indexed).then_some(IndexOp::Upsert),
-                redirect_to: None,
-            },
-        )
-        .unwrap();
+    record(batch, id, state, &result, None);
+}
+
+/// Records a visit due in a day, found in `state` (an indexed page is sent to the index).
+fn record(
+    batch: &mut Batch<'_>,
+    id: i64,
+    state: UrlState,
+    result: &FetchResult,
+    redirect_to: Option<i64>,
+) {
+    let indexed = state == UrlState::Indexed;
+    let visit = VisitRecord {
+        state,
+        result,
+        due_at: Some(1000 + 86400),
+        revisit_secs: 86400,
+        first_failed_at: None,
+        prio: Priority::Revisit,
+        feed: false,
+        changed: indexed,
+        index_op: indexed.then_some(IndexOp::Upsert),
+        redirect_to,
+    };
+    batch.record_visit(id, &visit).unwrap();
 }
 
 /// Records a redirect from `source` to `target` (temporary when `alias_of` is given).
@@ -85,23 +109,7 @@ pub(super) fn redirect(
         fetched_at: 1000,
         ..FetchResult::default()
     };
-    batch
-        .record_visit(
-            source,
-            &VisitRecord {
-                state: UrlState::Fetched,
-                result: &result,
-                due_at: Some(1000 + 86400),
-                revisit_secs: 86400,
-                first_failed_at: None,
-                prio: Priority::Revisit,
-                feed: false,
-                changed: false,
-                index_op: None,
-                redirect_to: Some(to),
-            },
-        )
-        .unwrap();
+    record(batch, source, UrlState::Fetched, &result, Some(to));
     to
 }
 
@@ -371,13 +379,7 @@ fn links_are_replaced_and_anchor_changes_marked() {
     f.clear_anchor_updates(&[target, d]).unwrap();
     let mut b = f.batch(0).unwrap();
     let second = id_of(&mut b, "gemini://e.test/");
-    b.set_links(
-        second,
-        0,
-        &[labelled("gemini://b.test/", "beacon")],
-        u64::MAX,
-    )
-    .unwrap();
+    link_to(&mut b, second, "gemini://b.test/", "beacon");
     b.drop_links(page).unwrap();
     b.commit().unwrap();
     assert_eq!(f.inbound_labels(target, 10).unwrap(), ["beacon"]);
@@ -392,13 +394,7 @@ fn anchor_updates_resolve_through_redirects_to_indexed_pages() {
     let page = redirect(&mut b, old, "gemini://a.test/book/", None);
     visit(&mut b, page, UrlState::Indexed, 20);
     let linker = id_of(&mut b, "gemini://b.test/");
-    b.set_links(
-        linker,
-        0,
-        &[labelled("gemini://a.test/book", "The Book")],
-        u64::MAX,
-    )
-    .unwrap();
+    link_to(&mut b, linker, "gemini://a.test/book", "The Book");
     b.commit().unwrap();
     // Not committed yet: no page to rewrite.
     let updates = f.anchor_updates(0, 10).unwrap();
@@ -417,10 +413,7 @@ fn anchor_updates_resolve_through_redirects_to_indexed_pages() {
 fn index_operations_apply_only_when_committed() {
     let (_d, mut f) = open();
     let mut b = f.batch(0).unwrap();
-    let a = id_of(&mut b, "gemini://a.test/");
-    let c = id_of(&mut b, "gemini://a.test/c");
-    visit(&mut b, a, UrlState::Indexed, 20);
-    visit(&mut b, c, UrlState::Indexed, 20);
+    let [a, _] = indexed_pages(&mut b, ["gemini://a.test/", "gemini://a.test/c"]);
     b.commit().unwrap();
     assert!(f.indexed_urls().unwrap().is_empty());
     index(&mut f, &[a], 1);
@@ -443,8 +436,7 @@ fn index_operations_apply_only_when_committed() {
 fn recovery_confirms_what_the_index_holds_and_redoes_removals() {
     let (_d, mut f) = open();
     let mut b = f.batch(0).unwrap();
-    let a = id_of(&mut b, "gemini://a.test/");
-    visit(&mut b, a, UrlState::Indexed, 20);
+    let [a] = indexed_pages(&mut b, ["gemini://a.test/"]);
     b.commit().unwrap();
     index(&mut f, &[a], 1);
     // A removal tagged with commit 2, which the index holds, though the crawl died before
@@ -471,8 +463,7 @@ fn recovery_confirms_what_the_index_holds_and_redoes_removals() {
         },
     )
     .unwrap();
-    let d = id_of(&mut b, "gemini://a.test/d");
-    visit(&mut b, d, UrlState::Indexed, 20);
+    let [d] = indexed_pages(&mut b, ["gemini://a.test/d"]);
     b.commit().unwrap();
     f.assign_batch(&[a], 2).unwrap();
     f.assign_batch(&[d], 3).unwrap();
@@ -494,9 +485,8 @@ fn recovery_confirms_what_the_index_holds_and_redoes_removals() {
 fn duplicates_are_found_among_pages_in_or_on_their_way_to_the_index() {
     let (_d, mut f) = open();
     let mut b = f.batch(0).unwrap();
-    let a = id_of(&mut b, "gemini://a.test/");
+    let [a] = indexed_pages(&mut b, ["gemini://a.test/"]);
     let c = id_of(&mut b, "gemini://a.test/c");
-    visit(&mut b, a, UrlState::Indexed, 20);
     let hash = format!("hash-{a}");
     assert_eq!(
         b.same_content(&hash, c).unwrap().as_deref(),

@@ -497,6 +497,21 @@ pub fn committed_seq(dir: &std::path::Path) -> Result<Option<u64>, IndexError> {
     Ok(parse_payload(metas.payload.as_deref()))
 }
 
+/// A text/gemini page of example.org for tests.
+#[cfg(test)]
+pub(crate) fn test_page(url: &str, title: &str, body: &str) -> PageDoc {
+    PageDoc {
+        url: url.to_string(),
+        host: "example.org".to_string(),
+        title: title.to_string(),
+        body: body.to_string(),
+        mime: "text/gemini".to_string(),
+        size: body.len() as u64,
+        fetched_at: 1_700_000_000,
+        ..PageDoc::default()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -416,18 +416,7 @@ mod tests {
     use super::*;
     use crate::index::{committed_seq, SearchIndex};
 
-    fn page(url: &str, title: &str, body: &str) -> PageDoc {
-        PageDoc {
-            url: url.to_string(),
-            host: "example.org".to_string(),
-            title: title.to_string(),
-            body: body.to_string(),
-            mime: "text/gemini".to_string(),
-            size: body.len() as u64,
-            fetched_at: 1_700_000_000,
-            ..PageDoc::default()
-        }
-    }
+    use crate::index::test_page as page;
 
     #[test]
     fn upsert_keeps_one_document_per_url_and_the_newest_wins() {

@@ -154,15 +154,7 @@ impl Crawl {
                     UrlState::Fetched
                 };
                 result.meta = "not modified".into();
-                let visit = Visit::Content {
-                    change: Change::Unchanged,
-                    feed,
-                };
-                let found = Found {
-                    feed,
-                    ..Found::default()
-                };
-                self.finish(batch, &url, state, &result, visit, found, docs)
+                self.finish_unchanged(batch, &url, state, &result, feed, docs)
             }
             Outcome::Redirect { target, permanent } => {
                 result.meta = target.clone();
@@ -184,15 +176,7 @@ impl Crawl {
                         return self.failed_visit(batch, &url, result, UrlState::Fetched, docs);
                     }
                 };
-                self.finish(
-                    batch,
-                    &url,
-                    UrlState::Fetched,
-                    &result,
-                    visit,
-                    Found::default(),
-                    docs,
-                )
+                self.finish_fetched(batch, &url, &result, visit, docs)
             }
             // An input prompt marks a query endpoint (status 10/11 is kept); geode never
             // invents input, nor client certificates.
@@ -201,15 +185,7 @@ impl Crawl {
             }
             | Outcome::CertificateRequired { message, .. } => {
                 result.meta = message;
-                self.finish(
-                    batch,
-                    &url,
-                    UrlState::Fetched,
-                    &result,
-                    Visit::NoContent,
-                    Found::default(),
-                    docs,
-                )
+                self.finish_fetched(batch, &url, &result, Visit::NoContent, docs)
             }
         }
     }
@@ -264,6 +240,47 @@ impl Crawl {
 
     /// Records a visit: the schedule from the revisit policy, and the removal from the index
     /// when the policy says the page must leave it.
+    /// [`Self::finish`] for an answer with nothing to index (state `fetched`, nothing found).
+    fn finish_fetched(
+        &mut self,
+        batch: &mut Batch<'_>,
+        url: &QueuedUrl,
+        result: &FetchResult,
+        visit: Visit,
+        docs: &mut Vec<IndexMsg>,
+    ) -> Result<(), CrawlError> {
+        self.finish(
+            batch,
+            url,
+            UrlState::Fetched,
+            result,
+            visit,
+            Found::default(),
+            docs,
+        )
+    }
+
+    /// [`Self::finish`] for content found as it was last time (same hash, or a 304).
+    fn finish_unchanged(
+        &mut self,
+        batch: &mut Batch<'_>,
+        url: &QueuedUrl,
+        state: UrlState,
+        result: &FetchResult,
+        feed: bool,
+        docs: &mut Vec<IndexMsg>,
+    ) -> Result<(), CrawlError> {
+        let visit = Visit::Content {
+            change: Change::Unchanged,
+            feed,
+        };
+        let found = Found {
+            feed,
+            ..Found::default()
+        };
+        self.finish(batch, url, state, result, visit, found, docs)
+    }
+
     #[allow(clippy::too_many_arguments)]
     fn finish(
         &mut self,

@@ -57,15 +57,7 @@ impl Crawl {
         };
         if same && doc_in_index {
             self.summary.unchanged += 1;
-            let visit = Visit::Content {
-                change: Change::Unchanged,
-                feed,
-            };
-            let outcome = Found {
-                feed,
-                ..Found::default()
-            };
-            return self.finish(batch, &url, state, &result, visit, outcome, docs);
+            return self.finish_unchanged(batch, &url, state, &result, feed, docs);
         }
         let change = if doc_in_index {
             Change::Changed
@@ -79,15 +71,7 @@ impl Crawl {
                 result.meta = format!("same content as {first}");
                 self.summary.duplicates += 1;
                 let visit = Visit::Duplicate { change };
-                return self.finish(
-                    batch,
-                    &url,
-                    UrlState::Fetched,
-                    &result,
-                    visit,
-                    Found::default(),
-                    docs,
-                );
+                return self.finish_fetched(batch, &url, &result, visit, docs);
             }
         }
         let links: Vec<LinkOut> = extracted

@@ -2,6 +2,13 @@
 
 use super::*;
 
+/// Checks a judgement of single lines against `(line, expected)` cases.
+fn judge_lines(judge: fn(&str) -> bool, cases: &[(&str, bool)]) {
+    for (line, want) in cases {
+        assert_eq!(judge(line), *want, "line {line:?}");
+    }
+}
+
 fn verdict(alt: &str, text: &str, leading: bool) -> Verdict {
     classify(&Block { alt, text, leading })
 }
@@ -455,9 +462,7 @@ fn decoration_lines() {
         ("a line of prose --- with a dash", false),
         ("x ---- x", false),
     ];
-    for (line, want) in cases {
-        assert_eq!(is_decoration_line(line), *want, "line {line:?}");
-    }
+    judge_lines(is_decoration_line, cases);
 }
 
 #[test]
@@ -523,9 +528,7 @@ fn prompts() {
         ("# a comment", false),
         ("=> /link", false),
     ];
-    for (line, want) in cases {
-        assert_eq!(is_prompt(line), *want, "line {line:?}");
-    }
+    judge_lines(is_prompt, cases);
 }
 
 #[test]

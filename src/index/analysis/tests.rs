@@ -50,73 +50,57 @@ fn words_are_split_lowercased_and_folded() {
     }
 }
 
+/// Reads `"hello 0 0-5, world 1 7-13"`: each token's text, position and byte offsets.
+fn expected_tokens(spec: &str) -> Vec<(String, usize, usize, usize)> {
+    spec.split(", ")
+        .map(|token| {
+            let parts: Vec<&str> = token.split(' ').collect();
+            let (from, to) = parts[2].split_once('-').expect("from-to");
+            (
+                parts[0].to_string(),
+                parts[1].parse().expect("position"),
+                from.parse().expect("from"),
+                to.parse().expect("to"),
+            )
+        })
+        .collect()
+}
+
 #[test]
 fn positions_and_offsets() {
-    type Case = (&'static str, &'static [(&'static str, usize, usize, usize)]);
-    let cases: &[Case] = &[
-        ("Hello, wörld!", &[("hello", 0, 0, 5), ("world", 1, 7, 13)]),
+    let cases: &[(&str, &str)] = &[
+        ("Hello, wörld!", "hello 0 0-5, world 1 7-13"),
         // A dropped long token still takes its position.
         (
             "a BBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBB c",
-            &[("a", 0, 0, 1), ("c", 2, 44, 45)],
+            "a 0 0-1, c 2 44-45",
         ),
         (
             "日本語 text",
-            &[
-                ("日", 0, 0, 3),
-                ("日本", 0, 0, 6),
-                ("本", 1, 3, 6),
-                ("本語", 1, 3, 9),
-                ("語", 2, 6, 9),
-                ("text", 3, 10, 14),
-            ],
+            "日 0 0-3, 日本 0 0-6, 本 1 3-6, 本語 1 3-9, 語 2 6-9, text 3 10-14",
         ),
         (
             "Rust言語で",
-            &[
-                ("rust", 0, 0, 4),
-                ("言", 1, 4, 7),
-                ("言語", 1, 4, 10),
-                ("語", 2, 7, 10),
-                ("語で", 2, 7, 13),
-                ("で", 3, 10, 13),
-            ],
+            "rust 0 0-4, 言 1 4-7, 言語 1 4-10, 語 2 7-10, 語で 2 7-13, で 3 10-13",
         ),
         (
             "한국어 a",
-            &[
-                ("한", 0, 0, 3),
-                ("한국", 0, 0, 6),
-                ("국", 1, 3, 6),
-                ("국어", 1, 3, 9),
-                ("어", 2, 6, 9),
-                ("a", 3, 10, 11),
-            ],
+            "한 0 0-3, 한국 0 0-6, 국 1 3-6, 국어 1 3-9, 어 2 6-9, a 3 10-11",
         ),
         // Punctuation ends a run; a single character is a unigram only.
-        (
-            "東、京 x",
-            &[("東", 0, 0, 3), ("京", 1, 6, 9), ("x", 2, 10, 11)],
-        ),
+        ("東、京 x", "東 0 0-3, 京 1 6-9, x 2 10-11"),
         // Katakana with the prolonged sound mark is one run.
         (
             "カード",
-            &[
-                ("カ", 0, 0, 3),
-                ("カー", 0, 0, 6),
-                ("ー", 1, 3, 6),
-                ("ード", 1, 3, 9),
-                ("ド", 2, 6, 9),
-            ],
+            "カ 0 0-3, カー 0 0-6, ー 1 3-6, ード 1 3-9, ド 2 6-9",
         ),
     ];
     for (text, want) in cases {
-        let got = index_tokens(text);
-        let want: Vec<(String, usize, usize, usize)> = want
-            .iter()
-            .map(|&(t, p, f, e)| (t.to_string(), p, f, e))
-            .collect();
-        assert_eq!(got, want, "tokens of {text:?}");
+        assert_eq!(
+            index_tokens(text),
+            expected_tokens(want),
+            "tokens of {text:?}"
+        );
     }
 }
 

@@ -4,17 +4,11 @@
 use super::*;
 use crate::index::{url_hash, Indexer, PageDoc};
 
+/// A page of example.org in English.
 fn page(url: &str, title: &str, body: &str) -> PageDoc {
     PageDoc {
-        url: url.to_string(),
-        host: "example.org".to_string(),
-        title: title.to_string(),
-        body: body.to_string(),
-        mime: "text/gemini".to_string(),
         lang: Some("en".to_string()),
-        size: body.len() as u64,
-        fetched_at: 1_700_000_000,
-        ..PageDoc::default()
+        ..crate::index::test_page(url, title, body)
     }
 }
 
