@@ -33,7 +33,6 @@
 //! `If-Modified-Since` on a revisit.
 
 use std::io::Read;
-use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -47,7 +46,7 @@ use tokio_rustls::TlsConnector;
 
 use super::gemini::{connect_within, handshake, server_name, within};
 use super::sockets::{SocketBudget, SocketPermit};
-use super::{wants_body, BodyCap, FetchError, FetchLimits, Outcome, Response, Validators};
+use super::{wants_body, BodyCap, FetchError, FetchLimits, Outcome, Request, Response, Validators};
 
 /// What geode says it is when the operator gave no contact: its product token (the name
 /// robots.txt groups use) and what it does.
@@ -124,13 +123,13 @@ impl HttpFetcher {
     }
 
     /// Fetches one URL from one address; `known` makes the request conditional.
-    pub async fn fetch(
-        &self,
-        url: &Url,
-        addr: SocketAddr,
-        cap: BodyCap,
-        known: &Validators,
-    ) -> Result<Response, FetchError> {
+    pub async fn fetch(&self, request: Request<'_>) -> Result<Response, FetchError> {
+        let Request {
+            url,
+            addr,
+            cap,
+            known,
+        } = request;
         if url.as_str().len() > crate::urlnorm::MAX_URL_BYTES {
             return Err(FetchError::RequestTooLong);
         }

@@ -75,6 +75,19 @@ pub struct Validators {
     pub last_modified: Option<String>,
 }
 
+/// One request as the fetch layer makes it.
+#[derive(Debug, Clone, Copy)]
+pub struct Request<'a> {
+    /// Already normalised.
+    pub url: &'a Url,
+    /// Where to connect: the crawl chooses, since politeness is per address.
+    pub addr: SocketAddr,
+    pub cap: BodyCap,
+    /// The validators of the version fetched last (conditional requests, where the protocol
+    /// has them).
+    pub known: &'a Validators,
+}
+
 /// A completed fetch.
 #[derive(Debug, Clone)]
 pub struct Response {
@@ -185,8 +198,13 @@ impl Fetcher {
     /// Fetches `url` from `addr`. The URL must already be normalised. A body over the limit is
     /// an error.
     pub async fn fetch(&self, url: &Url, addr: SocketAddr) -> Result<Response, FetchError> {
-        self.fetch_with(url, addr, BodyCap::Fail, &Validators::default())
-            .await
+        self.fetch_with(Request {
+            url,
+            addr,
+            cap: BodyCap::Fail,
+            known: &Validators::default(),
+        })
+        .await
     }
 
     /// [`Fetcher::fetch`] for a revisit: the validators of the version fetched last time go
@@ -198,31 +216,35 @@ impl Fetcher {
         addr: SocketAddr,
         known: &Validators,
     ) -> Result<Response, FetchError> {
-        self.fetch_with(url, addr, BodyCap::Fail, known).await
+        self.fetch_with(Request {
+            url,
+            addr,
+            cap: BodyCap::Fail,
+            known,
+        })
+        .await
     }
 
     /// Fetches a robots.txt: RFC 9309 asks crawlers to use at least the first 500 KiB of a
     /// longer file, so the body is cut at [`crate::robots::MAX_ROBOTS_BYTES`] instead of failing.
     pub async fn fetch_robots(&self, url: &Url, addr: SocketAddr) -> Result<Response, FetchError> {
-        self.fetch_with(
+        self.fetch_with(Request {
             url,
             addr,
-            BodyCap::Truncate(crate::robots::MAX_ROBOTS_BYTES),
-            &Validators::default(),
-        )
+            cap: BodyCap::Truncate(crate::robots::MAX_ROBOTS_BYTES),
+            known: &Validators::default(),
+        })
         .await
     }
 
-    async fn fetch_with(
-        &self,
-        url: &Url,
-        addr: SocketAddr,
-        cap: BodyCap,
-        known: &Validators,
-    ) -> Result<Response, FetchError> {
-        match url.scheme() {
-            "gemini" => self.gemini.fetch(url, addr, cap).await,
-            "http" | "https" => self.http.fetch(url, addr, cap, known).await,
+    async fn fetch_with(&self, request: Request<'_>) -> Result<Response, FetchError> {
+        match request.url.scheme() {
+            "gemini" => {
+                self.gemini
+                    .fetch(request.url, request.addr, request.cap)
+                    .await
+            }
+            "http" | "https" => self.http.fetch(request).await,
             other => Err(FetchError::UnsupportedScheme(other.to_string())),
         }
     }

@@ -142,10 +142,10 @@ impl Crawl {
         &mut self,
         batch: &mut Batch<'_>,
         host_id: i64,
-        ip: IpAddr,
-        now: i64,
-        result: Result<Fetched, FetchError>,
+        answer: Answer,
     ) -> Result<(), CrawlError> {
+        let (ip, now) = (answer.ip, answer.at);
+        let result = answer.result;
         self.summary.robots_fetched += 1;
         let response = match result {
             Ok(fetched) => fetched.response,

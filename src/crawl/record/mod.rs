@@ -51,6 +51,13 @@ struct Found {
     redirect_to: Option<i64>,
 }
 
+/// What came back for one request: the address it went to, when, and the response or error.
+pub(super) struct Answer {
+    pub(super) ip: IpAddr,
+    pub(super) at: i64,
+    pub(super) result: Result<Fetched, FetchError>,
+}
+
 impl Crawl {
     /// Records one finished fetch.
     pub(in crate::crawl) fn record(
@@ -64,13 +71,14 @@ impl Crawl {
         if done.result.is_ok() {
             self.answered.insert(done.host_id);
         }
+        let answer = Answer {
+            ip: done.ip,
+            at: done.fetched_at,
+            result: done.result,
+        };
         match done.job {
-            DoneJob::Robots { host_id } => {
-                self.record_robots(batch, host_id, done.ip, done.fetched_at, done.result)
-            }
-            DoneJob::Page(url) => {
-                self.record_page(batch, *url, done.ip, done.fetched_at, done.result, docs)
-            }
+            DoneJob::Robots { host_id } => self.record_robots(batch, host_id, answer),
+            DoneJob::Page(url) => self.record_page(batch, *url, answer, docs),
         }
     }
 
@@ -78,11 +86,11 @@ impl Crawl {
         &mut self,
         batch: &mut Batch<'_>,
         url: QueuedUrl,
-        ip: IpAddr,
-        now: i64,
-        result: Result<Fetched, FetchError>,
+        answer: Answer,
         docs: &mut Vec<IndexMsg>,
     ) -> Result<(), CrawlError> {
+        let (ip, now) = (answer.ip, answer.at);
+        let result = answer.result;
         self.summary.fetched += 1;
         let fetched = match result {
             Ok(fetched) => fetched,

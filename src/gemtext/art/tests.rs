@@ -2,6 +2,19 @@
 
 use super::*;
 
+/// cowsay's cow, five lines, to go under a speech bubble.
+const COW: &str = concat!(
+    r"        \   ^__^",
+    "\n",
+    r"         \  (oo)\_______",
+    "\n",
+    r"            (__)\       )\/\",
+    "\n",
+    r"                ||----w |",
+    "\n",
+    r"                ||     ||",
+);
+
 /// Checks a judgement of single lines against `(line, expected)` cases.
 fn judge_lines(judge: fn(&str) -> bool, cases: &[(&str, bool)]) {
     for (line, want) in cases {
@@ -51,11 +64,7 @@ fn classifies_hand_written_blocks() {
                 r" _________________",
                 r"< hello, gemini! >",
                 r" -----------------",
-                r"        \   ^__^",
-                r"         \  (oo)\_______",
-                r"            (__)\       )\/\",
-                r"                ||----w |",
-                r"                ||     ||",
+                COW,
             ],
             false,
             Rule::Drawing,
@@ -302,11 +311,7 @@ fn classifies_hand_written_blocks() {
                 r"/ Welcome to my corner of the internet \",
                 r"\ where I write about plants and tea.   /",
                 r" --------------------------------------",
-                r"        \   ^__^",
-                r"         \  (oo)\_______",
-                r"            (__)\       )\/\",
-                r"                ||----w |",
-                r"                ||     ||",
+                COW,
             ],
             false,
             Rule::Drawing,
