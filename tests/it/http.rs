@@ -231,6 +231,15 @@ async fn https_is_checked_against_the_trusted_authorities() {
         "{:?}",
         answer.outcome
     );
+    // ALPN chose HTTP/2, which nginx offers over TLS.
+    assert!(
+        nginx
+            .wait_for(|h| h.request.contains("/page.html"))
+            .request
+            .ends_with("HTTP/2.0"),
+        "{:?}",
+        nginx.hits()
+    );
     // The address too is named by the certificate.
     let by_ip = Url::parse(&format!("https://{ip}:{}/page.html", addr.port())).unwrap();
     assert!(trusting.fetch(&by_ip, addr).await.is_ok());

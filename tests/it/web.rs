@@ -62,7 +62,8 @@ impl Nginx {
                     std::fs::write(prefix.join("cert.pem"), &tls.cert_pem).unwrap();
                     std::fs::write(prefix.join("key.pem"), &tls.key_pem).unwrap();
                     (
-                        format!("{addr} ssl"),
+                        // HTTP/2 where the client offers it (ALPN), HTTP/1.1 otherwise.
+                        format!("{addr} ssl http2"),
                         format!(
                             "ssl_certificate {p}/cert.pem; ssl_certificate_key {p}/key.pem;",
                             p = prefix.display()
