@@ -265,23 +265,70 @@ const RULES: &[Rule] = &[
     },
 ];
 
-/// The code of a file as the rules read it: no comments, nothing from `#[cfg(test)]` on.
+/// The code of a file as the rules read it: no comments, and no item marked `#[cfg(test)]` (a
+/// test module is skipped to its closing brace; code after it is read again).
 fn code_of(text: &str) -> String {
     let mut code = String::new();
+    // Inside a test item: the brace depth reached so far, and whether its body has opened.
+    let mut skipping: Option<(i64, bool)> = None;
     for line in text.lines() {
-        if line.trim_start().starts_with("#[cfg(test)]") {
-            break;
-        }
         // A `//` inside a string (a URL, say) is kept; a line's trailing comment is not.
         let comment = line
             .match_indices("//")
             .map(|(at, _)| at)
             .find(|&at| line[..at].matches('"').count() % 2 == 0);
         let line = comment.map_or(line, |at| &line[..at]);
+        let mut line = line;
+        if skipping.is_none() {
+            if let Some(rest) = line.trim_start().strip_prefix("#[cfg(test)]") {
+                // The item may follow on the attribute's own line.
+                skipping = Some((0, false));
+                line = rest;
+            }
+        }
+        if let Some((depth, opened)) = skipping.as_mut() {
+            for c in braces_outside_strings(line) {
+                *depth += if c == '{' { 1 } else { -1 };
+                *opened = true;
+            }
+            // The item ends where its body closes, or at a `;` for `mod tests;`.
+            let declared = !*opened && line.trim_end().ends_with(';');
+            if (*opened && *depth <= 0) || declared {
+                skipping = None;
+            }
+            code.push('\n');
+            continue;
+        }
         code.push_str(line);
         code.push('\n');
     }
     code
+}
+
+/// The braces of a line that stand outside string and character literals, in order.
+fn braces_outside_strings(line: &str) -> Vec<char> {
+    let mut out = Vec::new();
+    let mut in_string = false;
+    let mut chars = line.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' if in_string => {
+                chars.next();
+            }
+            '"' => in_string = !in_string,
+            '\'' if !in_string => {
+                // '{' and '}' as character literals.
+                let rest: String = chars.clone().take(2).collect();
+                if rest == "{'" || rest == "}'" {
+                    chars.next();
+                    chars.next();
+                }
+            }
+            '{' | '}' if !in_string => out.push(c),
+            _ => {}
+        }
+    }
+    out
 }
 
 /// Breaches of `rule` in one file (`path` relative to the crate root, with `/`).
@@ -407,4 +454,20 @@ fn the_rules_catch_what_they_forbid() {
     assert!(breaches_of(rule("domain"), "src/urlnorm.rs", quiet).is_empty());
     let loud = "let u = \"gemini://x\"; let t = tokio::spawn(f);\n";
     assert_eq!(breaches_of(rule("domain"), "src/urlnorm.rs", loud).len(), 1);
+    // Code after a test module is read again, line numbers kept.
+    let after = "#[cfg(test)]\nmod tests {\n    fn f() { let b = '{'; }\n}\nuse std::fs;\n";
+    assert_eq!(
+        breaches_of(rule("domain"), "src/urlnorm.rs", after),
+        ["src/urlnorm.rs:5: `std::fs` breaks \"domain modules do no I/O and use no store\""]
+    );
+    let declared = "#[cfg(test)]\nmod tests;\nfn f() { tokio::spawn(g); }\n";
+    assert_eq!(
+        breaches_of(rule("domain"), "src/urlnorm.rs", declared).len(),
+        1
+    );
+    let one_line = "#[cfg(test)] use std::fs;\nfn f() { tokio::spawn(g); }\n";
+    assert_eq!(
+        breaches_of(rule("domain"), "src/urlnorm.rs", one_line).len(),
+        1
+    );
 }
