@@ -9,8 +9,10 @@ plainto_tsquery / phraseto_tsquery and ranked by ts_rank_cd.
           writes a JSON build record (times, sizes, the fingerprint of the documents loaded)
   query   time the benchmark's queries (warm-up pass, then ROUNDS passes over the whole list);
           writes one JSON record per query, in the same shape as examples/bench_search.rs writes
-  report  print geode and PostgreSQL side by side from the two query records and build records;
-          exit 1 when geode's overall p50 is not at least 10x lower or a query failed
+  report  print geode and PostgreSQL side by side from the two query records and build records,
+          with SQLite FTS5 (bench_search_fts5.py) beside them when its records are given;
+          exit 1 when geode's overall p50 is not at least 10x lower than PostgreSQL's or a query
+          failed (on any of the engines)
 
 This is a measuring tool: nothing in geode uses it. Needs psycopg 3 (the driver installs it in a
 venv when missing).
@@ -246,6 +248,16 @@ def report(args):
     if len(geode["queries"]) != len(pg["queries"]):
         raise SystemExit("report: the two runs used different query lists")
     pairs = list(zip(geode["queries"], pg["queries"]))
+    # SQLite FTS5, when given: its columns go beside PostgreSQL's, which stay as they were.
+    fts = fbuild = None
+    if args.fts5:
+        with open(args.fts5) as f:
+            fts = json.load(f)
+        with open(args.fts5_build) as f:
+            fbuild = json.load(f)
+        if [q["query"] for q in fts["queries"]] != [g["query"] for g in geode["queries"]]:
+            raise SystemExit("report: the FTS5 run used a different query list")
+    fq = fts["queries"] if fts else [None] * len(pairs)
     kinds = []
     for g, _ in pairs:
         if g["kind"] not in kinds:
@@ -254,14 +266,35 @@ def report(args):
     print(f"geode vs PostgreSQL full-text search: {geode['docs']:,} documents in geode, "
           f"{pg['docs']:,} in PostgreSQL, {len(pairs)} queries x {geode['rounds']} rounds "
           f"after one warm-up pass each; latencies in ms")
+    if fts:
+        print(f"and SQLite FTS5 (Kennedy's engine): {fts['docs']:,} documents, the same queries "
+              f"and rounds")
     print()
     head = (f"{'kind':<11} {'queries':>7} | {'geode p50':>9} {'p99':>8} {'mean':>8} | "
             f"{'pg p50':>8} {'p99':>8} {'mean':>8} | {'p50 ratio':>9}")
+    if fts:
+        head += f" | {'fts5 p50':>8} {'p99':>8} {'mean':>8} | {'fts5 ratio':>10}"
     print(head)
     print("-" * len(head))
     overall = None
+    overall_fts = None
+    fts_left_out = 0
     for kind in kinds + ["all"]:
         sel = [(g, p) for g, p in pairs if kind == "all" or g["kind"] == kind]
+        extra = ""
+        if fts:
+            # FTS5 against geode over the queries that ran on both of them.
+            fsel = [(g, f) for (g, _), f in zip(pairs, fq) if kind == "all" or g["kind"] == kind]
+            ok = [(g, f) for g, f in fsel if not g["error"] and not f["error"]]
+            gfs = stats([t for g, _ in ok for t in g["times_ms"]])
+            fs = stats([t for _, f in ok for t in f["times_ms"]])
+            extra = (f" | {ms(fs[0]):>8} {ms(fs[1]):>8} {ms(fs[2]):>8} | "
+                     f"{ratio(gfs[0], fs[0]):>10}")
+            if len(ok) != len(fsel):
+                extra += f"  (FTS5: {len(ok)}/{len(fsel)} queries)"
+            if kind == "all":
+                overall_fts = (gfs, fs)
+                fts_left_out = len(fsel) - len(ok)
         gt = [t for g, p in sel if not g["error"] and not p["error"] for t in g["times_ms"]]
         pt = [t for g, p in sel if not g["error"] and not p["error"] for t in p["times_ms"]]
         n_ok = sum(1 for g, p in sel if not g["error"] and not p["error"])
@@ -271,17 +304,26 @@ def report(args):
             overall = (gs, ps)
         label = f"{n_ok}/{len(sel)}" if n_ok != len(sel) else str(len(sel))
         print(f"{kind:<11} {label:>7} | {ms(gs[0]):>9} {ms(gs[1]):>8} {ms(gs[2]):>8} | "
-              f"{ms(ps[0]):>8} {ms(ps[1]):>8} {ms(ps[2]):>8} | {ratio(gs[0], ps[0]):>9}")
+              f"{ms(ps[0]):>8} {ms(ps[1]):>8} {ms(ps[2]):>8} | {ratio(gs[0], ps[0]):>9}{extra}")
     print()
     print("Statistics over every (query, round) sample of the kind; a query that failed on either")
     print("side is left out of both (queries column: timed/all). p50 ratio = PostgreSQL p50 / geode p50.")
+    if fts:
+        print("FTS5 columns likewise against geode: fts5 ratio = FTS5 p50 / geode p50, over the queries")
+        print("that ran on both geode and FTS5" +
+              (f" ({fts_left_out} left out, see the notes below)." if fts_left_out else
+               " (all of them)."))
     print()
 
-    print("per query: matches (geode total / PostgreSQL count) and p50 in ms")
-    print(f"{'kind':<11} {'query':<34} {'geode n':>8} {'pg n':>8} {'geode':>8} {'pg':>8} {'ratio':>7}  note")
+    print("per query: matches (geode total / PostgreSQL count" + (" / FTS5 count" if fts else "")
+          + ") and p50 in ms")
+    print(f"{'kind':<11} {'query':<34} {'geode n':>8} {'pg n':>8} {'geode':>8} {'pg':>8} {'ratio':>7}"
+          + (f" {'fts5 n':>8} {'fts5':>8} {'ratio':>7}" if fts else "") + "  note")
     flagged = 0
     errors = 0
-    for g, p in pairs:
+    fts_flagged = 0
+    fts_errors = 0
+    for (g, p), f in zip(pairs, fq):
         notes = []
         if g["error"]:
             notes.append(f"geode error: {g['error']}")
@@ -298,8 +340,21 @@ def report(args):
         pp = percentile(p["times_ms"], 50)
         gn = "-" if g["total"] is None else str(g["total"])
         pn = "-" if p["total"] is None else str(p["total"])
+        extra = ""
+        if f:
+            if f["error"]:
+                notes.append(f"fts5 error: {f['error']}")
+                fts_errors += 1
+            elif not g["error"] and (g["total"] == 0) != (f["total"] == 0):
+                notes.append("fts5: only one of geode and FTS5 finds matches")
+                fts_flagged += 1
+            elif g["total"] and f["total"] and max(g["total"], f["total"]) > 2 * min(g["total"], f["total"]):
+                notes.append("fts5: match counts of geode and FTS5 differ more than 2x")
+            fp = percentile(f["times_ms"], 50)
+            fn = "-" if f["total"] is None else str(f["total"])
+            extra = f" {fn:>8} {ms(fp):>8} {ratio(gp, fp):>7}"
         print(f"{g['kind']:<11} {g['query'][:34]:<34} {gn:>8} {pn:>8} {ms(gp):>8} {ms(pp):>8} "
-              f"{ratio(gp, pp):>7}  {'; '.join(notes)}")
+              f"{ratio(gp, pp):>7}{extra}  {'; '.join(notes)}")
     print()
 
     print("build and size on disk")
@@ -313,12 +368,25 @@ def report(args):
           f"(total {pbuild['build_s']:.0f}s); table+TOAST {mb(pbuild['table_bytes'])}, "
           f"GIN {mb(pbuild['gin_bytes'])}, all indexes {mb(pbuild['indexes_bytes'])}, "
           f"database {mb(pbuild['database_bytes'])}, data directory {mb(args.pg_dir_bytes)}")
+    if fts:
+        print(f"  FTS5       SQLite {fbuild['sqlite_version']}: insert+tokenize {fbuild['insert_s']:.0f}s, "
+              f"optimize {fbuild['optimize_s']:.0f}s, b-trees {fbuild['btree_s']:.0f}s, "
+              f"ANALYZE {fbuild['analyze_s']:.0f}s (total {fbuild['build_s']:.0f}s); "
+              f"FTS5 index {mb(fbuild['fts_index_bytes'])}, stored title+body "
+              f"{mb(fbuild['fts_content_bytes'])}, docs table {mb(fbuild['docs_table_bytes'])}, "
+              f"b-trees {mb(fbuild['btree_bytes'])}, database file "
+              f"{mb(args.fts5_bytes if args.fts5_bytes is not None else fbuild['file_bytes'])}")
     if args.reused:
         print(f"  (reused from an earlier run: {args.reused})")
     print()
     print("geode: SearchIndex::search(query, 10, 0) in-process; its time includes the total count and")
     print("snippets for the 10 hits. PostgreSQL: the SELECT above over TCP loopback with psycopg, time")
     print("from execute to fetchall; it computes no count and no snippets, which favours it.")
+    if fts:
+        print("FTS5: in-process through python3's sqlite3 over the database file (memory-mapped up to "
+              f"{fts.get('mmap_bytes', 0) / 2**30:.1f} GiB);")
+        print("its time includes the bm25() SELECT with snippet() for the 10 hits and a count(*) of the")
+        print("matches, as geode's does, from execute to fetchall of both.")
 
     (g50, _, _), (p50, _, _) = overall
     status = 0
@@ -334,6 +402,22 @@ def report(args):
         status = 1
     if flagged:
         print(f"note: {flagged} queries find matches on one side only")
+    if fts:
+        (gf50, _, _), (f50, _, _) = overall_fts
+        if math.isnan(gf50) or math.isnan(f50):
+            print("FTS5: no query ran on both geode and FTS5")
+        elif f50 >= gf50:
+            print(f"FTS5: geode's overall p50 is {f50 / gf50:.1f}x lower than FTS5's "
+                  f"({ms(gf50)} ms vs {ms(f50)} ms)")
+        else:
+            print(f"FTS5: FTS5's overall p50 is {gf50 / f50:.1f}x lower than geode's "
+                  f"({ms(f50)} ms vs {ms(gf50)} ms)")
+        if fts_errors:
+            print(f"FAIL: {fts_errors} queries failed on FTS5 or cannot be expressed in it "
+                  f"(see the notes above)")
+            status = 1
+        if fts_flagged:
+            print(f"note: {fts_flagged} queries find matches on only one of geode and FTS5")
     return status
 
 
@@ -359,8 +443,13 @@ def main():
     rp.add_argument("--pg-build", required=True)
     rp.add_argument("--geode-bytes", type=int, default=None)
     rp.add_argument("--pg-dir-bytes", type=int, default=None)
+    rp.add_argument("--fts5", default=None, help="bench_search_fts5.py's query record")
+    rp.add_argument("--fts5-build", default=None, help="bench_search_fts5.py's build record")
+    rp.add_argument("--fts5-bytes", type=int, default=None)
     rp.add_argument("--reused", default="")
     args = ap.parse_args()
+    if args.command == "report" and bool(args.fts5) != bool(args.fts5_build):
+        ap.error("report: --fts5 and --fts5-build go together")
     if args.command == "load":
         load(args)
     elif args.command == "query":
