@@ -76,7 +76,7 @@ pub(crate) fn stats(args: StatsArgs) -> Result<(), Failure> {
         ("due within a day", s.due_within_day),
         ("due within a week", s.due_within_week),
         ("never visited", s.never_visited),
-        ("never again (52, excluded)", s.never_again),
+        ("never again (52/excluded)", s.never_again),
         ("feeds", s.feeds),
         ("failing, still searchable", s.failing_but_searchable),
     ] {

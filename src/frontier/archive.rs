@@ -281,10 +281,28 @@ fn decompress(zstd: &[u8], size: i64) -> Result<Vec<u8>> {
 }
 
 /// Compresses a body for the archive (zstd level 3: fast, and about a third of gemtext's size).
+/// Each thread keeps one compression context: making a context costs about as much as
+/// compressing a small page with it.
 pub fn compress(body: &[u8]) -> Vec<u8> {
+    thread_local! {
+        static COMPRESSOR: std::cell::RefCell<Option<zstd::bulk::Compressor<'static>>> =
+            const { std::cell::RefCell::new(None) };
+    }
     // Compressing from memory into memory cannot fail but for allocation.
-    zstd::bulk::compress(body, 3).unwrap_or_default()
+    COMPRESSOR.with(|cell| {
+        let mut cell = cell.borrow_mut();
+        if cell.is_none() {
+            *cell = zstd::bulk::Compressor::new(ARCHIVE_LEVEL).ok();
+        }
+        match cell.as_mut() {
+            Some(compressor) => compressor.compress(body).unwrap_or_default(),
+            None => zstd::bulk::compress(body, ARCHIVE_LEVEL).unwrap_or_default(),
+        }
+    })
 }
+
+/// The zstd level of archived bodies.
+const ARCHIVE_LEVEL: i32 = 3;
 
 #[cfg(test)]
 mod tests {

@@ -348,6 +348,17 @@ impl<'a> Batch<'a> {
             .query_row(params![target, label], |r| r.get(0))?)
     }
 
+    /// Forgets a page's pending anchor update: its document is being written now with the
+    /// labels read in this transaction, so rewriting it after the crawl would repeat the same
+    /// work. (A crash before the index commit makes the page due again, and that visit reads
+    /// the labels anew.)
+    pub fn forget_anchor_update(&mut self, url_id: i64) -> Result<()> {
+        self.tx
+            .prepare_cached("DELETE FROM anchor_updates WHERE url_id = ?1")?
+            .execute([url_id])?;
+        Ok(())
+    }
+
     fn mark_anchor_update(&mut self, url_id: i64) -> Result<()> {
         self.tx
             .prepare_cached("INSERT OR IGNORE INTO anchor_updates(url_id) VALUES (?1)")?

@@ -410,6 +410,55 @@ fn anchor_updates_resolve_through_redirects_to_indexed_pages() {
 }
 
 #[test]
+fn inbound_labels_gather_a_redirect_chain_in_label_order_within_the_limit() {
+    let (_d, mut f) = open();
+    let mut b = f.batch(0).unwrap();
+    // /a -> /b -> /page, and /page -> /a closes a loop.
+    let a = id_of(&mut b, "gemini://x.test/a");
+    let bb = redirect(&mut b, a, "gemini://x.test/b", None);
+    let page = redirect(&mut b, bb, "gemini://x.test/page", None);
+    redirect(&mut b, page, "gemini://x.test/a", None);
+    // (link_to replaces a page's links: one linking page per label.)
+    let linker = id_of(&mut b, "gemini://y.test/");
+    link_to(&mut b, linker, "gemini://x.test/a", "zebra");
+    for (from, to, label) in [
+        ("gemini://y.test/1", "gemini://x.test/b", "apple"),
+        ("gemini://y.test/2", "gemini://x.test/page", "mango"),
+        ("gemini://z.test/", "gemini://x.test/page", "apple"),
+    ] {
+        let source = id_of(&mut b, from);
+        link_to(&mut b, source, to, label);
+    }
+    b.commit().unwrap();
+    assert_eq!(
+        f.inbound_labels(page, 10).unwrap(),
+        ["apple", "mango", "zebra"]
+    );
+    assert_eq!(f.inbound_labels(page, 2).unwrap(), ["apple", "mango"]);
+    // Labels flow along redirects, not against them.
+    assert_eq!(f.inbound_labels(linker, 10).unwrap(), Vec::<String>::new());
+}
+
+#[test]
+fn a_page_written_with_its_labels_forgets_its_anchor_update() {
+    let (_d, mut f) = open();
+    let mut b = f.batch(0).unwrap();
+    let page = id_of(&mut b, "gemini://a.test/");
+    let linker = id_of(&mut b, "gemini://b.test/");
+    b.commit().unwrap();
+    let mut b = f.batch(0).unwrap();
+    link_to(&mut b, linker, "gemini://a.test/", "lantern");
+    b.commit().unwrap();
+    assert_eq!(f.anchor_updates(0, 10).unwrap().len(), 1);
+    // The page is written now with the labels read in this transaction.
+    let mut b = f.batch(0).unwrap();
+    assert_eq!(b.inbound_labels(page, 10).unwrap(), ["lantern"]);
+    b.forget_anchor_update(page).unwrap();
+    b.commit().unwrap();
+    assert!(f.anchor_updates(0, 10).unwrap().is_empty());
+}
+
+#[test]
 fn index_operations_apply_only_when_committed() {
     let (_d, mut f) = open();
     let mut b = f.batch(0).unwrap();

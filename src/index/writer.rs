@@ -115,6 +115,13 @@ impl Indexer {
     /// page does not carry itself: the effective language (declared, else detected), stems,
     /// `site:` keys, URL words, extension, path depth and the hashes ranking looks up.
     pub fn upsert(&mut self, doc: &PageDoc) -> Result<(), IndexError> {
+        self.write(doc, true)
+    }
+
+    /// [`Self::upsert`], detecting the language when the page declares none only if `detect`:
+    /// a refreshed document already had its text judged, and an empty stored language means
+    /// that no language was found (detection is most of the writer's own time).
+    fn write(&mut self, doc: &PageDoc, detect: bool) -> Result<(), IndexError> {
         let f = &self.fields;
         let mut d = TantivyDocument::default();
         let url = Url::parse(&doc.url).ok();
@@ -141,7 +148,12 @@ impl Indexer {
             .lang
             .as_deref()
             .and_then(analysis::normalize_lang)
-            .or_else(|| detect_page_lang(doc).map(str::to_string));
+            .or_else(|| {
+                detect
+                    .then(|| detect_page_lang(doc))
+                    .flatten()
+                    .map(str::to_string)
+            });
         if let Some(lang) = lang.as_deref().filter(|l| analysis::has_stemmer(l)) {
             let tokens = stem_all(doc, lang);
             if !tokens.is_empty() {
@@ -249,7 +261,8 @@ impl Indexer {
                 .and_then(|v| v.as_i64())
                 .unwrap_or(0),
         };
-        self.upsert(&page)?;
+        // A new body (a file known by its header) is new text to judge.
+        self.write(&page, body.is_some())?;
         Ok(true)
     }
 

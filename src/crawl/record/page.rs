@@ -102,6 +102,7 @@ impl Crawl {
         // What the pages linking here call this page (those the crawl knows so far; later
         // changes reach the document through an anchor update).
         let anchors = batch.inbound_labels(doc_id, MAX_ANCHORS)?.join("\n");
+        batch.forget_anchor_update(doc_id)?;
         match change {
             Change::New => self.summary.new += 1,
             _ => self.summary.changed += 1,
