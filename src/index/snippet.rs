@@ -126,12 +126,39 @@ impl Line {
 /// `lang` is the page's language, for matching by stem. When nothing matches, the start of the
 /// body, unmarked. Lines that are decoration (rules, ASCII-art borders) are never shown.
 pub fn snippet(body: &str, hl: &Highlighter, lang: Option<&str>, max_chars: usize) -> String {
+    snippet_with(body, hl, lang, max_chars, &mut TermCache::default())
+}
+
+/// The terms of the tokens a query's snippets have met, by the page language's stemmer:
+/// words repeat within a page and across the pages of one result list, and stemming each one
+/// again is the costliest part of a snippet. Belongs to one [`Highlighter`].
+#[derive(Debug, Default)]
+pub struct TermCache {
+    /// (stemmer language, or "" for none) -> analysed token -> terms.
+    by_lang: HashMap<&'static str, HashMap<String, u64>>,
+}
+
+/// Tokens a [`TermCache`] keeps per language before it starts afresh.
+const TERM_CACHE_TOKENS: usize = 50_000;
+
+/// [`snippet`], reusing the terms found for earlier snippets of the same query in `cache`.
+pub fn snippet_with(
+    body: &str,
+    hl: &Highlighter,
+    lang: Option<&str>,
+    max_chars: usize,
+    cache: &mut TermCache,
+) -> String {
     let scan = prefix(body, SCAN_BYTES);
     let stem_lang = lang.and_then(analysis::stem_lang);
     let mut lines: Vec<Line> = Vec::new();
-    // Terms of every token seen so far: words repeat, and stemming each one again is the
-    // costliest part of a snippet. At most one entry per distinct token of `SCAN_BYTES`.
-    let mut seen: HashMap<String, u64> = HashMap::new();
+    let seen = cache
+        .by_lang
+        .entry(stem_lang.map_or("", analysis::StemLang::code))
+        .or_default();
+    if seen.len() > TERM_CACHE_TOKENS {
+        seen.clear();
+    }
     let mut start = 0;
     for text in scan.split('\n') {
         let range = start..start + text.len();
@@ -795,5 +822,27 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn one_cache_across_pages_and_languages_gives_the_same_snippets() {
+        let h = hl(&["running", "maison"], &[]);
+        let pages = [
+            ("They were running home. The runs were long.", Some("en")),
+            ("Les maisons sont belles. Running nowhere.", Some("fr")),
+            ("The runs again, and running.", Some("en")),
+            ("no language: runs, running", None),
+        ];
+        let mut cache = TermCache::default();
+        for (body, lang) in pages {
+            assert_eq!(
+                snippet_with(body, &h, lang, 80, &mut cache),
+                snippet(body, &h, lang, 80),
+                "{body:?}"
+            );
+        }
+        // "runs" is a match in English pages only: the cache keeps languages apart.
+        assert!(snippet("The runs again", &h, Some("en"), 80).contains("**runs**"));
+        assert!(!snippet_with("runs", &h, None, 80, &mut cache).contains("**"));
     }
 }

@@ -40,6 +40,13 @@ pub(crate) struct StemLang {
     code: &'static str,
     language: Language,
 }
+
+impl StemLang {
+    /// The language code its stems are prefixed with (`en`).
+    pub(crate) fn code(self) -> &'static str {
+        self.code
+    }
+}
 /// The stemmer for a language tag (any case, any subtags). Norwegian Bokmål (`nb`) and Nynorsk
 /// (`nn`) share the Norwegian stemmer, whose stems are prefixed `no:`.
 pub(crate) fn stem_lang(lang: &str) -> Option<StemLang> {

@@ -25,7 +25,7 @@ mod score;
 mod tests;
 
 use diversity::{diversify, BLOCK, DIVERSITY_WINDOW, PER_CAPSULE};
-use lexicon::IndexLexicon;
+use lexicon::{IndexLexicon, SiteLabels};
 use score::{Coverage, Ranked, Ranker, WordChecks};
 
 use std::collections::HashSet;
@@ -40,7 +40,7 @@ use tantivy::{Index, IndexReader, ReloadPolicy, Searcher, TantivyDocument, Term}
 
 use crate::index::authority::Authority;
 use crate::index::compile::{compile, relax, Relaxed};
-use crate::index::snippet::{snippet, Highlighter};
+use crate::index::snippet::{snippet_with, Highlighter, TermCache};
 use crate::index::{open_index, Access, Fields, IndexError};
 use crate::query;
 
@@ -144,6 +144,8 @@ pub struct SearchIndex {
     fields: Fields,
     dir: PathBuf,
     authority: Mutex<AuthorityState>,
+    /// The capsule-name labels of the last snapshot searched, by its generation.
+    sites: Mutex<Option<(u64, Arc<SiteLabels>)>>,
 }
 
 struct AuthorityState {
@@ -171,6 +173,7 @@ impl SearchIndex {
                 scores,
                 checked: Instant::now(),
             }),
+            sites: Mutex::new(None),
         })
     }
 
@@ -226,9 +229,11 @@ impl SearchIndex {
         options: &SearchOptions,
     ) -> Result<SearchResults, IndexError> {
         let searcher = self.reader.searcher();
+        let sites = self.site_labels(&searcher);
         let lexicon = IndexLexicon {
             searcher: &searcher,
             fields: &self.fields,
+            sites: &sites,
         };
         let compiled = compile(parsed, &self.fields, &lexicon).map_err(|_| {
             IndexError::Query("the query has no word that can be searched for".to_string())
@@ -341,10 +346,11 @@ impl SearchIndex {
             None => None,
         };
         let highlighter = Highlighter::new(&parsed.highlight_words(), &[]);
+        let mut terms = TermCache::default();
         let mut hits = Vec::with_capacity(page);
         for (ranked, address) in ranked.into_iter().skip(offset).take(page) {
             let doc: TantivyDocument = searcher.doc(address)?;
-            let mut hit = self.hit(&doc, ranked, &highlighter);
+            let mut hit = self.hit(&doc, ranked, &highlighter, &mut terms);
             if let Some(checks) = &checks {
                 hit.missing = checks.missing(&searcher, address)?;
             }
@@ -370,14 +376,20 @@ impl SearchIndex {
         Ok(searcher.search(&query, &Count)?.saturating_sub(1))
     }
 
-    fn hit(&self, doc: &TantivyDocument, ranked: Ranked, highlighter: &Highlighter) -> Hit {
+    fn hit(
+        &self,
+        doc: &TantivyDocument,
+        ranked: Ranked,
+        highlighter: &Highlighter,
+        terms: &mut TermCache,
+    ) -> Hit {
         let f = &self.fields;
         let lang = first_str(doc, f.lang).map(str::to_string);
         let body = first_str(doc, f.body).unwrap_or_default();
         Hit {
             url: self.text(doc, f.url),
             title: self.text(doc, f.title),
-            snippet: snippet(body, highlighter, lang.as_deref(), SNIPPET_MAX_CHARS),
+            snippet: snippet_with(body, highlighter, lang.as_deref(), SNIPPET_MAX_CHARS, terms),
             score: ranked.score,
             parts: ranked.parts,
             host: self.text(doc, f.host),
@@ -391,6 +403,28 @@ impl SearchIndex {
             missing: Vec::new(),
             similar: 0,
         }
+    }
+
+    /// The capsule-name labels of `searcher`'s snapshot, read when the snapshot is new. Two
+    /// searches of a new snapshot at once may both read them; the last one is kept.
+    fn site_labels(&self, searcher: &Searcher) -> Arc<SiteLabels> {
+        let generation = searcher.generation().generation_id();
+        let cached = match self.sites.lock() {
+            Ok(cached) => cached.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        };
+        if let Some((seen, labels)) = cached {
+            if seen == generation {
+                return labels;
+            }
+        }
+        let labels = Arc::new(SiteLabels::read(searcher, &self.fields));
+        let mut cached = match self.sites.lock() {
+            Ok(cached) => cached,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        *cached = Some((generation, Arc::clone(&labels)));
+        labels
     }
 
     /// The authority scores, reloaded when a crawl has rewritten the file since the last check.
