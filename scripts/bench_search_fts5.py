@@ -39,6 +39,10 @@ import sys
 import time
 from pathlib import Path
 
+# The query file is read as the PostgreSQL side reads it (that module imports psycopg only
+# when it talks to PostgreSQL).
+from bench_search_pg import read_queries
+
 # Bumped when the schema or the build steps change: a kept database of an older version is
 # rebuilt by --reuse.
 SCHEMA_VERSION = 1
@@ -263,22 +267,6 @@ def match_of(tsquery):
         return fts5_string(" ".join(text.split()))
     # plainto_tsquery: every word, anywhere.
     return " AND ".join(fts5_string(w) for w in text.split())
-
-
-def read_queries(path):
-    """kind, geode query, tsquery, filter per line, as bench_search_pg.py reads them."""
-    queries = []
-    with open(path, encoding="utf-8") as f:
-        for n, line in enumerate(f, 1):
-            line = line.rstrip("\n")
-            if not line.strip() or line.startswith("#"):
-                continue
-            cols = line.split("\t")
-            if len(cols) < 3:
-                raise SystemExit(f"{path}:{n}: needs kind<TAB>geode query<TAB>tsquery[<TAB>filter]")
-            queries.append({"kind": cols[0], "query": cols[1], "tsquery": cols[2],
-                            "filter": cols[3] if len(cols) > 3 else ""})
-    return queries
 
 
 def sql_of(q, limit):
