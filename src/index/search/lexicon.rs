@@ -3,6 +3,7 @@
 
 use std::collections::BTreeSet;
 use std::ops::Bound;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use tantivy::collector::TopDocs;
 use tantivy::query::TermQuery;
@@ -20,8 +21,37 @@ const MAX_SITE_TERMS: usize = 100_000;
 pub(super) struct IndexLexicon<'a> {
     pub(super) searcher: &'a Searcher,
     pub(super) fields: &'a Fields,
-    /// The labels of the capsule names in that snapshot of the index.
-    pub(super) sites: &'a SiteLabels,
+    /// The labels of the capsule names, read for this snapshot when first asked.
+    pub(super) sites: &'a SiteCache,
+}
+
+/// The [`SiteLabels`] of the last index snapshot that needed them, by its generation: read
+/// only by a query that asks whether a word names a capsule, and once per snapshot.
+#[derive(Debug, Default)]
+pub(super) struct SiteCache {
+    last: Mutex<Option<(u64, Arc<SiteLabels>)>>,
+}
+
+impl SiteCache {
+    /// The labels of `searcher`'s snapshot. Two searches of a new snapshot at once may both
+    /// read them; the last one is kept.
+    fn labels(&self, searcher: &Searcher, fields: &Fields) -> Arc<SiteLabels> {
+        let generation = searcher.generation().generation_id();
+        let cached = self
+            .last
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        if let Some((seen, labels)) = cached {
+            if seen == generation {
+                return labels;
+            }
+        }
+        let labels = Arc::new(SiteLabels::read(searcher, fields));
+        *self.last.lock().unwrap_or_else(PoisonError::into_inner) =
+            Some((generation, Arc::clone(&labels)));
+        labels
+    }
 }
 
 /// The labels of the `site:` keys of an index snapshot (`osiux` and `gmi` of `gmi.osiux.com`,
@@ -35,7 +65,7 @@ pub(super) struct SiteLabels {
 
 impl SiteLabels {
     /// Reads the labels of up to [`MAX_SITE_TERMS`] site keys of each segment.
-    pub(super) fn read(searcher: &Searcher, fields: &Fields) -> SiteLabels {
+    fn read(searcher: &Searcher, fields: &Fields) -> SiteLabels {
         let mut labels = BTreeSet::new();
         for segment in searcher.segment_readers() {
             let Ok(inverted) = segment.inverted_index(fields.site) else {
@@ -61,7 +91,7 @@ impl SiteLabels {
     }
 
     /// Whether `token` is a label, or begins one at most three bytes longer.
-    pub(super) fn names(&self, token: &str) -> bool {
+    fn names(&self, token: &str) -> bool {
         self.labels
             .range::<str, _>((Bound::Included(token), Bound::Unbounded))
             .take_while(|label| label.starts_with(token))
@@ -85,7 +115,7 @@ impl Lexicon for IndexLexicon<'_> {
     }
 
     fn names_site(&self, token: &str) -> bool {
-        token.chars().count() >= 3 && self.sites.names(token)
+        token.chars().count() >= 3 && self.sites.labels(self.searcher, self.fields).names(token)
     }
 
     fn cluster_of(&self, url: &str) -> Option<u64> {

@@ -25,7 +25,7 @@ mod score;
 mod tests;
 
 use diversity::{diversify, BLOCK, DIVERSITY_WINDOW, PER_CAPSULE};
-use lexicon::{IndexLexicon, SiteLabels};
+use lexicon::{IndexLexicon, SiteCache};
 use score::{Coverage, Ranked, Ranker, WordChecks};
 
 use std::collections::HashSet;
@@ -144,8 +144,8 @@ pub struct SearchIndex {
     fields: Fields,
     dir: PathBuf,
     authority: Mutex<AuthorityState>,
-    /// The capsule-name labels of the last snapshot searched, by its generation.
-    sites: Mutex<Option<(u64, Arc<SiteLabels>)>>,
+    /// The capsule-name labels of the last snapshot that needed them.
+    sites: SiteCache,
 }
 
 struct AuthorityState {
@@ -173,7 +173,7 @@ impl SearchIndex {
                 scores,
                 checked: Instant::now(),
             }),
-            sites: Mutex::new(None),
+            sites: SiteCache::default(),
         })
     }
 
@@ -229,11 +229,10 @@ impl SearchIndex {
         options: &SearchOptions,
     ) -> Result<SearchResults, IndexError> {
         let searcher = self.reader.searcher();
-        let sites = self.site_labels(&searcher);
         let lexicon = IndexLexicon {
             searcher: &searcher,
             fields: &self.fields,
-            sites: &sites,
+            sites: &self.sites,
         };
         let compiled = compile(parsed, &self.fields, &lexicon).map_err(|_| {
             IndexError::Query("the query has no word that can be searched for".to_string())
@@ -403,28 +402,6 @@ impl SearchIndex {
             missing: Vec::new(),
             similar: 0,
         }
-    }
-
-    /// The capsule-name labels of `searcher`'s snapshot, read when the snapshot is new. Two
-    /// searches of a new snapshot at once may both read them; the last one is kept.
-    fn site_labels(&self, searcher: &Searcher) -> Arc<SiteLabels> {
-        let generation = searcher.generation().generation_id();
-        let cached = match self.sites.lock() {
-            Ok(cached) => cached.clone(),
-            Err(poisoned) => poisoned.into_inner().clone(),
-        };
-        if let Some((seen, labels)) = cached {
-            if seen == generation {
-                return labels;
-            }
-        }
-        let labels = Arc::new(SiteLabels::read(searcher, &self.fields));
-        let mut cached = match self.sites.lock() {
-            Ok(cached) => cached,
-            Err(poisoned) => poisoned.into_inner(),
-        };
-        *cached = Some((generation, Arc::clone(&labels)));
-        labels
     }
 
     /// The authority scores, reloaded when a crawl has rewritten the file since the last check.
