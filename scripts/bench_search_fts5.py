@@ -39,9 +39,9 @@ import sys
 import time
 from pathlib import Path
 
-# The query file is read as the PostgreSQL side reads it (that module imports psycopg only
-# when it talks to PostgreSQL).
-from bench_search_pg import read_queries
+# The query file and the query options are the PostgreSQL side's (that module imports psycopg
+# only when it talks to PostgreSQL).
+from bench_search_pg import add_query_options, read_queries
 
 # Bumped when the schema or the build steps change: a kept database of an older version is
 # rebuilt by --reuse.
@@ -369,11 +369,7 @@ def main():
     cp.add_argument("--docs", type=int, required=True)
     qp = sub.add_parser("query")
     qp.add_argument("--db", required=True)
-    qp.add_argument("--queries", required=True)
-    qp.add_argument("--rounds", type=int, default=5)
-    qp.add_argument("--limit", type=int, default=10)
-    qp.add_argument("--timeout", type=int, default=300)
-    qp.add_argument("--out", required=True)
+    add_query_options(qp)
     args = ap.parse_args()
     if args.command == "load":
         load(args)

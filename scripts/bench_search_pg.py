@@ -421,6 +421,15 @@ def report(args):
     return status
 
 
+def add_query_options(parser):
+    """The options of a `query` subcommand, the same for every engine's script."""
+    parser.add_argument("--queries", required=True)
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--limit", type=int, default=10)
+    parser.add_argument("--timeout", type=int, default=300)
+    parser.add_argument("--out", required=True)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = ap.add_subparsers(dest="command", required=True)
@@ -431,11 +440,7 @@ def main():
     lp.add_argument("--out", required=True)
     qp = sub.add_parser("query")
     qp.add_argument("--dsn", required=True)
-    qp.add_argument("--queries", required=True)
-    qp.add_argument("--rounds", type=int, default=5)
-    qp.add_argument("--limit", type=int, default=10)
-    qp.add_argument("--timeout", type=int, default=300)
-    qp.add_argument("--out", required=True)
+    add_query_options(qp)
     rp = sub.add_parser("report")
     rp.add_argument("--geode", required=True)
     rp.add_argument("--pg", required=True)
