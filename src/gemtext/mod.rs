@@ -18,6 +18,7 @@ use std::borrow::Cow;
 use ::url::Url;
 
 pub mod art;
+mod frontmatter;
 pub mod title;
 
 pub use title::{clean_title, title_of};
@@ -189,6 +190,10 @@ pub struct Page {
 /// link, heading, list item, block or non-decorative text line comes before it.
 pub fn extract(base: &Url, src: &str) -> Page {
     let lines = parse(src);
+    // Front matter left by a site generator is metadata: its title is the page's, its lines
+    // are no text of the page.
+    let front = frontmatter::front_matter(&lines);
+    let skip = front.as_ref().map_or(0, |f| f.lines);
     let mut body = Body::default();
     let mut headings = Vec::new();
     let mut links = Vec::new();
@@ -196,7 +201,7 @@ pub fn extract(base: &Url, src: &str) -> Page {
     // leading.
     let mut seen_content = false;
 
-    for line in &lines {
+    for line in &lines[skip..] {
         match line {
             Line::Text(t) | Line::Quote(t) => {
                 if !art::is_decoration_line(t) {
@@ -244,7 +249,10 @@ pub fn extract(base: &Url, src: &str) -> Page {
 
     let feed = links.iter().filter(|l| l.entry).count() >= crate::feed::MIN_GEMFEED_ENTRIES;
     Page {
-        title: title_of(&lines, base),
+        title: match front.and_then(|f| f.title) {
+            Some(declared) => title::one_line(&declared),
+            None => title_of(&lines[skip..], base),
+        },
         body: body.finish(),
         headings,
         links,
@@ -456,6 +464,20 @@ mod tests {
     }
 
     #[test]
+    fn front_matter_gives_the_title_and_stays_out_of_the_text() {
+        let base = url("gemini://h/blog/post.gmi");
+        let src = "+++ type = \"blog\" author = \"ann\" title = \"Weekly   report\" +++\n\n\
+                   # Introduction Hey everyone!\nBody text.\n";
+        let page = extract(&base, src);
+        assert_eq!(page.title, "Weekly report");
+        assert_eq!(page.body, "Introduction Hey everyone!\nBody text.");
+        let yaml = "---\nlayout: post\n---\n# Real heading\ntext\n";
+        let page = extract(&base, yaml);
+        assert_eq!(page.title, "Real heading");
+        assert!(!page.body.contains("layout"), "{:?}", page.body);
+    }
+
+    #[test]
     fn title_rules() {
         let page = "gemini://h/dir/page.gmi";
         let long = "x".repeat(500);
@@ -486,6 +508,8 @@ mod tests {
             ("", "mailto:someone@example.org", ""),
             ("# tab\tand\r\ncontrol\u{7}", page, "tab and"),
             ("# a\u{7}b", page, "a b"),
+            ("=> ./ Back\n# ~~~~\n\n# Five days\n", page, "Five days"),
+            ("# * * *\nSome text", page, "Some text"),
         ];
         for (src, base, want) in cases {
             assert_eq!(

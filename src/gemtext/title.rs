@@ -16,14 +16,15 @@ const TITLE_MAX_CHARS: usize = 120;
 
 /// The title rule: first heading, else first non-empty text line, else the URL's last segment.
 ///
-/// More precisely: the first non-empty heading of any level, else the first Text line that is
+/// More precisely: the first heading of any level with a letter or digit in it, else the first Text line that is
 /// neither blank nor decoration (`=====`), else the last non-empty path segment of `base`
 /// (percent-decoded), else its host.
 /// Whitespace runs become single spaces and the result is cut to [`MAX_TITLE_CHARS`]; it is
 /// empty only when `base` has no host.
 pub fn title_of(lines: &[Line], base: &Url) -> String {
     let heading = lines.iter().find_map(|l| match l {
-        Line::Heading { text, .. } => non_blank(text),
+        // `# ~~~~` is a rule drawn as a heading, not a title.
+        Line::Heading { text, .. } if text.chars().any(char::is_alphanumeric) => non_blank(text),
         _ => None,
     });
     let text = || {
@@ -53,7 +54,7 @@ fn non_blank(s: &str) -> Option<String> {
 
 /// Collapses whitespace and control characters to single spaces (a title is one line) and cuts
 /// to [`MAX_TITLE_CHARS`], preferring a grapheme boundary so accents stay on their letters.
-fn one_line(s: &str) -> String {
+pub(super) fn one_line(s: &str) -> String {
     let mut words = String::new();
     for word in s
         .split(|c: char| c.is_whitespace() || c.is_control())

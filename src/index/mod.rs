@@ -145,7 +145,7 @@ pub(crate) const TEXT_TOKENIZER: &str = "geode_text";
 
 /// Version of the schema and analysis, kept in the index directory (`geode-schema`). Bumped by
 /// any change that alters the terms on disk, not just the field list.
-pub const SCHEMA_VERSION: u32 = 4;
+pub const SCHEMA_VERSION: u32 = 5;
 
 /// Handles to the schema's fields, resolved once.
 #[derive(Debug, Clone, Copy)]
