@@ -90,6 +90,9 @@ pub(crate) trait Lexicon {
     /// Terms of the text fields near `token` (an analysed token), nearest and most frequent
     /// first.
     fn neighbours(&self, token: &str) -> Vec<Neighbour>;
+    /// Whether some page holds stems in the language `code` (`en`): a stem in another language
+    /// matches nothing.
+    fn has_stems_in(&self, code: &str) -> bool;
     /// The cluster of near-duplicates of the page at `url`, if the index holds it.
     fn cluster_of(&self, url: &str) -> Option<u64>;
     /// Whether `token` names a capsule: it is a label of a host name or a user directory
@@ -352,6 +355,9 @@ impl Compiler<'_> {
                     boosted(term(self.fields.url_text, token), self.url_boost),
                 ));
                 for stem in analysis::stem_query_word(&text.to_lowercase()) {
+                    if !self.lexicon.has_stems_in(stem_code(&stem)) {
+                        continue;
+                    }
                     clauses.push((
                         Occur::Should,
                         boosted(term(self.fields.stem, &stem), BOOST_STEM),
@@ -390,6 +396,7 @@ impl Compiler<'_> {
             .unwrap_or(0);
         let stem_df = analysis::stem_query_word(&text.to_lowercase())
             .iter()
+            .filter(|s| lexicon.has_stems_in(stem_code(s)))
             .map(|s| lexicon.doc_freq(f.stem, s))
             .max()
             .unwrap_or(0);
@@ -548,6 +555,11 @@ fn term(field: Field, token: &str) -> Box<dyn TQuery> {
         Term::from_field_text(field, token),
         IndexRecordOption::WithFreqs,
     ))
+}
+
+/// The language code a stem is prefixed with (`en` of `en:run`).
+fn stem_code(stem: &str) -> &str {
+    stem.split(':').next().unwrap_or_default()
 }
 
 fn boosted(query: Box<dyn TQuery>, boost: f32) -> Box<dyn TQuery> {

@@ -45,7 +45,7 @@ use tantivy::tokenizer::{
 };
 
 pub use crate::lang::{detect_lang, is_cjk, normalize_lang};
-pub use stem::{has_stemmer, stem_query_word, stem_tokens, stem_word};
+pub use stem::{has_stemmer, stem_query_word, stem_tokens, stem_word, stemmer_codes};
 pub(crate) use stem::{stem_analysed, stem_lang, StemLang};
 use tokenizer::{GeodeTokenizer, Mode};
 

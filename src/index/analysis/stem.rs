@@ -34,6 +34,11 @@ pub(super) const STEMMERS: [(&str, Language); 18] = [
     ("ta", Language::Tamil),
     ("tr", Language::Turkish),
 ];
+/// The codes that prefix stems (`en`, `de`, ...), one per language with a stemmer.
+pub fn stemmer_codes() -> impl Iterator<Item = &'static str> {
+    STEMMERS.iter().map(|(code, _)| *code)
+}
+
 /// A language with a stemmer: the code its stems are prefixed with and Tantivy's stemmer.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct StemLang {

@@ -10,6 +10,7 @@ use tantivy::query::TermQuery;
 use tantivy::schema::{Field, IndexRecordOption};
 use tantivy::{Searcher, Term};
 
+use crate::index::analysis;
 use crate::index::compile::Lexicon;
 use crate::index::spelling::{self, Neighbour};
 use crate::index::Fields;
@@ -21,37 +22,79 @@ const MAX_SITE_TERMS: usize = 100_000;
 pub(super) struct IndexLexicon<'a> {
     pub(super) searcher: &'a Searcher,
     pub(super) fields: &'a Fields,
-    /// The labels of the capsule names, read for this snapshot when first asked.
-    pub(super) sites: &'a SiteCache,
+    /// What is read once per index snapshot.
+    pub(super) cache: &'a SnapshotCache,
 }
 
-/// The [`SiteLabels`] of the last index snapshot that needed them, by its generation: read
-/// only by a query that asks whether a word names a capsule, and once per snapshot.
+/// What the lexicon reads once per index snapshot, when a query first needs it: the labels of
+/// the capsule names, and the languages the pages' stems are in.
 #[derive(Debug, Default)]
-pub(super) struct SiteCache {
-    last: Mutex<Option<(u64, Arc<SiteLabels>)>>,
+pub(super) struct SnapshotCache {
+    sites: PerSnapshot<SiteLabels>,
+    stem_languages: PerSnapshot<BTreeSet<String>>,
 }
 
-impl SiteCache {
-    /// The labels of `searcher`'s snapshot. Two searches of a new snapshot at once may both
-    /// read them; the last one is kept.
-    fn labels(&self, searcher: &Searcher, fields: &Fields) -> Arc<SiteLabels> {
+/// A value of the last index snapshot that needed it, by the snapshot's generation. Two
+/// searches of a new snapshot at once may both read it; the last one is kept.
+#[derive(Debug)]
+struct PerSnapshot<T> {
+    last: Mutex<Option<(u64, Arc<T>)>>,
+}
+
+impl<T> Default for PerSnapshot<T> {
+    fn default() -> Self {
+        PerSnapshot {
+            last: Mutex::new(None),
+        }
+    }
+}
+
+impl<T> PerSnapshot<T> {
+    fn get(&self, searcher: &Searcher, read: impl FnOnce() -> T) -> Arc<T> {
         let generation = searcher.generation().generation_id();
         let cached = self
             .last
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .clone();
-        if let Some((seen, labels)) = cached {
+        if let Some((seen, value)) = cached {
             if seen == generation {
-                return labels;
+                return value;
             }
         }
-        let labels = Arc::new(SiteLabels::read(searcher, fields));
+        let value = Arc::new(read());
         *self.last.lock().unwrap_or_else(PoisonError::into_inner) =
-            Some((generation, Arc::clone(&labels)));
-        labels
+            Some((generation, Arc::clone(&value)));
+        value
     }
+}
+
+/// The language codes with a stemmer (`en`, `de`, ...) whose stems some page of the snapshot
+/// holds: a query word's stems in the other languages cannot match anything.
+fn stem_languages(searcher: &Searcher, fields: &Fields) -> BTreeSet<String> {
+    let mut found = BTreeSet::new();
+    for code in analysis::stemmer_codes() {
+        let (from, to) = (format!("{code}:"), format!("{code};"));
+        let present = searcher.segment_readers().iter().any(|segment| {
+            segment
+                .inverted_index(fields.stem)
+                .and_then(|inverted| {
+                    Ok(inverted
+                        .terms()
+                        .range()
+                        .ge(from.as_bytes())
+                        .lt(to.as_bytes())
+                        .into_stream()?
+                        .advance())
+                })
+                // Unreadable: taken as present, which only costs a lookup.
+                .unwrap_or(true)
+        });
+        if present {
+            found.insert(code.to_string());
+        }
+    }
+    found
 }
 
 /// The labels of the `site:` keys of an index snapshot (`osiux` and `gmi` of `gmi.osiux.com`,
@@ -115,7 +158,21 @@ impl Lexicon for IndexLexicon<'_> {
     }
 
     fn names_site(&self, token: &str) -> bool {
-        token.chars().count() >= 3 && self.sites.labels(self.searcher, self.fields).names(token)
+        token.chars().count() >= 3
+            && self
+                .cache
+                .sites
+                .get(self.searcher, || {
+                    SiteLabels::read(self.searcher, self.fields)
+                })
+                .names(token)
+    }
+
+    fn has_stems_in(&self, code: &str) -> bool {
+        self.cache
+            .stem_languages
+            .get(self.searcher, || stem_languages(self.searcher, self.fields))
+            .contains(code)
     }
 
     fn cluster_of(&self, url: &str) -> Option<u64> {

@@ -20,20 +20,22 @@
 
 mod diversity;
 mod lexicon;
+mod priors;
 mod score;
 #[cfg(test)]
 mod tests;
 
 use diversity::{diversify, BLOCK, DIVERSITY_WINDOW, PER_CAPSULE};
-use lexicon::{IndexLexicon, SiteCache};
-use score::{Coverage, Ranked, Ranker, WordChecks};
+use lexicon::{IndexLexicon, SnapshotCache};
+use priors::Priors;
+use score::{annotate, Coverage, Ranked, Ranker, WordChecks};
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use tantivy::collector::{Count, TopDocs};
+use tantivy::collector::Count;
 use tantivy::query::TermQuery;
 use tantivy::schema::{IndexRecordOption, Value};
 use tantivy::{Index, IndexReader, ReloadPolicy, Searcher, TantivyDocument, Term};
@@ -144,12 +146,13 @@ pub struct SearchIndex {
     fields: Fields,
     dir: PathBuf,
     authority: Mutex<AuthorityState>,
-    /// The capsule-name labels of the last snapshot that needed them.
-    sites: SiteCache,
+    /// What queries read once per index snapshot (capsule-name labels, stem languages).
+    cache: SnapshotCache,
 }
 
 struct AuthorityState {
-    scores: Arc<Authority>,
+    /// The authority scores and what was read from them per segment.
+    priors: Arc<Priors>,
     checked: Instant,
 }
 
@@ -170,10 +173,10 @@ impl SearchIndex {
             fields,
             dir: dir.to_path_buf(),
             authority: Mutex::new(AuthorityState {
-                scores,
+                priors: Arc::new(Priors::new(scores)),
                 checked: Instant::now(),
             }),
-            sites: SiteCache::default(),
+            cache: SnapshotCache::default(),
         })
     }
 
@@ -232,7 +235,7 @@ impl SearchIndex {
         let lexicon = IndexLexicon {
             searcher: &searcher,
             fields: &self.fields,
-            sites: &self.sites,
+            cache: &self.cache,
         };
         let compiled = compile(parsed, &self.fields, &lexicon).map_err(|_| {
             IndexError::Query("the query has no word that can be searched for".to_string())
@@ -279,9 +282,11 @@ impl SearchIndex {
         } else {
             end
         };
-        let authority = self.current_authority();
+        let priors = self.current_priors();
+        priors.retain(&searcher);
         let ranker = |coverage| Ranker {
-            authority: Arc::clone(&authority),
+            limit: window,
+            priors: Arc::clone(&priors),
             full,
             coverage,
         };
@@ -290,33 +295,26 @@ impl SearchIndex {
         // scores its text relevance times its coverage cubed, so it follows the pages with all
         // the words unless those match them only faintly (a bookmark list of 12,000 links holds
         // every word of most queries, each drowned in its length).
+        // Whether the pages were scored by coverage (else each holds every essential word).
+        let mut covered = false;
         let (total, with_all_words, ranked) = match &relaxed {
             None => {
-                let (n, ranked) = searcher.search(
-                    &*compiled,
-                    &(Count, TopDocs::with_limit(window).tweak_score(ranker(None))),
-                )?;
+                let (n, ranked) = searcher.search(&*compiled, &(Count, ranker(None)))?;
                 (n, n, ranked)
             }
             Some(r) => {
                 // Pages with all the words first: when a thousand of them fill the window, a
                 // page lacking words would need to beat them all on a third or less of its
                 // score, so the costlier scoring of every page with some word is skipped.
-                let (complete, ranked) = searcher.search(
-                    &*r.all_words(),
-                    &(Count, TopDocs::with_limit(window).tweak_score(ranker(None))),
-                )?;
+                let (complete, ranked) =
+                    searcher.search(&*r.all_words(), &(Count, ranker(None)))?;
                 if complete >= window.max(DIVERSITY_WINDOW) {
                     (searcher.search(&*r.any_word(), &Count)?, complete, ranked)
                 } else {
+                    covered = true;
                     let coverage = Arc::new(Coverage::new(&searcher, r)?);
-                    let (total, ranked) = searcher.search(
-                        &*r.any_word(),
-                        &(
-                            Count,
-                            TopDocs::with_limit(window).tweak_score(ranker(Some(coverage))),
-                        ),
-                    )?;
+                    let (total, ranked) =
+                        searcher.search(&*r.any_word(), &(Count, ranker(Some(coverage))))?;
                     (total, complete, ranked)
                 }
             }
@@ -324,6 +322,7 @@ impl SearchIndex {
         // The best-ranked member of a cluster of near-duplicates stands for it; then no capsule
         // takes more than its share of each block.
         let mut ranked = ranked;
+        annotate(&searcher, &mut ranked)?;
         if collapse {
             let mut seen = HashSet::new();
             ranked.retain(|(r, _)| seen.insert(r.cluster));
@@ -340,18 +339,27 @@ impl SearchIndex {
             ranked.splice(..head, reordered);
         }
 
-        let checks = match &relaxed {
-            Some(r) => Some(WordChecks::new(&searcher, r)?),
-            None => None,
+        // A page may lack words when its coverage says so, or when it was only asked to hold
+        // the essential ones.
+        let may_lack = |r: &Ranked| match &relaxed {
+            None => false,
+            Some(_) if covered => r.parts.coverage < 1.0,
+            Some(rel) => rel.words.iter().any(|w| !w.essential),
         };
+        let mut checks = None;
         let highlighter = Highlighter::new(&parsed.highlight_words(), &[]);
         let mut terms = TermCache::default();
         let mut hits = Vec::with_capacity(page);
         for (ranked, address) in ranked.into_iter().skip(offset).take(page) {
             let doc: TantivyDocument = searcher.doc(address)?;
             let mut hit = self.hit(&doc, ranked, &highlighter, &mut terms);
-            if let Some(checks) = &checks {
-                hit.missing = checks.missing(&searcher, address)?;
+            if let (Some(r), true) = (&relaxed, may_lack(&ranked)) {
+                if checks.is_none() {
+                    checks = Some(WordChecks::new(&searcher, r)?);
+                }
+                if let Some(checks) = &checks {
+                    hit.missing = checks.missing(&searcher, address)?;
+                }
             }
             hit.similar = self.similar_count(&searcher, ranked.cluster)?;
             hits.push(hit);
@@ -404,24 +412,24 @@ impl SearchIndex {
         }
     }
 
-    /// The authority scores, reloaded when a crawl has rewritten the file since the last check.
-    /// A file that fails to load keeps the old scores (and logs why): ranking degrades, search
-    /// goes on.
-    fn current_authority(&self) -> Arc<Authority> {
+    /// The authority scores (with the priors read from them), reloaded when a crawl has
+    /// rewritten the file since the last check. A file that fails to load keeps the old scores
+    /// (and logs why): ranking degrades, search goes on.
+    fn current_priors(&self) -> Arc<Priors> {
         let mut state = match self.authority.lock() {
             Ok(state) => state,
             Err(poisoned) => poisoned.into_inner(),
         };
         if state.checked.elapsed() >= AUTHORITY_CHECK_EVERY {
             state.checked = Instant::now();
-            if state.scores.is_stale(&self.dir) {
+            if state.priors.authority().is_stale(&self.dir) {
                 match Authority::load(&self.dir) {
-                    Ok(fresh) => state.scores = Arc::new(fresh),
+                    Ok(fresh) => state.priors = Arc::new(Priors::new(Arc::new(fresh))),
                     Err(e) => tracing::warn!("keeping the old authority scores: {e}"),
                 }
             }
         }
-        Arc::clone(&state.scores)
+        Arc::clone(&state.priors)
     }
 
     fn text(&self, doc: &TantivyDocument, field: tantivy::schema::Field) -> String {

@@ -1,15 +1,17 @@
-//! The score of one matching page while Tantivy collects: BM25 times authority and the home-page
-//! prior ([`Ranker`]), and, for relaxed queries, the share of the query's weight a page holds
-//! ([`Coverage`]) and which words it lacks ([`WordChecks`]).
+//! The score of one matching page while Tantivy collects, and the best pages kept ([`Ranker`]):
+//! BM25 times authority and the home-page prior, and, for relaxed queries, the share of the
+//! query's weight a page holds ([`Coverage`]) and which words it lacks ([`WordChecks`]).
 
+use std::cmp::Ordering;
+use std::collections::HashMap;
 use std::sync::Arc;
 
-use tantivy::collector::{ScoreSegmentTweaker, ScoreTweaker};
+use tantivy::collector::{Collector, SegmentCollector};
 use tantivy::columnar::ColumnValues;
 use tantivy::query::{EnableScoring, Query as _, Scorer, Weight};
-use tantivy::{DocAddress, DocId, DocSet, Score, Searcher, SegmentReader};
+use tantivy::{DocAddress, DocId, DocSet, Score, Searcher, SegmentOrdinal, SegmentReader};
 
-use crate::index::authority::Authority;
+use super::priors::{Priors, SegmentPriors};
 use crate::index::compile::Relaxed;
 use crate::index::ScoreParts;
 
@@ -29,7 +31,9 @@ const TEXT_FLOOR: f32 = 0.01;
 /// holds to this power: missing a rare word costs much more than missing a common one.
 const COVERAGE_POWER: f32 = 3.0;
 
-/// A candidate's score, its parts, its capsule and cluster, as collected.
+/// A candidate's score, its parts, its capsule and cluster. The collector fills in the score
+/// and its parts; capsule and cluster are read afterwards for the window kept
+/// ([`annotate`]), so that the thousands of pages that never enter it do not pay for them.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Ranked {
     pub(super) score: f32,
@@ -39,92 +43,231 @@ pub(super) struct Ranked {
     pub(super) cluster: u64,
 }
 
-impl PartialEq for Ranked {
-    fn eq(&self, other: &Self) -> bool {
-        self.score == other.score
-    }
-}
-
-impl PartialOrd for Ranked {
-    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
-        self.score.partial_cmp(&other.score)
-    }
-}
-
-/// Turns BM25 scores into ranking scores, segment by segment.
+/// Collects the `limit` best pages by ranking score (BM25 times authority and the home-page
+/// prior, times coverage cubed for pages that may lack words), best first, ties by document
+/// address: the order Tantivy's `TopDocs` gives.
+///
+/// A page's coverage costs a seek per query word; it is computed only for pages whose score
+/// without it (coverage is at most 1) could still enter the best `limit`, so the result is the
+/// same as scoring every page.
 pub(super) struct Ranker {
-    pub(super) authority: Arc<Authority>,
+    pub(super) limit: usize,
+    pub(super) priors: Arc<Priors>,
     pub(super) full: bool,
     /// For pages that may lack words: how much of the query each holds.
     pub(super) coverage: Option<Arc<Coverage>>,
 }
 
 pub(super) struct SegmentRanker {
-    authority: Arc<Authority>,
-    full: bool,
-    url_hash: Arc<dyn ColumnValues<u64>>,
-    host_hash: Arc<dyn ColumnValues<u64>>,
-    depth: Arc<dyn ColumnValues<u64>>,
-    cluster: Arc<dyn ColumnValues<u64>>,
+    segment_ord: u32,
+    /// Authority and depth by document, for the full ranking.
+    priors: Option<Arc<SegmentPriors>>,
     coverage: Option<SegmentCoverage>,
+    best: TopN,
 }
 
-impl ScoreTweaker<Ranked> for Ranker {
+/// The best `limit` entries, kept as Tantivy's `TopDocs` keeps them: a buffer of twice the
+/// limit, cut back to the limit when full, which also raises the score an entry needs.
+struct TopN {
+    limit: usize,
+    buffer: Vec<Entry>,
+    /// No entry scoring less than this can be among the best.
+    threshold: Option<f32>,
+}
+
+impl TopN {
+    fn new(limit: usize) -> TopN {
+        TopN {
+            limit,
+            buffer: Vec::with_capacity(2 * limit.min(4096)),
+            threshold: None,
+        }
+    }
+
+    /// Whether an entry scoring `score` would be passed over.
+    fn below(&self, score: f32) -> bool {
+        self.threshold.is_some_and(|t| score < t)
+    }
+
+    fn push(&mut self, entry: Entry) {
+        if self.limit == 0 || self.below(entry.score) {
+            return;
+        }
+        if self.buffer.len() >= 2 * self.limit {
+            self.cut();
+        }
+        self.buffer.push(entry);
+    }
+
+    /// Keeps the best `limit`; the best one left out sets the threshold.
+    fn cut(&mut self) {
+        if self.buffer.len() > self.limit {
+            let (_, first_out, _) = self
+                .buffer
+                .select_nth_unstable_by(self.limit, |a, b| b.cmp(a));
+            self.threshold = Some(first_out.score);
+            self.buffer.truncate(self.limit);
+        }
+    }
+}
+
+/// A collected page, ordered by score, then by lower document id first (as `TopDocs`).
+#[derive(Debug, Clone, Copy)]
+struct Entry {
+    score: f32,
+    parts: ScoreParts,
+    doc: DocId,
+}
+
+impl Ord for Entry {
+    fn cmp(&self, other: &Self) -> Ordering {
+        self.score
+            .total_cmp(&other.score)
+            .then_with(|| other.doc.cmp(&self.doc))
+    }
+}
+
+impl PartialOrd for Entry {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl PartialEq for Entry {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other) == Ordering::Equal
+    }
+}
+
+impl Eq for Entry {}
+
+impl Collector for Ranker {
+    type Fruit = Vec<(Ranked, DocAddress)>;
     type Child = SegmentRanker;
 
-    fn segment_tweaker(&self, segment: &SegmentReader) -> tantivy::Result<SegmentRanker> {
-        let fast = segment.fast_fields();
+    fn for_segment(
+        &self,
+        segment_ord: SegmentOrdinal,
+        segment: &SegmentReader,
+    ) -> tantivy::Result<SegmentRanker> {
         let coverage = match &self.coverage {
             Some(c) => Some(c.for_segment(segment)?),
             None => None,
         };
+        let priors = match self.full {
+            true => Some(self.priors.for_segment(segment)?),
+            false => None,
+        };
         Ok(SegmentRanker {
-            authority: Arc::clone(&self.authority),
-            full: self.full,
-            url_hash: fast.u64("url_hash")?.first_or_default_col(0),
-            host_hash: fast.u64("host_hash")?.first_or_default_col(0),
-            depth: fast.u64("depth")?.first_or_default_col(0),
-            cluster: fast.u64("cluster")?.first_or_default_col(0),
+            segment_ord,
+            priors,
             coverage,
+            best: TopN::new(self.limit),
         })
+    }
+
+    fn requires_scoring(&self) -> bool {
+        true
+    }
+
+    fn merge_fruits(&self, fruits: Vec<Self::Fruit>) -> tantivy::Result<Self::Fruit> {
+        let mut all: Self::Fruit = fruits.into_iter().flatten().collect();
+        let order = |(a, x): &(Ranked, DocAddress), (b, y): &(Ranked, DocAddress)| {
+            b.score.total_cmp(&a.score).then_with(|| x.cmp(y))
+        };
+        if all.len() > self.limit {
+            all.select_nth_unstable_by(self.limit, order);
+            all.truncate(self.limit);
+        }
+        all.sort_unstable_by(order);
+        Ok(all)
     }
 }
 
-impl ScoreSegmentTweaker<Ranked> for SegmentRanker {
-    fn score(&mut self, doc: DocId, bm25: Score) -> Ranked {
-        let capsule = self.host_hash.get_val(doc);
-        let cluster = self.cluster.get_val(doc);
-        let share = self.coverage.as_mut().map_or(1.0, |c| c.at(doc));
-        let text = bm25 * share.powf(COVERAGE_POWER);
-        if !self.full {
-            return Ranked {
-                score: text,
-                parts: ScoreParts {
-                    text: bm25,
-                    authority: 0.0,
-                    prior: 1.0,
-                    coverage: share,
-                },
-                capsule,
-                cluster,
-            };
+impl SegmentCollector for SegmentRanker {
+    type Fruit = Vec<(Ranked, DocAddress)>;
+
+    fn collect(&mut self, doc: DocId, bm25: Score) {
+        let (authority, prior) = match &self.priors {
+            Some(p) => (
+                p.authority(doc),
+                1.0 + W_HOME / (1.0 + f32::from(p.depth(doc))),
+            ),
+            None => (0.0, 1.0),
+        };
+        let full = self.priors.is_some();
+        let rank = |text: f32| {
+            if full {
+                (text + TEXT_FLOOR) * (1.0 + W_AUTHORITY * authority) * prior
+            } else {
+                text
+            }
+        };
+        // Coverage is at most 1: a page that cannot enter the best even with all the words
+        // is passed over before its words are looked up.
+        if self.best.below(rank(bm25)) {
+            return;
         }
-        let authority = self.authority.get(self.url_hash.get_val(doc));
-        let depth = self.depth.get_val(doc);
-        let prior = 1.0 + W_HOME / (1.0 + depth as f32);
-        let score = (text + TEXT_FLOOR) * (1.0 + W_AUTHORITY * authority) * prior;
-        Ranked {
-            score,
+        let share = self.coverage.as_mut().map_or(1.0, |c| c.at(doc));
+        let cubed = if share < 1.0 {
+            share.powf(COVERAGE_POWER)
+        } else {
+            1.0
+        };
+        self.best.push(Entry {
+            score: rank(bm25 * cubed),
             parts: ScoreParts {
                 text: bm25,
                 authority,
                 prior,
                 coverage: share,
             },
-            capsule,
-            cluster,
-        }
+            doc,
+        });
     }
+
+    fn harvest(mut self) -> Self::Fruit {
+        let segment_ord = self.segment_ord;
+        self.best.cut();
+        self.best
+            .buffer
+            .into_iter()
+            .map(|e| {
+                (
+                    Ranked {
+                        score: e.score,
+                        parts: e.parts,
+                        capsule: 0,
+                        cluster: 0,
+                    },
+                    DocAddress::new(segment_ord, e.doc),
+                )
+            })
+            .collect()
+    }
+}
+
+/// Fills in the capsule and the cluster of each collected page.
+pub(super) fn annotate(
+    searcher: &Searcher,
+    ranked: &mut [(Ranked, DocAddress)],
+) -> tantivy::Result<()> {
+    let mut columns: HashMap<u32, [Arc<dyn ColumnValues<u64>>; 2]> = HashMap::new();
+    for (r, address) in ranked.iter_mut() {
+        let [host, cluster] = match columns.entry(address.segment_ord) {
+            std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
+            std::collections::hash_map::Entry::Vacant(e) => {
+                let fast = searcher.segment_reader(address.segment_ord).fast_fields();
+                e.insert([
+                    fast.u64("host_hash")?.first_or_default_col(0),
+                    fast.u64("cluster")?.first_or_default_col(0),
+                ])
+            }
+        };
+        r.capsule = host.get_val(address.doc_id);
+        r.cluster = cluster.get_val(address.doc_id);
+    }
+    Ok(())
 }
 
 /// The words of a relaxed query as matchers (no scoring), with their weights: enough to tell
