@@ -363,3 +363,50 @@ impl WordChecks {
         Ok(missing)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(score: f32, doc: DocId) -> Entry {
+        Entry {
+            score,
+            parts: ScoreParts::default(),
+            doc,
+        }
+    }
+
+    #[test]
+    fn top_n_keeps_the_best_in_the_order_top_docs_gives_ties_included() {
+        // Scores with many ties, in a scrambled order of documents.
+        let scores: Vec<f32> = (0..500u32).map(|i| ((i * 7919) % 37) as f32).collect();
+        for limit in [0, 1, 5, 10, 37, 100, 499, 500, 800] {
+            let mut top = TopN::new(limit);
+            for (doc, &score) in scores.iter().enumerate() {
+                top.push(entry(score, doc as DocId));
+            }
+            top.cut();
+            let mut got: Vec<(f32, DocId)> = top.buffer.iter().map(|e| (e.score, e.doc)).collect();
+            got.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+            let mut want: Vec<(f32, DocId)> = scores
+                .iter()
+                .enumerate()
+                .map(|(doc, &s)| (s, doc as DocId))
+                .collect();
+            want.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+            want.truncate(limit);
+            assert_eq!(got, want, "limit {limit}");
+        }
+    }
+
+    #[test]
+    fn a_score_below_the_threshold_is_passed_over() {
+        let mut top = TopN::new(2);
+        for (doc, score) in [(0, 5.0), (1, 4.0), (2, 3.0), (3, 1.0), (4, 9.0)] {
+            top.push(entry(score, doc));
+        }
+        // Full at four entries: cut back to the best two (9 is not in yet), 3.0 left out first.
+        assert!(top.below(2.9));
+        assert!(!top.below(3.0));
+    }
+}
