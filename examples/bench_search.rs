@@ -498,7 +498,8 @@ fn generate(corpus: &Path, docs: u64, seed: u64, index_dir: &Path, tsv: &Path) -
 
     // One commit at the end leaves one segment per writer buffer; a crawl's index is merged as
     // it grows. Let Tantivy's default merge policy do what it would after that commit and wait
-    // for it (the Indexer does not wait for merges when dropped).
+    // for it (the Indexer does not wait for merges when dropped), then compact as a crawl's end
+    // does.
     let merge_started = Instant::now();
     let index = tantivy::Index::open_in_dir(index_dir)?;
     let segments_after_commit = index.searchable_segment_ids()?.len();
@@ -508,6 +509,11 @@ fn generate(corpus: &Path, docs: u64, seed: u64, index_dir: &Path, tsv: &Path) -
     prepared.set_payload("1");
     prepared.commit()?;
     writer.wait_merging_threads()?;
+    // Then what a crawl does when it ends: the segments merged into one.
+    let mut indexer = Indexer::open_or_create(index_dir)?;
+    let compacted = indexer.compact()?;
+    drop(indexer);
+    eprintln!("bench_search: {compacted} segments merged into one");
     let segments = index.searchable_segment_ids()?.len();
     let report = BuildReport {
         docs,
