@@ -8,7 +8,7 @@ use super::{parse_seed, when};
 use crate::cli::{SeedAction, SeedArgs};
 use crate::Failure;
 use geode::crawl::{self};
-use geode::frontier::Frontier;
+use geode::frontier;
 use geode::urlnorm;
 
 pub(crate) fn seed(args: SeedArgs) -> Result<(), Failure> {
@@ -20,7 +20,7 @@ pub(crate) fn seed(args: SeedArgs) -> Result<(), Failure> {
             }
             std::fs::create_dir_all(&data.data)
                 .with_context(|| format!("creating the data directory {}", data.data.display()))?;
-            let mut frontier = Frontier::open(&geode::datadir::database_path(&data.data))
+            let mut frontier = frontier::open(&geode::datadir::database_path(&data.data))
                 .map_err(|e| Failure::Runtime(e.into()))?;
             for url in parsed {
                 let outcome = frontier
@@ -48,7 +48,7 @@ pub(crate) fn seed(args: SeedArgs) -> Result<(), Failure> {
             Ok(())
         }
         SeedAction::List { data, json } => {
-            let frontier = Frontier::open_read_only(&geode::datadir::database_path(&data.data))
+            let frontier = frontier::open_read_only(&geode::datadir::database_path(&data.data))
                 .map_err(|e| Failure::Runtime(e.into()))?;
             let seeds = frontier.suggested_seeds().context("reading the seeds")?;
             let mut out = std::io::stdout().lock();

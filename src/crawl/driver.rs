@@ -99,7 +99,7 @@ impl Crawl {
 
     pub(super) async fn run_loop(
         &mut self,
-        frontier: &mut Frontier,
+        frontier: &mut dyn Frontier,
         shutdown: impl Future<Output = ()>,
     ) -> Result<(), CrawlError> {
         let mut shutdown = std::pin::pin!(shutdown);
@@ -164,7 +164,7 @@ impl Crawl {
                 };
                 match job {
                     Job::Disallowed(url) => {
-                        self.record_disallowed(&mut batch, url, now_unix, &mut docs)?;
+                        self.record_disallowed(&mut *batch, url, now_unix, &mut docs)?;
                     }
                     Job::Robots {
                         host_id,
@@ -263,7 +263,7 @@ impl Crawl {
                     loop {
                         while let Some(joined) = next.take() {
                             if let Ok(done) = joined {
-                                self.record(&mut batch, done, &mut docs)?;
+                                self.record(&mut *batch, done, &mut docs)?;
                                 recorded += 1;
                             }
                             next = fetches.try_join_next();
@@ -323,7 +323,7 @@ impl Crawl {
     }
 
     /// When the next retry or capsule back-off comes due, if that is within the horizon.
-    fn due_retry(&self, frontier: &Frontier) -> Result<Option<Instant>, CrawlError> {
+    fn due_retry(&self, frontier: &dyn Frontier) -> Result<Option<Instant>, CrawlError> {
         let now = unix_now();
         let Some(at) = frontier.next_wakeup(now)? else {
             return Ok(None);
@@ -336,7 +336,7 @@ impl Crawl {
     /// `first`), with robots.txt rules read earlier in this run for capsules it does not know.
     fn take_claimed(
         &mut self,
-        frontier: &Frontier,
+        frontier: &dyn Frontier,
         claimed: Vec<QueuedUrl>,
         first: bool,
     ) -> Result<(), CrawlError> {
@@ -375,8 +375,8 @@ impl Crawl {
     /// Claims from the frontier, timing the claim for the summary.
     fn timed_claim(
         &mut self,
-        claim: impl FnOnce(&mut Frontier, i64) -> Result<Vec<QueuedUrl>, FrontierError>,
-        frontier: &mut Frontier,
+        claim: impl FnOnce(&mut dyn Frontier, i64) -> Result<Vec<QueuedUrl>, FrontierError>,
+        frontier: &mut dyn Frontier,
     ) -> Result<Vec<QueuedUrl>, CrawlError> {
         let started = Instant::now();
         let claimed = claim(frontier, unix_now())?;
@@ -390,7 +390,7 @@ impl Crawl {
     /// Does what recorded results asked for, then keeps the leased capsules fed: capsules whose
     /// queue ran dry get more of their due URLs, and those with nothing left are let go.
     /// Returns whether the frontier may have more capsules due.
-    fn follow_up(&mut self, frontier: &mut Frontier) -> Result<bool, CrawlError> {
+    fn follow_up(&mut self, frontier: &mut dyn Frontier) -> Result<bool, CrawlError> {
         let effects = std::mem::take(&mut self.effects);
         let mut more = effects.new_urls;
         for host_id in effects.wake {
@@ -427,7 +427,7 @@ impl Crawl {
 
     fn take_address(
         &mut self,
-        frontier: &mut Frontier,
+        frontier: &mut dyn Frontier,
         host_id: i64,
         result: Result<SocketAddr, FetchError>,
     ) -> Result<(), CrawlError> {
@@ -440,7 +440,7 @@ impl Crawl {
                     // capsule on it): the capsule joins the others there, in a later run.
                     let until = unix_now().saturating_add(wait.as_secs() as i64);
                     let mut batch = frontier.batch(unix_now())?;
-                    self.defer_capsule(&mut batch, host_id, until)?;
+                    self.defer_capsule(&mut *batch, host_id, until)?;
                     batch.commit()?;
                 } else {
                     self.scheduler.set_address(host_id, addr, now);
@@ -463,7 +463,7 @@ impl Crawl {
     /// Returns the anchor updates handled, to forget once the thread has committed them.
     pub(super) async fn refresh_anchors(
         &mut self,
-        frontier: &Frontier,
+        frontier: &dyn Frontier,
         deadline: Option<Instant>,
     ) -> Result<Vec<i64>, CrawlError> {
         let (ack_tx, ack_rx) = std::sync::mpsc::sync_channel(1);

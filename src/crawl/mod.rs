@@ -28,7 +28,7 @@ use ::url::Url;
 use crate::content::{self};
 use crate::fetch::sockets::{self};
 use crate::fetch::{dns, FetchLimits};
-use crate::frontier::{Frontier, FrontierError};
+use crate::frontier::{self, Frontier, FrontierError};
 use crate::index::{IndexError, Indexer};
 use crate::revisit::RevisitPolicy;
 use crate::urlnorm;
@@ -348,7 +348,7 @@ pub async fn run_observed(
         opened => opened?,
     };
     let db = crate::datadir::database_path(&config.data_dir);
-    let mut frontier = Frontier::open(&db)?;
+    let mut frontier = frontier::open(&db)?;
     let run_started = unix_now();
     let (confirmed, redone) = frontier.recover(indexer.committed_seq(), run_started)?;
     if confirmed + redone > 0 {
@@ -358,8 +358,8 @@ pub async fn run_observed(
             "settled the index operations of an interrupted crawl"
         );
     }
-    admit_web_urls(&mut frontier, &config, run_started)?;
-    add_seeds(&mut frontier, &config, run_started)?;
+    admit_web_urls(&mut *frontier, &config, run_started)?;
+    add_seeds(&mut *frontier, &config, run_started)?;
     frontier.set_meta("last_crawl_started", &run_started.to_string())?;
     tracing::info!(
         ready_secs = started.elapsed().as_secs_f64(),
@@ -372,9 +372,9 @@ pub async fn run_observed(
     };
     tracing::info!(socket_budget, "sockets the crawl may hold open at once");
     let (index_tx, index_thread) =
-        indexing::spawn(indexer, Frontier::open(&db)?, config.commit, 1024);
+        indexing::spawn(indexer, frontier::open(&db)?, config.commit, 1024);
     let mut crawl = Crawl::new(config, socket_budget, index_tx, progress, run_started);
-    let mut outcome = crawl.run_loop(&mut frontier, shutdown).await;
+    let mut outcome = crawl.run_loop(&mut *frontier, shutdown).await;
     // Pages whose inbound labels changed get their documents rewritten, unless the run was
     // interrupted (the next run does it then: the updates stay recorded until committed); a run
     // out of time gives it a minute at most.
@@ -385,7 +385,7 @@ pub async fn run_observed(
         StopReason::Done | StopReason::MaxPages => Some(None),
     };
     if let (Ok(()), Some(deadline)) = (&outcome, refresh_until) {
-        match crawl.refresh_anchors(&frontier, deadline).await {
+        match crawl.refresh_anchors(&*frontier, deadline).await {
             Ok(ids) => refreshed = ids,
             Err(e) => outcome = Err(e),
         }
@@ -420,7 +420,7 @@ pub async fn run_observed(
 /// Recomputes link authority over the whole link graph ([`crate::rank`]) and writes it beside
 /// the index, on a blocking thread. A failure is logged, never returned: the crawl's work is
 /// done and the next crawl tries again.
-async fn update_authority(frontier: Frontier, index_dir: PathBuf) {
+async fn update_authority(frontier: Box<dyn Frontier>, index_dir: PathBuf) {
     let started = Instant::now();
     let computed = tokio::task::spawn_blocking(move || -> Result<(usize, usize), CrawlError> {
         let graph = frontier.link_graph()?;
@@ -448,7 +448,7 @@ async fn update_authority(frontier: Frontier, index_dir: PathBuf) {
 /// (excluded as `web`, or as `not-fetchable` by a geode without HTTP) become fetchable, so
 /// nothing known needs finding again.
 fn admit_web_urls(
-    frontier: &mut Frontier,
+    frontier: &mut dyn Frontier,
     config: &CrawlConfig,
     now: i64,
 ) -> Result<(), CrawlError> {
@@ -467,7 +467,11 @@ fn admit_web_urls(
     Ok(())
 }
 
-fn add_seeds(frontier: &mut Frontier, config: &CrawlConfig, now: i64) -> Result<(), CrawlError> {
+fn add_seeds(
+    frontier: &mut dyn Frontier,
+    config: &CrawlConfig,
+    now: i64,
+) -> Result<(), CrawlError> {
     let defaults: Vec<Url>;
     let seeds = if config.seeds.is_empty() && frontier.url_count()? == 0 {
         defaults = DEFAULT_SEEDS

@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::frontier::{Backlink, Frontier, FrontierError, KnownHost, Stats, Suggested};
+use crate::frontier::{self, Backlink, FrontierError, KnownHost, Stats, Suggested};
 use crate::index::{IndexError, SearchIndex, SearchResults};
 
 /// How often at most the index directory is checked for replacement (or first appearance).
@@ -197,7 +197,7 @@ impl Backend {
         };
         let documents = self.documents();
         let snapshot =
-            match Frontier::open_read_only(&crate::datadir::database_path(&self.data_dir)) {
+            match frontier::open_read_only(&crate::datadir::database_path(&self.data_dir)) {
                 Ok(frontier) => Snapshot {
                     stats: Some(frontier.stats(now_unix)?),
                     hosts: frontier.known_hosts()?,
@@ -222,7 +222,7 @@ impl Backend {
     pub fn suggest_seed(&self, url: &url::Url) -> Result<Suggested, FrontierError> {
         std::fs::create_dir_all(&self.data_dir)
             .map_err(|e| FrontierError::Unreadable(self.data_dir.clone(), e))?;
-        let mut frontier = Frontier::open(&crate::datadir::database_path(&self.data_dir))?;
+        let mut frontier = frontier::open(&crate::datadir::database_path(&self.data_dir))?;
         frontier.suggest_seed(
             url.as_str(),
             &crate::urlnorm::capsule_key(url),
@@ -232,7 +232,7 @@ impl Backend {
     }
 
     pub fn backlinks(&self, url: &str) -> Result<Option<Backlinks>, FrontierError> {
-        match Frontier::open_read_only(&crate::datadir::database_path(&self.data_dir)) {
+        match frontier::open_read_only(&crate::datadir::database_path(&self.data_dir)) {
             Ok(frontier) => Ok(Some(Backlinks {
                 known: frontier.knows(url)?,
                 links: frontier.backlinks(url)?,

@@ -3,9 +3,9 @@
 
 use rusqlite::{params, TransactionBehavior};
 
-use super::{Frontier, NewUrl, Result, Suggested, SuggestedSeed, MAX_WAITING_SEEDS};
+use super::{NewUrl, Result, SqliteFrontier, Suggested, SuggestedSeed, MAX_WAITING_SEEDS};
 
-impl Frontier {
+impl SqliteFrontier {
     /// Adds a seed URL at depth 0, due now. Returns true when it was not known before.
     pub fn add_seed(&mut self, url: &str, host: &str, now: i64) -> Result<bool> {
         let mut batch = self.batch(now)?;

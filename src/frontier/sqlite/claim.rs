@@ -12,8 +12,8 @@
 
 use rusqlite::{params, OptionalExtension, Row, TransactionBehavior};
 
-use super::types::status_at;
-use super::{Canonical, Frontier, Prior, QueuedUrl, Result, UrlState};
+use super::rows::status_at;
+use super::{Canonical, Prior, QueuedUrl, Result, SqliteFrontier, UrlState};
 use crate::revisit::Priority;
 
 /// The columns a claim reads, for [`queued_url`].
@@ -69,7 +69,7 @@ pub(super) const HOST_NEXT_DUE: &str = "SELECT MIN(d) FROM (
        SELECT MIN(due_at) FROM urls
        WHERE host_id = ?1 AND prio = 2 AND claimed = 0 AND due_at IS NOT NULL)";
 
-impl Frontier {
+impl SqliteFrontier {
     /// Leases up to `capsules` capsules that have work due at `now` (earliest due first,
     /// skipping those in back-off) and claims up to `per_capsule` URLs of each. A capsule that
     /// turns out to have nothing claimable is let go at once; one that `permits` refuses (out of
