@@ -3,7 +3,9 @@
 //! thread and the commands speak only these traits and the values in `types.rs`, `archive.rs`
 //! and `stats.rs`; a store implements them. This is the only module that speaks SQL.
 //!
-//! The store is SQLite ([`sqlite`]): embedded, in the data directory (`crawl.sqlite`).
+//! Two stores: SQLite ([`sqlite`]), the default, embedded in the data directory
+//! (`crawl.sqlite`), for one crawler; and PostgreSQL ([`postgres`]), one database that several
+//! crawler processes share, leasing work from it.
 //!
 //! **What every store keeps.** Every known URL with what its last visit found and when it is
 //! due again, capsules (robots.txt cache, certificate pins, back-off, leases), the link graph,
@@ -23,7 +25,26 @@
 //! claimed again in that run; leases and claims are let go at the end of a run, and by
 //! [`Frontier::recover`] after a crash.
 
+/// Writes trait methods that call the store's inherent method of the same name through `$run`
+/// (inherent methods win over trait methods in `Self::name`, so this never recurses).
+macro_rules! delegate {
+    ($run:path;) => {};
+    ($run:path; fn $name:ident(&self $(, $arg:ident: $ty:ty)*) -> $ret:ty; $($rest:tt)*) => {
+        fn $name(&self $(, $arg: $ty)*) -> $ret {
+            $run(|| Self::$name(self $(, $arg)*))
+        }
+        delegate!($run; $($rest)*);
+    };
+    ($run:path; fn $name:ident(&mut self $(, $arg:ident: $ty:ty)*) -> $ret:ty; $($rest:tt)*) => {
+        fn $name(&mut self $(, $arg: $ty)*) -> $ret {
+            $run(|| Self::$name(self $(, $arg)*))
+        }
+        delegate!($run; $($rest)*);
+    };
+}
+
 pub mod archive;
+pub mod postgres;
 pub mod sqlite;
 mod stats;
 mod types;
@@ -33,6 +54,7 @@ use std::path::Path;
 use crate::rank::LinkGraph;
 
 pub use archive::{ArchiveRecord, ArchiveStats, ArchivedBody, ArchivedResponse, IndexedContent};
+pub use postgres::{PgBatch, PgFrontier, PgStore};
 pub use sqlite::{SqliteBatch, SqliteFrontier};
 pub use stats::{
     Backlink, CertificateChange, KnownHost, Schedule, Stats, UrlDetails, MAX_CERTIFICATE_CHANGES,
@@ -48,6 +70,8 @@ pub use types::{
 pub enum FrontierError {
     #[error("crawl database: {0}")]
     Sqlite(rusqlite::Error),
+    #[error("crawl database on PostgreSQL: {0}")]
+    Postgres(String),
     #[error("no crawl database at {0} (run `geode crawl` first)")]
     Missing(std::path::PathBuf),
     #[error("crawl archive: {0}")]

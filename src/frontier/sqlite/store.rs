@@ -11,22 +11,9 @@ use super::{
 use crate::frontier::{Batch, Frontier};
 use crate::rank::LinkGraph;
 
-/// Writes trait methods that call the inherent method of the same name (inherent methods win
-/// over trait methods in `Self::name`, so this never recurses).
-macro_rules! delegate {
-    () => {};
-    (fn $name:ident(&self $(, $arg:ident: $ty:ty)*) -> $ret:ty; $($rest:tt)*) => {
-        fn $name(&self $(, $arg: $ty)*) -> $ret {
-            Self::$name(self $(, $arg)*)
-        }
-        delegate!($($rest)*);
-    };
-    (fn $name:ident(&mut self $(, $arg:ident: $ty:ty)*) -> $ret:ty; $($rest:tt)*) => {
-        fn $name(&mut self $(, $arg: $ty)*) -> $ret {
-            Self::$name(self $(, $arg)*)
-        }
-        delegate!($($rest)*);
-    };
+/// Runs a call as is: SQLite's calls block briefly and need nothing around them.
+fn here<T>(f: impl FnOnce() -> T) -> T {
+    f()
 }
 
 impl Frontier for SqliteFrontier {
@@ -34,7 +21,7 @@ impl Frontier for SqliteFrontier {
         Ok(Box::new(SqliteFrontier::batch(self, now)?))
     }
 
-    delegate! {
+    delegate! { here;
         fn recover(&mut self, committed_seq: u64, now: i64) -> Result<(usize, usize)>;
         fn end_run(&mut self) -> Result<()>;
         fn url_count(&self) -> Result<u64>;
@@ -91,7 +78,7 @@ impl Batch for SqliteBatch<'_> {
         SqliteBatch::commit(*self)
     }
 
-    delegate! {
+    delegate! { here;
         fn host_id(&mut self, name: &str) -> Result<i64>;
         fn ensure_url(
             &mut self,
