@@ -64,6 +64,12 @@ pub enum Command {
     /// `geode serve` keep working meanwhile. Pages crawled before the archive existed cannot be
     /// rebuilt; the next crawl fetches them.
     Reindex(ReindexArgs),
+    /// Write the index of a shared crawl: apply what crawlers of `--frontier` recorded.
+    ///
+    /// Crawlers sharing a PostgreSQL database index nothing themselves; this is the one index
+    /// writer. It applies the pending pages to the index in --data and exits, or keeps going
+    /// with --follow. Search and serve that index as usual (`geode search --data DIR`).
+    Index(IndexArgs),
     /// Show everything geode knows about a URL: state, schedule, response, links in and out,
     /// and the text that was indexed.
     Show(ShowArgs),
@@ -186,6 +192,31 @@ pub struct CrawlArgs {
     /// requests: `geode/VERSION (+CONTACT; ...)`.
     #[arg(long, value_name = "URL", env = "GEODE_CONTACT")]
     pub contact: Option<String>,
+    /// Share the crawl with other crawlers through a PostgreSQL database
+    /// (postgres://USER@HOST[:PORT]/DB) instead of the data directory's SQLite file. The crawl
+    /// then keeps no index: `geode index --frontier URL` writes it.
+    #[arg(long, value_name = "URL")]
+    pub frontier: Option<String>,
+    /// With --frontier: how long this crawler's leases last unless renewed; a crawler that dies
+    /// loses its work to the others this long after its last renewal.
+    #[arg(long, value_name = "DURATION", default_value = "5m", value_parser = parse_duration)]
+    pub lease: Duration,
+}
+
+#[derive(Debug, Args)]
+pub struct IndexArgs {
+    #[command(flatten)]
+    pub data: DataDir,
+    /// The shared crawl (postgres://USER@HOST[:PORT]/DB).
+    #[arg(long, value_name = "URL")]
+    pub frontier: String,
+    /// Keep applying what the crawlers record until interrupted, instead of exiting when
+    /// nothing is left.
+    #[arg(long)]
+    pub follow: bool,
+    /// Print the summary as one JSON object.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]

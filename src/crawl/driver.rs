@@ -27,6 +27,9 @@ use crate::fetch::{FetchError, Fetcher};
 use crate::frontier::{Frontier, FrontierError, QueuedUrl};
 use crate::urlnorm;
 
+/// How long a capsule waits when another crawler of a shared store holds its IP address.
+const ADDRESS_BUSY_SECS: i64 = 2;
+
 pub(super) struct Crawl {
     pub(super) config: CrawlConfig,
     pub(super) fetcher: Fetcher,
@@ -122,8 +125,16 @@ impl Crawl {
         let deadline = self.config.max_duration.map_or(far, |d| Instant::now() + d);
         // Once told to stop: requests in flight may finish until then.
         let mut drain_until: Option<Instant> = None;
+        // A shared store's leases are renewed at a third of their length, so that one slow
+        // renewal never lets them run out while this crawler works.
+        let renew_every = self.config.shared.as_ref().map(|s| s.lease / 3);
+        let mut next_renew = renew_every.map_or(far, |every| Instant::now() + every);
 
         loop {
+            if let Some(every) = renew_every.filter(|_| Instant::now() >= next_renew) {
+                frontier.renew_leases()?;
+                next_renew = Instant::now() + every;
+            }
             if dispatching {
                 frontier_has_more |= self.follow_up(frontier)?;
                 if frontier_has_more && self.scheduler.leased() < max_capsules {
@@ -288,6 +299,7 @@ impl Crawl {
                     }
                 }
                 _ = tokio::time::sleep_until(wake.into()) => {}
+                _ = tokio::time::sleep_until(next_renew.into()) => {}
                 _ = tokio::time::sleep_until(deadline.into()), if drain_until.is_none() => {
                     tracing::info!("--max-duration reached: stopping the crawl");
                     dispatching = false;
@@ -432,6 +444,17 @@ impl Crawl {
         result: Result<SocketAddr, FetchError>,
     ) -> Result<(), CrawlError> {
         match result {
+            Ok(addr) if !frontier.lease_address(&addr.ip().to_string())? => {
+                // Another crawler of a shared store fetches from this address now: the capsule
+                // goes back, to be claimed again (by whichever crawler) a little later.
+                let mut batch = frontier.batch(unix_now())?;
+                batch.set_backoff(host_id, unix_now() + ADDRESS_BUSY_SECS)?;
+                for url in self.scheduler.drop_capsule(host_id) {
+                    batch.requeue(url.id)?;
+                }
+                batch.release_capsule(host_id)?;
+                batch.commit()?;
+            }
             Ok(addr) => {
                 let now = Instant::now();
                 let wait = self.scheduler.ip_wait(addr.ip(), now);

@@ -72,6 +72,30 @@ pub fn spawn(
     (tx, handle)
 }
 
+/// Starts a thread that takes the crawl's index messages and keeps none: a crawler of a shared
+/// store indexes nothing itself. Its visits record their index operations in the store, where
+/// the one index writer (`geode index`) finds them; a flush is answered at once.
+pub fn spawn_discarding(
+    capacity: usize,
+) -> (
+    SyncSender<IndexMsg>,
+    JoinHandle<Result<IndexingSummary, CrawlError>>,
+) {
+    let (tx, rx) = std::sync::mpsc::sync_channel::<IndexMsg>(capacity);
+    let handle = std::thread::Builder::new()
+        .name("geode-no-index".into())
+        .spawn(move || {
+            for msg in rx {
+                if let IndexMsg::Flush(ack) = msg {
+                    let _ = ack.send(());
+                }
+            }
+            Ok(IndexingSummary::default())
+        })
+        .expect("spawning a thread only fails when the OS is out of resources");
+    (tx, handle)
+}
+
 struct Pending {
     ids: Vec<i64>,
     /// Refreshed documents since the last commit (no frontier operation to confirm).

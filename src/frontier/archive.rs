@@ -66,6 +66,13 @@ pub struct IndexedContent {
     pub fetched_at: i64,
 }
 
+/// An index operation waiting for the index writer, with the page it is about.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PendingOp {
+    pub op: super::IndexOp,
+    pub page: IndexedContent,
+}
+
 /// Decompresses a stored body of `size` bytes. The size was recorded when it was stored, and
 /// bounds the allocation whatever the stored bytes say.
 pub(crate) fn decompress(zstd: &[u8], size: i64) -> Result<Vec<u8>> {

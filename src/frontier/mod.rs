@@ -53,7 +53,9 @@ use std::path::Path;
 
 use crate::rank::LinkGraph;
 
-pub use archive::{ArchiveRecord, ArchiveStats, ArchivedBody, ArchivedResponse, IndexedContent};
+pub use archive::{
+    ArchiveRecord, ArchiveStats, ArchivedBody, ArchivedResponse, IndexedContent, PendingOp,
+};
 pub use postgres::{PgBatch, PgFrontier, PgStore};
 pub use sqlite::{SqliteBatch, SqliteFrontier};
 pub use stats::{
@@ -104,6 +106,32 @@ pub const MAX_WAITING_SEEDS: usize = 10_000;
 
 /// Redirects followed from a URL to the page it stands for (a crawl follows at most five).
 const MAX_REDIRECT_CHAIN: usize = 8;
+
+/// Where the crawl state is kept.
+#[derive(Debug, Clone)]
+pub enum Location {
+    /// The SQLite file of a data directory (`crawl.sqlite`).
+    Sqlite(std::path::PathBuf),
+    /// A PostgreSQL database shared by several crawlers, through this crawler's pool.
+    Postgres(PgStore),
+}
+
+impl Location {
+    /// Opens a connection to the store (creating or upgrading a SQLite file; a PostgreSQL
+    /// store was prepared when it connected).
+    pub fn open(&self) -> Result<Box<dyn Frontier>> {
+        match self {
+            Location::Sqlite(path) => open(path),
+            Location::Postgres(store) => Ok(Box::new(store.frontier()?)),
+        }
+    }
+
+    /// Whether several crawlers share this store (and one index writer applies its index
+    /// operations: `geode index`).
+    pub fn is_shared(&self) -> bool {
+        matches!(self, Location::Postgres(_))
+    }
+}
 
 /// Opens (creating or upgrading if needed) the crawl database of a data directory's file
 /// `path`, for a crawl or another writer.
@@ -160,7 +188,7 @@ pub trait Frontier: Send {
         capsules: usize,
         per_capsule: usize,
         now: i64,
-        permits: &dyn Fn(&str) -> bool,
+        permits: &(dyn Fn(&str) -> bool + Sync),
     ) -> Result<(Vec<QueuedUrl>, usize)>;
     /// Claims up to `n` more due URLs of a capsule this crawl leases.
     fn claim_more(&mut self, host_id: i64, n: usize, now: i64) -> Result<Vec<QueuedUrl>>;
@@ -172,6 +200,17 @@ pub trait Frontier: Send {
     /// The earliest time after `now` at which a capsule that is not leased has work it may do:
     /// a retry or a revisit coming due, or a back-off ending.
     fn next_wakeup(&self, now: i64) -> Result<Option<i64>>;
+    /// Leases the IP address a capsule this crawler holds resolved to, so that no two crawlers
+    /// fetch from one address at once. False: another crawler holds it now (the capsule is
+    /// then put back for a little while). SQLite: always true (one crawler).
+    fn lease_address(&mut self, ip: &str) -> Result<bool>;
+    /// Keeps this crawler's leases from running out; called well within the lease while it
+    /// works. Returns how many capsules it holds (SQLite: 0, its leases never run out).
+    fn renew_leases(&mut self) -> Result<u64>;
+    /// Up to `limit` URLs after id `after`, in id order, whose index operation (upsert or
+    /// delete) is recorded and not yet confirmed, with what the archive has of their content:
+    /// the work of the one index writer of a shared store (`geode index`).
+    fn pending_index_ops(&self, after: i64, limit: usize) -> Result<Vec<PendingOp>>;
 
     // Anchors: the labels of links, and the pages whose inbound labels changed.
 

@@ -52,6 +52,14 @@ impl IndexOp {
             IndexOp::Delete => "delete",
         }
     }
+
+    pub(crate) fn parse(s: &str) -> IndexOp {
+        if s == "delete" {
+            IndexOp::Delete
+        } else {
+            IndexOp::Upsert
+        }
+    }
 }
 
 /// A URL handed to the crawl, with what geode remembers of it.

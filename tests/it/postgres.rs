@@ -122,12 +122,20 @@ impl Cluster {
     }
 
     /// The URL of a new, empty database in this cluster.
+    /// (On a thread of its own: the client may not run inside an async test's runtime.)
     pub fn database(&self, name: &str) -> String {
         let admin = format!("postgres://postgres@127.0.0.1:{}/postgres", self.port);
-        let mut client = postgres::Client::connect(&admin, postgres::NoTls).expect("connect");
-        client
-            .batch_execute(&format!("CREATE DATABASE {name}"))
-            .expect("create database");
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                let mut client =
+                    postgres::Client::connect(&admin, postgres::NoTls).expect("connect");
+                client
+                    .batch_execute(&format!("CREATE DATABASE {name}"))
+                    .expect("create database");
+            })
+            .join()
+            .expect("database created")
+        });
         format!("postgres://postgres@127.0.0.1:{}/{name}", self.port)
     }
 }
@@ -265,6 +273,18 @@ fn a_dead_crawlers_capsules_are_taken_over_when_its_lease_runs_out() {
 
     let other = PgStore::connect(&url, Duration::from_secs(300), true).unwrap();
     let mut heir = other.frontier().unwrap();
+    // Addresses too: the dead crawler's lease on one holds until it runs out.
+    let mut dying_again = dead.frontier().unwrap();
+    assert!(dying_again.lease_address("127.0.1.3").unwrap());
+    assert!(
+        dying_again.lease_address("127.0.1.3").unwrap(),
+        "renewed by its holder"
+    );
+    assert!(
+        !heir.lease_address("127.0.1.3").unwrap(),
+        "held by another crawler"
+    );
+    std::mem::forget(dying_again);
     let (none, _) = heir.claim_capsules(4, 8, 1, &|_| true).unwrap();
     assert!(
         none.is_empty(),
@@ -275,6 +295,10 @@ fn a_dead_crawlers_capsules_are_taken_over_when_its_lease_runs_out() {
         "work leased by another crawler keeps this one waiting, not ending"
     );
     std::thread::sleep(Duration::from_secs(4));
+    assert!(
+        heir.lease_address("127.0.1.3").unwrap(),
+        "its lease ran out"
+    );
     let (taken, _) = heir.claim_capsules(4, 8, 1, &|_| true).unwrap();
     let mut got: Vec<String> = taken.iter().map(|u| u.url.clone()).collect();
     got.sort();
@@ -389,4 +413,145 @@ fn reading_an_empty_database_says_to_crawl_first() {
     let url = cluster.database("empty");
     let err = PgStore::connect(&url, Duration::from_secs(300), false).unwrap_err();
     assert!(err.to_string().contains("no crawl"), "{err}");
+}
+
+/// Issue 18: three `geode crawl --frontier` processes share the crawl of the fixture
+/// geminispace, and one is killed (SIGKILL) midway. The two left finish its work once its
+/// leases run out, and `geode index` writes one index from what they recorded. That index
+/// holds every page a single SQLite crawl indexes, each once; no URL was fetched twice except
+/// by the killed crawler's unrecorded work; and no IP address ever had two connections at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn three_crawlers_share_a_crawl_and_survive_one_killed() {
+    use crate::support::{self, Space};
+    use std::collections::BTreeMap;
+    use std::process::Stdio;
+
+    let Some(cluster) = Cluster::start("three_crawlers_share_a_crawl_and_survive_one_killed")
+    else {
+        return;
+    };
+    let url = cluster.database("crawl3");
+    let space = Space::start().await;
+    let dirs = tempfile::tempdir().unwrap();
+    let crawler = |n: usize| {
+        std::process::Command::new(support::geode_bin())
+            .arg("crawl")
+            .arg("--data")
+            .arg(dirs.path().join(format!("crawler{n}")))
+            .args(["--frontier", &url, "--lease", "3s", "--min-delay-ms", "250"])
+            .args(["--seed", "gemini://alpha.test/", "--json"])
+            .args(space.resolve_args())
+            .env("GEODE_LOG", "geode=info")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("geode crawl starts")
+    };
+    // Crawler 1 starts first and leases the capsules; the two others join it while it works,
+    // and it is killed while it holds them.
+    let victim = crawler(1);
+    let started = std::time::Instant::now();
+    while space.requests().len() < 6 {
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "the crawl started"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let mut crawlers = vec![crawler(0), victim, crawler(2)];
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let before_kill = space.requests();
+    crawlers[1].kill().expect("SIGKILL");
+    let _ = crawlers[1].wait();
+    let killed_at = before_kill
+        .iter()
+        .map(|r| r.accepted)
+        .max()
+        .expect("requests before the kill");
+    eprintln!("killed crawler 1 after {} requests", before_kill.len());
+    let mut survivors_fetched = 0;
+    for (n, child) in crawlers.into_iter().enumerate() {
+        if n == 1 {
+            continue;
+        }
+        let out = tokio::task::spawn_blocking(move || child.wait_with_output())
+            .await
+            .unwrap()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "crawler {n}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let summary: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        survivors_fetched += summary["fetched"].as_u64().unwrap();
+        eprintln!("crawler {n}: {}", String::from_utf8_lossy(&out.stdout));
+    }
+    let log = space.requests();
+    let pages_left = log.len() - before_kill.len();
+    assert!(
+        survivors_fetched > 0 && pages_left > 0,
+        "the killed crawler's capsules were finished by the others"
+    );
+
+    let index_dir = dirs.path().join("index");
+    let out = std::process::Command::new(support::geode_bin())
+        .args(["index", "--frontier", &url, "--data"])
+        .arg(&index_dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "geode index: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    eprintln!("{}", String::from_utf8_lossy(&out.stdout));
+
+    // What one crawler alone indexes, on SQLite.
+    let reference = dirs.path().join("reference");
+    support::crawl(support::config(&space, &reference, Duration::ZERO)).await;
+    let expected = support::indexed(&reference);
+    assert!(expected.len() > 20, "the fixture has pages to index");
+
+    let store = PgStore::connect(&url, Duration::from_secs(300), false).unwrap();
+    let shared = store.frontier().unwrap();
+    assert_eq!(
+        Frontier::indexed_urls(&shared).unwrap(),
+        expected,
+        "the shared crawl indexed what one crawler indexes"
+    );
+    assert!(Frontier::pending_index_ops(&shared, 0, 10)
+        .unwrap()
+        .is_empty());
+    let index = geode::index::SearchIndex::open(&geode::datadir::index_path(&index_dir)).unwrap();
+    assert_eq!(
+        index.num_docs(),
+        expected.len() as u64,
+        "every page is in the index once"
+    );
+
+    // No URL fetched twice, but what the killed crawler had fetched and not yet recorded:
+    // such a URL's first fetch started before the kill. Each crawler reads a capsule's
+    // robots.txt itself before its first request to it.
+    let mut fetches: BTreeMap<&str, Vec<Duration>> = BTreeMap::new();
+    for r in &log {
+        fetches
+            .entry(r.request.as_str())
+            .or_default()
+            .push(r.accepted);
+    }
+    let mut refetched = 0;
+    for (request, times) in &fetches {
+        if request.ends_with("/robots.txt") || times.len() < 2 {
+            continue;
+        }
+        refetched += 1;
+        assert_eq!(times.len(), 2, "{request} fetched {} times", times.len());
+        assert!(
+            times.iter().min().unwrap() <= &killed_at,
+            "{request} fetched twice, first after the kill"
+        );
+    }
+    eprintln!("{refetched} URLs fetched again after the kill");
+    support::assert_polite(&log, Duration::ZERO);
 }

@@ -16,7 +16,8 @@ use crate::revisit::Priority;
 
 /// One write transaction. Dropping it without [`PgBatch::commit`] rolls everything back.
 pub struct PgBatch<'a> {
-    tx: Transaction<'a>,
+    /// `None` only once committed or dropped.
+    tx: Option<Transaction<'a>>,
     crawler: String,
     /// When URLs inserted by this transaction come due.
     now: i64,
@@ -24,20 +25,30 @@ pub struct PgBatch<'a> {
 
 impl<'a> PgBatch<'a> {
     pub(super) fn new(tx: Transaction<'a>, crawler: String, now: i64) -> Self {
-        PgBatch { tx, crawler, now }
+        PgBatch {
+            tx: Some(tx),
+            crawler,
+            now,
+        }
+    }
+
+    fn tx(&mut self) -> &mut Transaction<'a> {
+        self.tx
+            .as_mut()
+            .expect("a batch's transaction lives until commit or drop")
     }
 
     /// The id of a capsule, created when new.
     pub fn host_id(&mut self, name: &str) -> Result<i64> {
         if let Some(row) = self
-            .tx
+            .tx()
             .query_opt("SELECT id FROM hosts WHERE name = $1", &[&name])?
         {
             return Ok(row.get(0));
         }
         // Another crawler may insert it at the same moment: the insert then does nothing and
         // the select finds its row.
-        let row = self.tx.query_one(
+        let row = self.tx().query_one(
             "WITH ins AS (INSERT INTO hosts(name) VALUES ($1) ON CONFLICT (name) DO NOTHING
                           RETURNING id)
              SELECT id FROM ins UNION ALL SELECT id FROM hosts WHERE name = $1 LIMIT 1",
@@ -54,13 +65,13 @@ impl<'a> PgBatch<'a> {
         budget: u64,
     ) -> Result<Option<(i64, bool)>> {
         if let Some(row) = self
-            .tx
+            .tx()
             .query_opt("SELECT id FROM urls WHERE url = $1", &[&new.url])?
         {
             return Ok(Some((row.get(0), false)));
         }
         let host_id = self.host_id(new.host)?;
-        let counted = self.tx.query_opt(
+        let counted = self.tx().query_opt(
             "UPDATE hosts SET url_count = url_count + 1 WHERE id = $1 AND url_count < $2
              RETURNING url_count",
             &[&host_id, &(budget.min(i64::MAX as u64) as i64)],
@@ -72,7 +83,7 @@ impl<'a> PgBatch<'a> {
             Some(_) => (UrlState::Excluded, None),
             None => (UrlState::New, Some(self.now)),
         };
-        let inserted = self.tx.query_opt(
+        let inserted = self.tx().query_opt(
             "INSERT INTO urls(url, host_id, state, depth, hops, discovered_from, alias_of,
                               error, prio, due_at)
              VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
@@ -92,12 +103,12 @@ impl<'a> PgBatch<'a> {
         )?;
         let Some(row) = inserted else {
             // Another crawler inserted it meanwhile (and counted it).
-            self.tx.execute(
+            self.tx().execute(
                 "UPDATE hosts SET url_count = url_count - 1 WHERE id = $1",
                 &[&host_id],
             )?;
             let row = self
-                .tx
+                .tx()
                 .query_one("SELECT id FROM urls WHERE url = $1", &[&new.url])?;
             return Ok(Some((row.get(0), false)));
         };
@@ -109,7 +120,7 @@ impl<'a> PgBatch<'a> {
 
     /// Makes fetchable the web URLs recorded as `excluded` by runs that did not follow the web.
     pub fn admit_web_urls(&mut self) -> Result<u64> {
-        let rows = self.tx.query(
+        let rows = self.tx().query(
             "SELECT id, url, host_id FROM urls
              WHERE state = 'excluded' AND error IN ('web', 'not-fetchable')
                AND (url LIKE 'http://%' OR url LIKE 'https://%')",
@@ -125,12 +136,13 @@ impl<'a> PgBatch<'a> {
                 continue;
             }
             let host = self.host_id(&crate::urlnorm::capsule_key(&parsed))?;
-            self.tx.execute(
+            let now = self.now;
+            self.tx().execute(
                 "UPDATE urls SET state = 'new', error = NULL, host_id = $2, due_at = $3
                  WHERE id = $1",
-                &[&id, &host, &self.now],
+                &[&id, &host, &now],
             )?;
-            self.tx.execute(
+            self.tx().execute(
                 "UPDATE hosts SET url_count = url_count + (id = $2)::int - (id = $1)::int
                  WHERE id IN ($1, $2)",
                 &[&old_host, &host],
@@ -144,14 +156,14 @@ impl<'a> PgBatch<'a> {
     /// Whether a capsule holds its full budget of URLs.
     pub fn capsule_full(&mut self, host_id: i64, budget: u64) -> Result<bool> {
         let known: i64 = self
-            .tx
+            .tx()
             .query_one("SELECT url_count FROM hosts WHERE id = $1", &[&host_id])?
             .get(0);
         Ok(known.max(0) as u64 >= budget)
     }
 
     fn lower_next_due(&mut self, host_id: i64, due: i64) -> Result<()> {
-        self.tx.execute(
+        self.tx().execute(
             "UPDATE hosts SET next_due = $2 WHERE id = $1 AND (next_due IS NULL OR next_due > $2)",
             &[&host_id, &due],
         )?;
@@ -167,7 +179,7 @@ impl<'a> PgBatch<'a> {
         budget: u64,
     ) -> Result<LinkReport> {
         let old: BTreeSet<(i64, String)> = self
-            .tx
+            .tx()
             .query(
                 "SELECT target, label FROM links WHERE source = $1",
                 &[&source],
@@ -204,7 +216,7 @@ impl<'a> PgBatch<'a> {
             if !current.insert(key.clone()) || old.contains(&key) {
                 continue;
             }
-            self.tx.execute(
+            self.tx().execute(
                 "INSERT INTO links(source, target, label) VALUES ($1, $2, $3)
                  ON CONFLICT DO NOTHING",
                 &[&source, &target, &link.label],
@@ -222,7 +234,7 @@ impl<'a> PgBatch<'a> {
     /// Removes every link of a page, marking the pages whose anchors lose a label.
     pub fn drop_links(&mut self, source: i64) -> Result<()> {
         let old: Vec<(i64, String)> = self
-            .tx
+            .tx()
             .query(
                 "SELECT target, label FROM links WHERE source = $1",
                 &[&source],
@@ -237,7 +249,7 @@ impl<'a> PgBatch<'a> {
     }
 
     fn remove_link(&mut self, source: i64, target: i64, label: &str) -> Result<()> {
-        self.tx.execute(
+        self.tx().execute(
             "DELETE FROM links WHERE source = $1 AND target = $2 AND label = $3",
             &[&source, &target, &label],
         )?;
@@ -249,7 +261,7 @@ impl<'a> PgBatch<'a> {
 
     fn label_count(&mut self, target: i64, label: &str) -> Result<i64> {
         Ok(self
-            .tx
+            .tx()
             .query_one(
                 "SELECT COUNT(*) FROM (SELECT 1 FROM links WHERE target = $1 AND label = $2
                                        LIMIT 2) AS l",
@@ -260,13 +272,13 @@ impl<'a> PgBatch<'a> {
 
     /// Forgets a page's pending anchor update: its document is being written now.
     pub fn forget_anchor_update(&mut self, url_id: i64) -> Result<()> {
-        self.tx
+        self.tx()
             .execute("DELETE FROM anchor_updates WHERE url_id = $1", &[&url_id])?;
         Ok(())
     }
 
     fn mark_anchor_update(&mut self, url_id: i64) -> Result<()> {
-        self.tx.execute(
+        self.tx().execute(
             "INSERT INTO anchor_updates(url_id) VALUES ($1) ON CONFLICT DO NOTHING",
             &[&url_id],
         )?;
@@ -298,7 +310,7 @@ impl<'a> PgBatch<'a> {
     /// Another page holding this content in the index (or on its way there), if any.
     pub fn same_content(&mut self, hash: &str, except: i64) -> Result<Option<String>> {
         Ok(self
-            .tx
+            .tx()
             .query_opt(
                 "SELECT url FROM urls WHERE content_hash = $1 AND id != $2
                    AND ((in_index AND index_op IS NULL) OR index_op = 'upsert')
@@ -310,7 +322,7 @@ impl<'a> PgBatch<'a> {
 
     /// The distinct labels of the links that point to a URL, as this transaction sees them.
     pub fn inbound_labels(&mut self, id: i64, limit: usize) -> Result<Vec<String>> {
-        super::read::inbound_labels(&mut self.tx, id, limit)
+        super::read::inbound_labels(self.tx(), id, limit)
     }
 
     /// Records a visit (see the SQLite store's `record_visit`).
@@ -321,7 +333,8 @@ impl<'a> PgBatch<'a> {
             Some((etag, modified)) => (true, etag.clone(), modified.clone()),
             None => (false, None, None),
         };
-        self.tx.execute(
+        let crawler = self.crawler.clone();
+        self.tx().execute(
             "UPDATE urls SET state = $2, status = $3, meta = $4, error = $5,
                     mime = COALESCE($6, mime), size = COALESCE($7, size),
                     content_hash = COALESCE($8, content_hash),
@@ -332,7 +345,8 @@ impl<'a> PgBatch<'a> {
                     feed = $14, changes = changes + CASE WHEN $15::BOOLEAN THEN 1 ELSE 0 END,
                     changed_at = CASE WHEN $15::BOOLEAN THEN $9 ELSE changed_at END,
                     visits = visits + 1, attempts = 0, claimed = 2, claimed_by = $22,
-                    index_op = COALESCE($16, index_op), redirect_to = $17
+                    index_op = COALESCE($16, index_op), redirect_to = $17,
+                    batch = CASE WHEN $16::TEXT IS NULL THEN batch END
              WHERE id = $1",
             &[
                 &id,
@@ -356,7 +370,7 @@ impl<'a> PgBatch<'a> {
                 &has_validators,
                 &etag,
                 &last_modified,
-                &self.crawler,
+                &crawler,
             ],
         )?;
         if let Some(old) = replaced {
@@ -368,7 +382,7 @@ impl<'a> PgBatch<'a> {
     fn replaced_content(&mut self, id: i64, new: Option<&str>) -> Result<Option<String>> {
         let Some(new) = new else { return Ok(None) };
         let old: Option<String> = self
-            .tx
+            .tx()
             .query_opt("SELECT content_hash FROM urls WHERE id = $1", &[&id])?
             .and_then(|r| r.get(0));
         Ok(old.filter(|old| old != new))
@@ -377,9 +391,9 @@ impl<'a> PgBatch<'a> {
     /// Sends content to the index under `id`, the URL a temporary redirect keeps canonical.
     pub fn record_alias_content(&mut self, id: i64, result: &FetchResult) -> Result<()> {
         let replaced = self.replaced_content(id, result.content_hash.as_deref())?;
-        self.tx.execute(
+        self.tx().execute(
             "UPDATE urls SET state = 'indexed', mime = $2, size = $3, content_hash = $4,
-                    content_meta = $5, index_op = 'upsert', first_failed_at = NULL
+                    content_meta = $5, index_op = 'upsert', first_failed_at = NULL, batch = NULL
              WHERE id = $1",
             &[
                 &id,
@@ -397,13 +411,13 @@ impl<'a> PgBatch<'a> {
 
     /// Schedules a URL that failed temporarily for another try at `due_at`.
     pub fn retry_later(&mut self, id: i64, result: &FetchResult, due_at: i64) -> Result<()> {
-        self.tx.execute(
+        self.tx().execute(
             "UPDATE urls SET attempts = attempts + 1, status = $2, meta = $3,
                     due_at = $4, claimed = 0, claimed_by = NULL
              WHERE id = $1",
             &[&id, &result.status.map(i64::from), &result.meta, &due_at],
         )?;
-        self.tx.execute(
+        self.tx().execute(
             "UPDATE hosts SET next_due = $2
              WHERE id = (SELECT host_id FROM urls WHERE id = $1)
                AND (next_due IS NULL OR next_due > $2)",
@@ -415,7 +429,7 @@ impl<'a> PgBatch<'a> {
     /// Backs a capsule off for `base` seconds, doubled for every back-off in a row.
     pub fn back_off_capsule(&mut self, host_id: i64, now: i64, base: i64, max: i64) -> Result<i64> {
         let level: i64 = self
-            .tx
+            .tx()
             .query_one(
                 "UPDATE hosts SET backoff_level = backoff_level + 1 WHERE id = $1
                  RETURNING backoff_level",
@@ -432,7 +446,7 @@ impl<'a> PgBatch<'a> {
 
     /// Ends a capsule's run of back-offs after a good answer.
     pub fn capsule_answered(&mut self, host_id: i64) -> Result<()> {
-        self.tx.execute(
+        self.tx().execute(
             "UPDATE hosts SET backoff_level = 0 WHERE id = $1 AND backoff_level != 0",
             &[&host_id],
         )?;
@@ -441,7 +455,7 @@ impl<'a> PgBatch<'a> {
 
     /// Records the status and meta of an answer without changing the URL's state.
     pub fn note_answer(&mut self, id: i64, result: &FetchResult) -> Result<()> {
-        self.tx.execute(
+        self.tx().execute(
             "UPDATE urls SET status = $2, meta = $3, fetched_at = $4 WHERE id = $1",
             &[
                 &id,
@@ -455,21 +469,17 @@ impl<'a> PgBatch<'a> {
 
     /// Puts a claimed URL off to the next run.
     pub fn defer(&mut self, id: i64, result: &FetchResult) -> Result<()> {
-        self.tx.execute(
+        let crawler = self.crawler.clone();
+        self.tx().execute(
             "UPDATE urls SET status = $2, meta = $3, claimed = 2, claimed_by = $4 WHERE id = $1",
-            &[
-                &id,
-                &result.status.map(i64::from),
-                &result.meta,
-                &self.crawler,
-            ],
+            &[&id, &result.status.map(i64::from), &result.meta, &crawler],
         )?;
         Ok(())
     }
 
     /// Returns a claimed URL to the frontier untouched.
     pub fn requeue(&mut self, id: i64) -> Result<()> {
-        self.tx.execute(
+        self.tx().execute(
             "UPDATE urls SET claimed = 0, claimed_by = NULL WHERE id = $1 AND claimed = 1",
             &[&id],
         )?;
@@ -478,7 +488,8 @@ impl<'a> PgBatch<'a> {
 
     /// Lets go of a capsule this crawler leased.
     pub fn release_capsule(&mut self, host_id: i64) -> Result<()> {
-        super::claim::release(&mut self.tx, &self.crawler, host_id)
+        let crawler = self.crawler.clone();
+        super::claim::release(self.tx(), &crawler, host_id)
     }
 
     /// Caches a capsule's robots.txt answer.
@@ -489,7 +500,7 @@ impl<'a> PgBatch<'a> {
         text: Option<&str>,
         now: i64,
     ) -> Result<()> {
-        self.tx.execute(
+        self.tx().execute(
             "UPDATE hosts SET robots_status = $2, robots_txt = $3, robots_fetched_at = $4
              WHERE id = $1",
             &[&host_id, &i64::from(status), &text, &now],
@@ -499,7 +510,7 @@ impl<'a> PgBatch<'a> {
 
     /// Keeps a capsule from being fetched before `until`.
     pub fn set_backoff(&mut self, host_id: i64, until: i64) -> Result<()> {
-        self.tx.execute(
+        self.tx().execute(
             "UPDATE hosts SET backoff_until = $2 WHERE id = $1",
             &[&host_id, &until],
         )?;
@@ -509,7 +520,7 @@ impl<'a> PgBatch<'a> {
     /// Compares a capsule's certificate with its pin, pinning a changed one.
     pub fn pin_certificate(&mut self, host_id: i64, sha256: &str, now: i64) -> Result<Pin> {
         let pinned: Option<String> = self
-            .tx
+            .tx()
             .query_opt(
                 "SELECT cert_sha256 FROM hosts WHERE id = $1 FOR UPDATE",
                 &[&host_id],
@@ -534,28 +545,28 @@ impl<'a> PgBatch<'a> {
                  WHERE id = $1"
             }
         };
-        self.tx.execute(sql, &[&host_id, &sha256, &now])?;
+        self.tx().execute(sql, &[&host_id, &sha256, &now])?;
         Ok(pin)
     }
 
     /// Archives the latest response of a URL, replacing the one before.
     pub fn archive(&mut self, url_id: i64, record: &ArchiveRecord<'_>) -> Result<()> {
         if let Some(body) = &record.body {
-            self.tx.execute(
+            self.tx().execute(
                 "INSERT INTO bodies(hash, size, zstd) VALUES ($1, $2, $3)
                  ON CONFLICT (hash) DO NOTHING",
                 &[&body.hash, &(body.size as i64), &body.zstd],
             )?;
         }
         let previous: Option<String> = self
-            .tx
+            .tx()
             .query_opt(
                 "SELECT body_hash FROM responses WHERE url_id = $1",
                 &[&url_id],
             )?
             .and_then(|r| r.get(0));
         let hash = record.body.map(|b| b.hash);
-        self.tx.execute(
+        self.tx().execute(
             "INSERT INTO responses(url_id, status, meta, fetched_at, cert_sha256, body_hash)
              VALUES ($1, $2, $3, $4, $5, $6)
              ON CONFLICT (url_id) DO UPDATE SET status = excluded.status,
@@ -578,7 +589,7 @@ impl<'a> PgBatch<'a> {
 
     /// Deletes a body nothing needs any more.
     fn forget_body_if_unused(&mut self, hash: &str) -> Result<()> {
-        self.tx.execute(
+        self.tx().execute(
             "DELETE FROM bodies WHERE hash = $1
                AND NOT EXISTS (SELECT 1 FROM responses WHERE body_hash = $1)
                AND NOT EXISTS (SELECT 1 FROM urls WHERE content_hash = $1)",
@@ -588,8 +599,20 @@ impl<'a> PgBatch<'a> {
     }
 
     /// Makes the transaction durable.
-    pub fn commit(self) -> Result<()> {
-        self.tx.commit()?;
+    pub fn commit(mut self) -> Result<()> {
+        if let Some(tx) = self.tx.take() {
+            tx.commit()?;
+        }
         Ok(())
+    }
+}
+
+impl Drop for PgBatch<'_> {
+    /// Rolls back a batch dropped without a commit, through [`super::blocking`]: the rollback
+    /// is a call of the synchronous client too.
+    fn drop(&mut self) {
+        if let Some(tx) = self.tx.take() {
+            super::blocking(|| drop(tx));
+        }
     }
 }

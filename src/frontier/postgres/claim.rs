@@ -77,7 +77,7 @@ impl PgFrontier {
         capsules: usize,
         per_capsule: usize,
         now: i64,
-        permits: &dyn Fn(&str) -> bool,
+        permits: &(dyn Fn(&str) -> bool + Sync),
     ) -> Result<(Vec<QueuedUrl>, usize)> {
         let mut conn = lock(&self.conn);
         let mut tx = conn.transaction()?;
@@ -189,6 +189,22 @@ impl PgFrontier {
         Ok(())
     }
 
+    /// Leases an IP address for this crawler unless another crawler's lease on it still runs.
+    pub fn lease_address(&mut self, ip: &str) -> Result<bool> {
+        let got = self.db().query_opt(
+            &format!(
+                "INSERT INTO addresses(ip, leased_by, leased_until) VALUES ($1, $2, {DB_NOW} + $3)
+                 ON CONFLICT (ip) DO UPDATE
+                   SET leased_by = excluded.leased_by, leased_until = excluded.leased_until
+                   WHERE addresses.leased_by = excluded.leased_by
+                      OR addresses.leased_until < {DB_NOW}
+                 RETURNING 1"
+            ),
+            &[&ip, &self.crawler, &self.lease_secs],
+        )?;
+        Ok(got.is_some())
+    }
+
     /// Keeps this crawler's leases from running out: called well within `--lease` while it
     /// works. Returns how many capsules it holds.
     pub fn renew_leases(&mut self) -> Result<u64> {
@@ -202,31 +218,42 @@ impl PgFrontier {
             ),
             &[&self.crawler, &self.lease_secs],
         )?;
+        tx.execute(
+            &format!("UPDATE addresses SET leased_until = {DB_NOW} + $2 WHERE leased_by = $1"),
+            &[&self.crawler, &self.lease_secs],
+        )?;
         tx.commit()?;
         Ok(held)
     }
 
     /// The earliest time after `now` at which this crawler may find work: a capsule coming due
-    /// or out of back-off, or, while other crawlers hold leases, a moment from now (their work
-    /// may add URLs, or their leases run out), so that a crawler ends only when no work is left
-    /// anywhere.
+    /// or out of back-off, a lease of another crawler that ran out (in a second), or, while
+    /// other crawlers hold leases, a moment from now (their work may add URLs, or they may
+    /// die), so that a crawler ends only when no work is left anywhere.
     pub fn next_wakeup(&self, now: i64) -> Result<Option<i64>> {
         let row = self.db().query_one(
             &format!(
                 "SELECT
                    (SELECT MIN(GREATEST(next_due, COALESCE(backoff_until, 0))) FROM hosts
-                    WHERE claimed = 0 AND next_due IS NOT NULL
+                    WHERE (claimed = 0 OR leased_until < {DB_NOW}) AND next_due IS NOT NULL
                       AND GREATEST(next_due, COALESCE(backoff_until, 0)) > $1
                       AND id <> ALL($2)),
+                   EXISTS (SELECT 1 FROM hosts WHERE claimed != 0 AND leased_until < {DB_NOW}
+                           AND next_due IS NOT NULL AND id <> ALL($2)),
                    EXISTS (SELECT 1 FROM hosts WHERE claimed != 0 AND leased_by <> $3
                            AND leased_until >= {DB_NOW})"
             ),
             &[&now, &self.passed_over, &self.crawler],
         )?;
         let due: Option<i64> = row.get(0);
-        let others_working: bool = row.get(1);
-        let poll = others_working.then_some(now + OTHERS_POLL_SECS);
-        Ok(match (due, poll) {
+        let orphaned: bool = row.get(1);
+        let others_working: bool = row.get(2);
+        let soon = if orphaned {
+            Some(now + 1)
+        } else {
+            others_working.then_some(now + OTHERS_POLL_SECS)
+        };
+        Ok(match (due, soon) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         })
@@ -254,6 +281,10 @@ impl PgFrontier {
             free_host(&mut tx, host_id)?;
         }
         tx.execute("DELETE FROM crawlers WHERE id = $1", &[&self.crawler])?;
+        tx.execute(
+            "DELETE FROM addresses WHERE leased_by = $1",
+            &[&self.crawler],
+        )?;
         release_expired(&mut tx)?;
         tx.commit()?;
         self.passed_over.clear();

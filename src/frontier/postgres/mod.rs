@@ -14,7 +14,7 @@
 //!
 //! **Blocking.** The client is the synchronous `postgres` crate, whose calls drive a runtime of
 //! their own; the crawl loop calls the frontier from inside tokio, so each call is run through
-//! [`blocking`]. Connections come from an r2d2 pool ([`PgStore`]), one per [`PgFrontier`].
+//! [`blocking`] (on a thread of its own there). Connections come from an r2d2 pool ([`PgStore`]), one per [`PgFrontier`].
 
 mod batch;
 mod claim;
@@ -22,7 +22,8 @@ mod migrate;
 mod read;
 mod store;
 
-use std::sync::{Mutex, MutexGuard};
+use std::mem::ManuallyDrop;
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use postgres::NoTls;
@@ -35,9 +36,26 @@ use super::{CachedRobots, FrontierError, Result, UrlState};
 /// A pool of connections to one shared crawl database, and who this crawler is.
 #[derive(Clone)]
 pub struct PgStore {
-    pool: r2d2::Pool<PostgresConnectionManager<NoTls>>,
+    pool: Arc<Pool>,
     crawler: String,
     lease_secs: i64,
+}
+
+/// The pool, dropped through [`blocking`]: closing its connections is a call of the client.
+struct Pool(Option<r2d2::Pool<PostgresConnectionManager<NoTls>>>);
+
+impl Pool {
+    fn get(&self) -> std::result::Result<Conn, r2d2::Error> {
+        self.0.as_ref().expect("the pool lives until dropped").get()
+    }
+}
+
+impl Drop for Pool {
+    fn drop(&mut self) {
+        if let Some(pool) = self.0.take() {
+            blocking(move || drop(pool));
+        }
+    }
 }
 
 impl std::fmt::Debug for PgStore {
@@ -66,7 +84,7 @@ impl PgStore {
         })
         .map_err(|e| FrontierError::Postgres(format!("{url}: {e}")))?;
         let store = PgStore {
-            pool,
+            pool: Arc::new(Pool(Some(pool))),
             crawler: format!(
                 "{}-{}-{}",
                 hostname(),
@@ -91,12 +109,19 @@ impl PgStore {
         &self.crawler
     }
 
+    /// The same store under a crawler id of the caller's: a crawl names itself after its data
+    /// directory, so that after a crash it takes its own claims back at once.
+    pub fn with_crawler(mut self, id: &str) -> Self {
+        self.crawler = format!("{}-{id}", hostname());
+        self
+    }
+
     /// A connection of its own, for one user (the crawl loop, the indexing thread, a reader).
     pub fn frontier(&self) -> Result<PgFrontier> {
         let mut conn = self.connection()?;
         blocking(|| claim::heartbeat(&mut *conn, &self.crawler, self.lease_secs))?;
         Ok(PgFrontier {
-            conn: Mutex::new(conn),
+            conn: ManuallyDrop::new(Mutex::new(conn)),
             crawler: self.crawler.clone(),
             lease_secs: self.lease_secs,
             passed_over: Vec::new(),
@@ -113,13 +138,22 @@ type Conn = r2d2::PooledConnection<PostgresConnectionManager<NoTls>>;
 /// A connection to the shared crawl database, held by one user in one crawler.
 pub struct PgFrontier {
     /// In a mutex because the client wants `&mut` and the frontier's readers take `&self`;
-    /// one user holds a `PgFrontier`, so it is never contended.
-    conn: Mutex<Conn>,
+    /// one user holds a `PgFrontier`, so it is never contended. Dropped by hand, through
+    /// [`blocking`] (a connection the pool closes is a call of the client).
+    conn: ManuallyDrop<Mutex<Conn>>,
     crawler: String,
     lease_secs: i64,
     /// Capsules out of this crawler's scope, passed over until its run ends (kept here, not in
     /// the database: another crawler's scope may hold them).
     passed_over: Vec<i64>,
+}
+
+impl Drop for PgFrontier {
+    fn drop(&mut self) {
+        // SAFETY: `conn` is taken once, here, and never used again.
+        let conn = unsafe { ManuallyDrop::take(&mut self.conn) };
+        blocking(move || drop(conn));
+    }
 }
 
 impl From<postgres::Error> for FrontierError {
@@ -136,16 +170,19 @@ impl From<postgres::Error> for FrontierError {
     }
 }
 
-/// Runs a call of the synchronous client, whose calls drive a runtime of their own: inside
-/// tokio's multi-threaded runtime (the crawl's) it runs in place while the worker's other tasks
-/// move to another thread (`block_in_place`); outside tokio, as is. (Inside a current-thread
-/// runtime the client refuses to run: the store is not for one.)
-pub(crate) fn blocking<T>(f: impl FnOnce() -> T) -> T {
-    use tokio::runtime::{Handle, RuntimeFlavor};
-    match Handle::try_current().map(|h| h.runtime_flavor()) {
-        Ok(RuntimeFlavor::MultiThread) => tokio::task::block_in_place(f),
-        _ => f(),
+/// Runs a call of the synchronous client, whose calls drive a runtime of their own and so may
+/// not run on a thread that is inside tokio's (the crawl loop's): there it runs on a short-lived
+/// thread of its own, which the caller waits for. Elsewhere (the index writer, tests) it runs as
+/// is.
+pub(crate) fn blocking<T: Send>(f: impl FnOnce() -> T + Send) -> T {
+    if tokio::runtime::Handle::try_current().is_err() {
+        return f();
     }
+    std::thread::scope(|s| {
+        s.spawn(f)
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+    })
 }
 
 /// The machine's name, for crawler ids (an operator reading the leases sees who holds what).
@@ -273,36 +310,14 @@ impl PgFrontier {
             .collect())
     }
 
-    /// Brings the store in line with the index after a crawl stopped (see
-    /// [`crate::frontier::Frontier::recover`]). Only what nobody holds any more is let go:
-    /// this crawler's own claims from before, and leases of other crawlers that ran out.
-    pub fn recover(&mut self, committed_seq: u64, now: i64) -> Result<(usize, usize)> {
-        let mut conn = lock(&self.conn);
-        let mut tx = write_tx(&mut conn)?;
-        let confirmed = confirm_commit(&mut tx, committed_seq)? as usize;
-        tx.execute(
-            "UPDATE urls SET content_hash = NULL, due_at = $1
-             WHERE alias_of IN (SELECT id FROM urls WHERE index_op = 'upsert')",
-            &[&now],
-        )?;
-        let redone = tx.execute(
-            "UPDATE urls SET
-                 state = CASE WHEN index_op = 'upsert' AND NOT in_index THEN 'new' ELSE state END,
-                 content_hash = CASE WHEN index_op = 'upsert' THEN NULL ELSE content_hash END,
-                 index_op = NULL, batch = NULL, due_at = $1
-             WHERE index_op IS NOT NULL",
-            &[&now],
-        )? as usize;
-        // The capsules of URLs that came due must be claimable now.
-        tx.execute(
-            "UPDATE hosts SET next_due = $1
-             WHERE id IN (SELECT host_id FROM urls WHERE due_at = $1)
-               AND (next_due IS NULL OR next_due > $1)",
-            &[&now],
-        )?;
-        claim::release_expired(&mut tx)?;
-        tx.commit()?;
-        Ok((confirmed, redone))
+    /// Settles what a stopped crawl left in the shared store: this crawler's own claims and
+    /// leases from before (a crawler keeps its id across runs on one data directory), and
+    /// those of crawlers whose leases ran out. Index operations are not this crawler's to
+    /// settle: the one index writer (`geode index`) applies and confirms them, and a crash of
+    /// the writer loses none (they stay recorded until confirmed). Returns (0, 0).
+    pub fn recover(&mut self, _committed_seq: u64, _now: i64) -> Result<(usize, usize)> {
+        self.end_run()?;
+        Ok((0, 0))
     }
 }
 

@@ -10,9 +10,9 @@ use postgres::GenericClient;
 use super::{count_of, lock, status_of, write_tx, PgFrontier, Result};
 use crate::frontier::archive::decompress;
 use crate::frontier::{
-    AnchorUpdate, ArchiveStats, ArchivedResponse, Backlink, CertificateChange, IndexedContent,
-    IndexedPage, KnownHost, NewUrl, Schedule, Stats, Suggested, SuggestedSeed, UrlDetails,
-    MAX_CERTIFICATE_CHANGES, MAX_REDIRECT_CHAIN, MAX_WAITING_SEEDS,
+    AnchorUpdate, ArchiveStats, ArchivedResponse, Backlink, CertificateChange, IndexOp,
+    IndexedContent, IndexedPage, KnownHost, NewUrl, PendingOp, Schedule, Stats, Suggested,
+    SuggestedSeed, UrlDetails, MAX_CERTIFICATE_CHANGES, MAX_REDIRECT_CHAIN, MAX_WAITING_SEEDS,
 };
 use crate::rank::{LinkGraph, LinkGraphBuilder};
 
@@ -208,6 +208,32 @@ impl PgFrontier {
             stored_bytes: count_of(&row, 2),
             responses: count_of(&row, 3),
         })
+    }
+
+    /// Up to `limit` URLs with an index operation not yet confirmed, after `after`, in id order.
+    pub fn pending_index_ops(&self, after: i64, limit: usize) -> Result<Vec<PendingOp>> {
+        let rows = self.db().query(
+            "SELECT u.id, u.url, h.name, u.content_hash, COALESCE(u.content_meta, u.mime),
+                    COALESCE(u.size, 0), COALESCE(u.fetched_at, 0), u.index_op
+             FROM urls u JOIN hosts h ON h.id = u.host_id
+             WHERE u.index_op IS NOT NULL AND u.id > $1 ORDER BY u.id LIMIT $2",
+            &[&after, &(limit as i64)],
+        )?;
+        Ok(rows
+            .iter()
+            .map(|r| PendingOp {
+                op: IndexOp::parse(r.get(7)),
+                page: IndexedContent {
+                    id: r.get(0),
+                    url: r.get(1),
+                    host: r.get(2),
+                    content_hash: r.get(3),
+                    content_meta: r.get(4),
+                    size: count_of(r, 5),
+                    fetched_at: r.get(6),
+                },
+            })
+            .collect())
     }
 
     /// Up to `limit` pages the index holds, after URL id `after`, in id order.

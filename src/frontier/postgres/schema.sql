@@ -117,3 +117,12 @@ CREATE TABLE crawlers (
     seen_at    BIGINT NOT NULL,
     lease_secs BIGINT NOT NULL
 );
+
+-- IP addresses a crawler fetches from, leased like capsules: politeness is per IP address, and
+-- capsules that share one (virtual hosts) may be leased by different crawlers. A crawler
+-- fetches from an address only while it holds its lease.
+CREATE TABLE addresses (
+    ip           TEXT PRIMARY KEY,
+    leased_by    TEXT NOT NULL,
+    leased_until BIGINT NOT NULL
+);

@@ -5,8 +5,8 @@
 use super::{blocking, PgBatch, PgFrontier};
 use crate::frontier::{
     AnchorUpdate, ArchiveRecord, ArchiveStats, ArchivedResponse, Backlink, CachedRobots,
-    FetchResult, IndexedContent, KnownHost, LinkOut, LinkReport, NewUrl, Pin, QueuedUrl, Result,
-    Stats, Suggested, SuggestedSeed, UrlDetails, UrlState, VisitRecord,
+    FetchResult, IndexedContent, KnownHost, LinkOut, LinkReport, NewUrl, PendingOp, Pin, QueuedUrl,
+    Result, Stats, Suggested, SuggestedSeed, UrlDetails, UrlState, VisitRecord,
 };
 use crate::frontier::{Batch, Frontier};
 use crate::rank::LinkGraph;
@@ -32,12 +32,15 @@ impl Frontier for PgFrontier {
             capsules: usize,
             per_capsule: usize,
             now: i64,
-            permits: &dyn Fn(&str) -> bool
+            permits: &(dyn Fn(&str) -> bool + Sync)
         ) -> Result<(Vec<QueuedUrl>, usize)>;
         fn claim_more(&mut self, host_id: i64, n: usize, now: i64) -> Result<Vec<QueuedUrl>>;
         fn claim_ids(&mut self, ids: &[i64], now: i64) -> Result<Vec<QueuedUrl>>;
         fn release_capsule(&mut self, host_id: i64) -> Result<()>;
         fn next_wakeup(&self, now: i64) -> Result<Option<i64>>;
+        fn lease_address(&mut self, ip: &str) -> Result<bool>;
+        fn renew_leases(&mut self) -> Result<u64>;
+        fn pending_index_ops(&self, after: i64, limit: usize) -> Result<Vec<PendingOp>>;
         fn anchor_updates(&self, after: i64, limit: usize) -> Result<Vec<AnchorUpdate>>;
         fn clear_anchor_updates(&mut self, ids: &[i64]) -> Result<()>;
         fn clear_all_anchor_updates(&mut self) -> Result<()>;

@@ -16,8 +16,8 @@ use rusqlite::{params, OptionalExtension};
 use super::super::archive::decompress;
 use super::rows::count_at;
 use super::{
-    ArchiveRecord, ArchiveStats, ArchivedResponse, IndexedContent, Result, SqliteBatch,
-    SqliteFrontier,
+    ArchiveRecord, ArchiveStats, ArchivedResponse, IndexOp, IndexedContent, PendingOp, Result,
+    SqliteBatch, SqliteFrontier,
 };
 
 impl SqliteBatch<'_> {
@@ -142,6 +142,31 @@ impl SqliteFrontier {
 }
 
 impl SqliteFrontier {
+    /// Up to `limit` URLs with an index operation not yet confirmed, after `after`, in id order.
+    pub fn pending_index_ops(&self, after: i64, limit: usize) -> Result<Vec<PendingOp>> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT u.id, u.url, h.name, u.content_hash, COALESCE(u.content_meta, u.mime),
+                    COALESCE(u.size, 0), COALESCE(u.fetched_at, 0), u.index_op
+             FROM urls u JOIN hosts h ON h.id = u.host_id
+             WHERE u.index_op IS NOT NULL AND u.id > ?1 ORDER BY u.id LIMIT ?2",
+        )?;
+        let rows = stmt.query_map(params![after, limit as i64], |r| {
+            Ok(PendingOp {
+                op: IndexOp::parse(&r.get::<_, String>(7)?),
+                page: IndexedContent {
+                    id: r.get(0)?,
+                    url: r.get(1)?,
+                    host: r.get(2)?,
+                    content_hash: r.get(3)?,
+                    content_meta: r.get(4)?,
+                    size: count_at(r, 5)?,
+                    fetched_at: r.get(6)?,
+                },
+            })
+        })?;
+        Ok(rows.collect::<std::result::Result<_, _>>()?)
+    }
+
     /// Up to `limit` pages the index holds, after URL id `after`, in id order.
     pub fn indexed_content(&self, after: i64, limit: usize) -> Result<Vec<IndexedContent>> {
         let mut stmt = self.conn.prepare_cached(

@@ -80,7 +80,7 @@ impl SqliteFrontier {
         capsules: usize,
         per_capsule: usize,
         now: i64,
-        permits: &dyn Fn(&str) -> bool,
+        permits: &(dyn Fn(&str) -> bool + Sync),
     ) -> Result<(Vec<QueuedUrl>, usize)> {
         let tx = self
             .conn
@@ -165,6 +165,17 @@ impl SqliteFrontier {
         release(&tx, host_id)?;
         tx.commit()?;
         Ok(())
+    }
+
+    /// Every address is this crawl's: one crawl at a time holds a SQLite store.
+    pub fn lease_address(&mut self, _ip: &str) -> Result<bool> {
+        Ok(true)
+    }
+
+    /// Renews nothing: one crawl at a time holds a SQLite store (the data directory's lock), so
+    /// its leases last until it lets them go or `recover` does.
+    pub fn renew_leases(&mut self) -> Result<u64> {
+        Ok(0)
     }
 
     /// The earliest time after `now` at which a capsule that is not leased has work it may do:

@@ -34,8 +34,8 @@ pub use batch::SqliteBatch;
 use super::{
     AnchorUpdate, ArchiveRecord, ArchiveStats, ArchivedResponse, Backlink, CachedRobots, Canonical,
     FetchResult, FrontierError, IndexOp, IndexedContent, IndexedPage, KnownHost, LinkOut,
-    LinkReport, NewUrl, Pin, Prior, QueuedUrl, Result, Stats, Suggested, SuggestedSeed, UrlDetails,
-    UrlState, VisitRecord, MAX_REDIRECT_CHAIN, MAX_WAITING_SEEDS,
+    LinkReport, NewUrl, PendingOp, Pin, Prior, QueuedUrl, Result, Stats, Suggested, SuggestedSeed,
+    UrlDetails, UrlState, VisitRecord, MAX_REDIRECT_CHAIN, MAX_WAITING_SEEDS,
 };
 
 /// A recursive CTE `chain(id)`: URL `?1` and the URLs whose redirects (30 or 31) lead to it,

@@ -4,8 +4,8 @@
 
 use super::{
     AnchorUpdate, ArchiveRecord, ArchiveStats, ArchivedResponse, Backlink, CachedRobots,
-    FetchResult, IndexedContent, KnownHost, LinkOut, LinkReport, NewUrl, Pin, QueuedUrl, Result,
-    SqliteBatch, SqliteFrontier, Stats, Suggested, SuggestedSeed, UrlDetails, UrlState,
+    FetchResult, IndexedContent, KnownHost, LinkOut, LinkReport, NewUrl, PendingOp, Pin, QueuedUrl,
+    Result, SqliteBatch, SqliteFrontier, Stats, Suggested, SuggestedSeed, UrlDetails, UrlState,
     VisitRecord,
 };
 use crate::frontier::{Batch, Frontier};
@@ -37,12 +37,15 @@ impl Frontier for SqliteFrontier {
             capsules: usize,
             per_capsule: usize,
             now: i64,
-            permits: &dyn Fn(&str) -> bool
+            permits: &(dyn Fn(&str) -> bool + Sync)
         ) -> Result<(Vec<QueuedUrl>, usize)>;
         fn claim_more(&mut self, host_id: i64, n: usize, now: i64) -> Result<Vec<QueuedUrl>>;
         fn claim_ids(&mut self, ids: &[i64], now: i64) -> Result<Vec<QueuedUrl>>;
         fn release_capsule(&mut self, host_id: i64) -> Result<()>;
         fn next_wakeup(&self, now: i64) -> Result<Option<i64>>;
+        fn lease_address(&mut self, ip: &str) -> Result<bool>;
+        fn renew_leases(&mut self) -> Result<u64>;
+        fn pending_index_ops(&self, after: i64, limit: usize) -> Result<Vec<PendingOp>>;
         fn anchor_updates(&self, after: i64, limit: usize) -> Result<Vec<AnchorUpdate>>;
         fn clear_anchor_updates(&mut self, ids: &[i64]) -> Result<()>;
         fn clear_all_anchor_updates(&mut self) -> Result<()>;
