@@ -336,6 +336,10 @@ pub struct SearchArgs {
 pub struct StatsArgs {
     #[command(flatten)]
     pub data: DataDir,
+    /// Read the crawl state of a shared crawl (postgres://USER@HOST[:PORT]/DB) instead of the
+    /// data directory's SQLite file.
+    #[arg(long, value_name = "URL")]
+    pub frontier: Option<String>,
     /// Print the statistics as one JSON object.
     #[arg(long)]
     pub json: bool,
@@ -345,6 +349,10 @@ pub struct StatsArgs {
 pub struct BacklinksArgs {
     #[command(flatten)]
     pub data: DataDir,
+    /// Read the crawl state of a shared crawl (postgres://USER@HOST[:PORT]/DB) instead of the
+    /// data directory's SQLite file.
+    #[arg(long, value_name = "URL")]
+    pub frontier: Option<String>,
     /// Print one JSON object per linking page.
     #[arg(long)]
     pub json: bool,

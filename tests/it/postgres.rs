@@ -530,6 +530,42 @@ async fn three_crawlers_share_a_crawl_and_survive_one_killed() {
         "every page is in the index once"
     );
 
+    // The read-only commands read the shared store, and search reads the written index.
+    let stats = std::process::Command::new(support::geode_bin())
+        .args(["stats", "--json", "--frontier", &url, "--data"])
+        .arg(&index_dir)
+        .output()
+        .unwrap();
+    assert!(
+        stats.status.success(),
+        "{}",
+        String::from_utf8_lossy(&stats.stderr)
+    );
+    let stats: serde_json::Value = serde_json::from_slice(&stats.stdout).unwrap();
+    assert_eq!(stats["pages_indexed"], expected.len());
+    assert_eq!(stats["index_documents"], expected.len());
+    let backlinks = std::process::Command::new(support::geode_bin())
+        .args([
+            "backlinks",
+            "--frontier",
+            &url,
+            "gemini://alpha.test/gemlog/",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        String::from_utf8_lossy(&backlinks.stdout).contains("gemini://alpha.test/"),
+        "{}",
+        String::from_utf8_lossy(&backlinks.stderr)
+    );
+    let search = std::process::Command::new(support::geode_bin())
+        .args(["search", "--data"])
+        .arg(&index_dir)
+        .arg("gemlog")
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&search.stdout).contains("gemini://alpha.test/gemlog/"));
+
     // No URL fetched twice, but what the killed crawler had fetched and not yet recorded:
     // such a URL's first fetch started before the kill. Each crawler reads a capsule's
     // robots.txt itself before its first request to it.
