@@ -4,9 +4,10 @@
 //! may both create (capsules, URLs, bodies) are inserted with `ON CONFLICT`, so a crawler never
 //! fails on another's insert.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 
-use postgres::Transaction;
+use postgres::types::ToSql;
+use postgres::{Row, Statement, Transaction};
 
 use super::Result;
 use crate::frontier::{
@@ -18,15 +19,24 @@ use crate::revisit::Priority;
 pub struct PgBatch<'a> {
     /// `None` only once committed or dropped.
     tx: Option<Transaction<'a>>,
+    /// The connection's prepared statements, by their SQL: a statement prepared once is
+    /// executed in one round trip instead of two.
+    statements: &'a mut HashMap<String, Statement>,
     crawler: String,
     /// When URLs inserted by this transaction come due.
     now: i64,
 }
 
 impl<'a> PgBatch<'a> {
-    pub(super) fn new(tx: Transaction<'a>, crawler: String, now: i64) -> Self {
+    pub(super) fn new(
+        tx: Transaction<'a>,
+        statements: &'a mut HashMap<String, Statement>,
+        crawler: String,
+        now: i64,
+    ) -> Self {
         PgBatch {
             tx: Some(tx),
+            statements,
             crawler,
             now,
         }
@@ -38,17 +48,44 @@ impl<'a> PgBatch<'a> {
             .expect("a batch's transaction lives until commit or drop")
     }
 
+    /// The prepared statement of `sql`, prepared now if it never was on this connection.
+    fn statement(&mut self, sql: &str) -> Result<Statement> {
+        if let Some(statement) = self.statements.get(sql) {
+            return Ok(statement.clone());
+        }
+        let statement = self.tx().prepare(sql)?;
+        self.statements.insert(sql.to_string(), statement.clone());
+        Ok(statement)
+    }
+
+    fn exec(&mut self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> Result<u64> {
+        let statement = self.statement(sql)?;
+        Ok(self.tx().execute(&statement, params)?)
+    }
+
+    fn rows(&mut self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> Result<Vec<Row>> {
+        let statement = self.statement(sql)?;
+        Ok(self.tx().query(&statement, params)?)
+    }
+
+    fn row(&mut self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> Result<Row> {
+        let statement = self.statement(sql)?;
+        Ok(self.tx().query_one(&statement, params)?)
+    }
+
+    fn opt_row(&mut self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> Result<Option<Row>> {
+        let statement = self.statement(sql)?;
+        Ok(self.tx().query_opt(&statement, params)?)
+    }
+
     /// The id of a capsule, created when new.
     pub fn host_id(&mut self, name: &str) -> Result<i64> {
-        if let Some(row) = self
-            .tx()
-            .query_opt("SELECT id FROM hosts WHERE name = $1", &[&name])?
-        {
+        if let Some(row) = self.opt_row("SELECT id FROM hosts WHERE name = $1", &[&name])? {
             return Ok(row.get(0));
         }
         // Another crawler may insert it at the same moment: the insert then does nothing and
         // the select finds its row.
-        let row = self.tx().query_one(
+        let row = self.row(
             "WITH ins AS (INSERT INTO hosts(name) VALUES ($1) ON CONFLICT (name) DO NOTHING
                           RETURNING id)
              SELECT id FROM ins UNION ALL SELECT id FROM hosts WHERE name = $1 LIMIT 1",
@@ -64,14 +101,11 @@ impl<'a> PgBatch<'a> {
         excluded: Option<&str>,
         budget: u64,
     ) -> Result<Option<(i64, bool)>> {
-        if let Some(row) = self
-            .tx()
-            .query_opt("SELECT id FROM urls WHERE url = $1", &[&new.url])?
-        {
+        if let Some(row) = self.opt_row("SELECT id FROM urls WHERE url = $1", &[&new.url])? {
             return Ok(Some((row.get(0), false)));
         }
         let host_id = self.host_id(new.host)?;
-        let counted = self.tx().query_opt(
+        let counted = self.opt_row(
             "UPDATE hosts SET url_count = url_count + 1 WHERE id = $1 AND url_count < $2
              RETURNING url_count",
             &[&host_id, &(budget.min(i64::MAX as u64) as i64)],
@@ -83,7 +117,7 @@ impl<'a> PgBatch<'a> {
             Some(_) => (UrlState::Excluded, None),
             None => (UrlState::New, Some(self.now)),
         };
-        let inserted = self.tx().query_opt(
+        let inserted = self.opt_row(
             "INSERT INTO urls(url, host_id, state, depth, hops, discovered_from, alias_of,
                               error, prio, due_at)
              VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
@@ -103,13 +137,11 @@ impl<'a> PgBatch<'a> {
         )?;
         let Some(row) = inserted else {
             // Another crawler inserted it meanwhile (and counted it).
-            self.tx().execute(
+            self.exec(
                 "UPDATE hosts SET url_count = url_count - 1 WHERE id = $1",
                 &[&host_id],
             )?;
-            let row = self
-                .tx()
-                .query_one("SELECT id FROM urls WHERE url = $1", &[&new.url])?;
+            let row = self.row("SELECT id FROM urls WHERE url = $1", &[&new.url])?;
             return Ok(Some((row.get(0), false)));
         };
         if let Some(due) = due_at {
@@ -120,7 +152,7 @@ impl<'a> PgBatch<'a> {
 
     /// Makes fetchable the web URLs recorded as `excluded` by runs that did not follow the web.
     pub fn admit_web_urls(&mut self) -> Result<u64> {
-        let rows = self.tx().query(
+        let rows = self.rows(
             "SELECT id, url, host_id FROM urls
              WHERE state = 'excluded' AND error IN ('web', 'not-fetchable')
                AND (url LIKE 'http://%' OR url LIKE 'https://%')",
@@ -137,12 +169,12 @@ impl<'a> PgBatch<'a> {
             }
             let host = self.host_id(&crate::urlnorm::capsule_key(&parsed))?;
             let now = self.now;
-            self.tx().execute(
+            self.exec(
                 "UPDATE urls SET state = 'new', error = NULL, host_id = $2, due_at = $3
                  WHERE id = $1",
                 &[&id, &host, &now],
             )?;
-            self.tx().execute(
+            self.exec(
                 "UPDATE hosts SET url_count = url_count + (id = $2)::int - (id = $1)::int
                  WHERE id IN ($1, $2)",
                 &[&old_host, &host],
@@ -156,14 +188,13 @@ impl<'a> PgBatch<'a> {
     /// Whether a capsule holds its full budget of URLs.
     pub fn capsule_full(&mut self, host_id: i64, budget: u64) -> Result<bool> {
         let known: i64 = self
-            .tx()
-            .query_one("SELECT url_count FROM hosts WHERE id = $1", &[&host_id])?
+            .row("SELECT url_count FROM hosts WHERE id = $1", &[&host_id])?
             .get(0);
         Ok(known.max(0) as u64 >= budget)
     }
 
     fn lower_next_due(&mut self, host_id: i64, due: i64) -> Result<()> {
-        self.tx().execute(
+        self.exec(
             "UPDATE hosts SET next_due = $2 WHERE id = $1 AND (next_due IS NULL OR next_due > $2)",
             &[&host_id, &due],
         )?;
@@ -179,8 +210,7 @@ impl<'a> PgBatch<'a> {
         budget: u64,
     ) -> Result<LinkReport> {
         let old: BTreeSet<(i64, String)> = self
-            .tx()
-            .query(
+            .rows(
                 "SELECT target, label FROM links WHERE source = $1",
                 &[&source],
             )?
@@ -216,7 +246,7 @@ impl<'a> PgBatch<'a> {
             if !current.insert(key.clone()) || old.contains(&key) {
                 continue;
             }
-            self.tx().execute(
+            self.exec(
                 "INSERT INTO links(source, target, label) VALUES ($1, $2, $3)
                  ON CONFLICT DO NOTHING",
                 &[&source, &target, &link.label],
@@ -234,8 +264,7 @@ impl<'a> PgBatch<'a> {
     /// Removes every link of a page, marking the pages whose anchors lose a label.
     pub fn drop_links(&mut self, source: i64) -> Result<()> {
         let old: Vec<(i64, String)> = self
-            .tx()
-            .query(
+            .rows(
                 "SELECT target, label FROM links WHERE source = $1",
                 &[&source],
             )?
@@ -249,7 +278,7 @@ impl<'a> PgBatch<'a> {
     }
 
     fn remove_link(&mut self, source: i64, target: i64, label: &str) -> Result<()> {
-        self.tx().execute(
+        self.exec(
             "DELETE FROM links WHERE source = $1 AND target = $2 AND label = $3",
             &[&source, &target, &label],
         )?;
@@ -261,8 +290,7 @@ impl<'a> PgBatch<'a> {
 
     fn label_count(&mut self, target: i64, label: &str) -> Result<i64> {
         Ok(self
-            .tx()
-            .query_one(
+            .row(
                 "SELECT COUNT(*) FROM (SELECT 1 FROM links WHERE target = $1 AND label = $2
                                        LIMIT 2) AS l",
                 &[&target, &label],
@@ -272,13 +300,12 @@ impl<'a> PgBatch<'a> {
 
     /// Forgets a page's pending anchor update: its document is being written now.
     pub fn forget_anchor_update(&mut self, url_id: i64) -> Result<()> {
-        self.tx()
-            .execute("DELETE FROM anchor_updates WHERE url_id = $1", &[&url_id])?;
+        self.exec("DELETE FROM anchor_updates WHERE url_id = $1", &[&url_id])?;
         Ok(())
     }
 
     fn mark_anchor_update(&mut self, url_id: i64) -> Result<()> {
-        self.tx().execute(
+        self.exec(
             "INSERT INTO anchor_updates(url_id) VALUES ($1) ON CONFLICT DO NOTHING",
             &[&url_id],
         )?;
@@ -310,8 +337,7 @@ impl<'a> PgBatch<'a> {
     /// Another page holding this content in the index (or on its way there), if any.
     pub fn same_content(&mut self, hash: &str, except: i64) -> Result<Option<String>> {
         Ok(self
-            .tx()
-            .query_opt(
+            .opt_row(
                 "SELECT url FROM urls WHERE content_hash = $1 AND id != $2
                    AND ((in_index AND index_op IS NULL) OR index_op = 'upsert')
                  ORDER BY id LIMIT 1",
@@ -334,7 +360,7 @@ impl<'a> PgBatch<'a> {
             None => (false, None, None),
         };
         let crawler = self.crawler.clone();
-        self.tx().execute(
+        self.exec(
             "UPDATE urls SET state = $2, status = $3, meta = $4, error = $5,
                     mime = COALESCE($6, mime), size = COALESCE($7, size),
                     content_hash = COALESCE($8, content_hash),
@@ -382,8 +408,7 @@ impl<'a> PgBatch<'a> {
     fn replaced_content(&mut self, id: i64, new: Option<&str>) -> Result<Option<String>> {
         let Some(new) = new else { return Ok(None) };
         let old: Option<String> = self
-            .tx()
-            .query_opt("SELECT content_hash FROM urls WHERE id = $1", &[&id])?
+            .opt_row("SELECT content_hash FROM urls WHERE id = $1", &[&id])?
             .and_then(|r| r.get(0));
         Ok(old.filter(|old| old != new))
     }
@@ -391,7 +416,7 @@ impl<'a> PgBatch<'a> {
     /// Sends content to the index under `id`, the URL a temporary redirect keeps canonical.
     pub fn record_alias_content(&mut self, id: i64, result: &FetchResult) -> Result<()> {
         let replaced = self.replaced_content(id, result.content_hash.as_deref())?;
-        self.tx().execute(
+        self.exec(
             "UPDATE urls SET state = 'indexed', mime = $2, size = $3, content_hash = $4,
                     content_meta = $5, index_op = 'upsert', first_failed_at = NULL, batch = NULL
              WHERE id = $1",
@@ -411,13 +436,13 @@ impl<'a> PgBatch<'a> {
 
     /// Schedules a URL that failed temporarily for another try at `due_at`.
     pub fn retry_later(&mut self, id: i64, result: &FetchResult, due_at: i64) -> Result<()> {
-        self.tx().execute(
+        self.exec(
             "UPDATE urls SET attempts = attempts + 1, status = $2, meta = $3,
                     due_at = $4, claimed = 0, claimed_by = NULL
              WHERE id = $1",
             &[&id, &result.status.map(i64::from), &result.meta, &due_at],
         )?;
-        self.tx().execute(
+        self.exec(
             "UPDATE hosts SET next_due = $2
              WHERE id = (SELECT host_id FROM urls WHERE id = $1)
                AND (next_due IS NULL OR next_due > $2)",
@@ -429,8 +454,7 @@ impl<'a> PgBatch<'a> {
     /// Backs a capsule off for `base` seconds, doubled for every back-off in a row.
     pub fn back_off_capsule(&mut self, host_id: i64, now: i64, base: i64, max: i64) -> Result<i64> {
         let level: i64 = self
-            .tx()
-            .query_one(
+            .row(
                 "UPDATE hosts SET backoff_level = backoff_level + 1 WHERE id = $1
                  RETURNING backoff_level",
                 &[&host_id],
@@ -446,7 +470,7 @@ impl<'a> PgBatch<'a> {
 
     /// Ends a capsule's run of back-offs after a good answer.
     pub fn capsule_answered(&mut self, host_id: i64) -> Result<()> {
-        self.tx().execute(
+        self.exec(
             "UPDATE hosts SET backoff_level = 0 WHERE id = $1 AND backoff_level != 0",
             &[&host_id],
         )?;
@@ -455,7 +479,7 @@ impl<'a> PgBatch<'a> {
 
     /// Records the status and meta of an answer without changing the URL's state.
     pub fn note_answer(&mut self, id: i64, result: &FetchResult) -> Result<()> {
-        self.tx().execute(
+        self.exec(
             "UPDATE urls SET status = $2, meta = $3, fetched_at = $4 WHERE id = $1",
             &[
                 &id,
@@ -470,7 +494,7 @@ impl<'a> PgBatch<'a> {
     /// Puts a claimed URL off to the next run.
     pub fn defer(&mut self, id: i64, result: &FetchResult) -> Result<()> {
         let crawler = self.crawler.clone();
-        self.tx().execute(
+        self.exec(
             "UPDATE urls SET status = $2, meta = $3, claimed = 2, claimed_by = $4 WHERE id = $1",
             &[&id, &result.status.map(i64::from), &result.meta, &crawler],
         )?;
@@ -479,7 +503,7 @@ impl<'a> PgBatch<'a> {
 
     /// Returns a claimed URL to the frontier untouched.
     pub fn requeue(&mut self, id: i64) -> Result<()> {
-        self.tx().execute(
+        self.exec(
             "UPDATE urls SET claimed = 0, claimed_by = NULL WHERE id = $1 AND claimed = 1",
             &[&id],
         )?;
@@ -500,7 +524,7 @@ impl<'a> PgBatch<'a> {
         text: Option<&str>,
         now: i64,
     ) -> Result<()> {
-        self.tx().execute(
+        self.exec(
             "UPDATE hosts SET robots_status = $2, robots_txt = $3, robots_fetched_at = $4
              WHERE id = $1",
             &[&host_id, &i64::from(status), &text, &now],
@@ -510,7 +534,7 @@ impl<'a> PgBatch<'a> {
 
     /// Keeps a capsule from being fetched before `until`.
     pub fn set_backoff(&mut self, host_id: i64, until: i64) -> Result<()> {
-        self.tx().execute(
+        self.exec(
             "UPDATE hosts SET backoff_until = $2 WHERE id = $1",
             &[&host_id, &until],
         )?;
@@ -520,8 +544,7 @@ impl<'a> PgBatch<'a> {
     /// Compares a capsule's certificate with its pin, pinning a changed one.
     pub fn pin_certificate(&mut self, host_id: i64, sha256: &str, now: i64) -> Result<Pin> {
         let pinned: Option<String> = self
-            .tx()
-            .query_opt(
+            .opt_row(
                 "SELECT cert_sha256 FROM hosts WHERE id = $1 FOR UPDATE",
                 &[&host_id],
             )?
@@ -545,28 +568,27 @@ impl<'a> PgBatch<'a> {
                  WHERE id = $1"
             }
         };
-        self.tx().execute(sql, &[&host_id, &sha256, &now])?;
+        self.exec(sql, &[&host_id, &sha256, &now])?;
         Ok(pin)
     }
 
     /// Archives the latest response of a URL, replacing the one before.
     pub fn archive(&mut self, url_id: i64, record: &ArchiveRecord<'_>) -> Result<()> {
         if let Some(body) = &record.body {
-            self.tx().execute(
+            self.exec(
                 "INSERT INTO bodies(hash, size, zstd) VALUES ($1, $2, $3)
                  ON CONFLICT (hash) DO NOTHING",
                 &[&body.hash, &(body.size as i64), &body.zstd],
             )?;
         }
         let previous: Option<String> = self
-            .tx()
-            .query_opt(
+            .opt_row(
                 "SELECT body_hash FROM responses WHERE url_id = $1",
                 &[&url_id],
             )?
             .and_then(|r| r.get(0));
         let hash = record.body.map(|b| b.hash);
-        self.tx().execute(
+        self.exec(
             "INSERT INTO responses(url_id, status, meta, fetched_at, cert_sha256, body_hash)
              VALUES ($1, $2, $3, $4, $5, $6)
              ON CONFLICT (url_id) DO UPDATE SET status = excluded.status,
@@ -589,7 +611,7 @@ impl<'a> PgBatch<'a> {
 
     /// Deletes a body nothing needs any more.
     fn forget_body_if_unused(&mut self, hash: &str) -> Result<()> {
-        self.tx().execute(
+        self.exec(
             "DELETE FROM bodies WHERE hash = $1
                AND NOT EXISTS (SELECT 1 FROM responses WHERE body_hash = $1)
                AND NOT EXISTS (SELECT 1 FROM urls WHERE content_hash = $1)",

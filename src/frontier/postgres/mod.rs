@@ -14,7 +14,7 @@
 //!
 //! **Blocking.** The client is the synchronous `postgres` crate, whose calls drive a runtime of
 //! their own; the crawl loop calls the frontier from inside tokio, so each call is run through
-//! [`blocking`] (on a thread of its own there). Connections come from an r2d2 pool ([`PgStore`]), one per [`PgFrontier`].
+//! [`blocking`], which leaves the runtime first. Connections come from an r2d2 pool ([`PgStore`]), one per [`PgFrontier`].
 
 mod batch;
 mod claim;
@@ -125,6 +125,7 @@ impl PgStore {
             crawler: self.crawler.clone(),
             lease_secs: self.lease_secs,
             passed_over: Vec::new(),
+            statements: std::collections::HashMap::new(),
         })
     }
 
@@ -146,6 +147,8 @@ pub struct PgFrontier {
     /// Capsules out of this crawler's scope, passed over until its run ends (kept here, not in
     /// the database: another crawler's scope may hold them).
     passed_over: Vec<i64>,
+    /// Statements batches prepared on this connection (see [`PgBatch`]).
+    statements: std::collections::HashMap<String, postgres::Statement>,
 }
 
 impl Drop for PgFrontier {
@@ -171,18 +174,21 @@ impl From<postgres::Error> for FrontierError {
 }
 
 /// Runs a call of the synchronous client, whose calls drive a runtime of their own and so may
-/// not run on a thread that is inside tokio's (the crawl loop's): there it runs on a short-lived
-/// thread of its own, which the caller waits for. Elsewhere (the index writer, tests) it runs as
-/// is.
+/// not run where tokio's runtime is entered (the crawl loop's thread). In a multi-threaded
+/// runtime (the crawl's) it runs in place after leaving the runtime (`block_in_place`, which
+/// also serves the thread of `Runtime::block_on`); in a current-thread runtime, on a short-lived
+/// thread of its own, which the caller waits for; elsewhere (the index writer, tests) as is.
 pub(crate) fn blocking<T: Send>(f: impl FnOnce() -> T + Send) -> T {
-    if tokio::runtime::Handle::try_current().is_err() {
-        return f();
+    use tokio::runtime::{Handle, RuntimeFlavor};
+    match Handle::try_current().map(|h| h.runtime_flavor()) {
+        Err(_) => f(),
+        Ok(RuntimeFlavor::MultiThread) => tokio::task::block_in_place(f),
+        Ok(_) => std::thread::scope(|s| {
+            s.spawn(f)
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+        }),
     }
-    std::thread::scope(|s| {
-        s.spawn(f)
-            .join()
-            .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
-    })
 }
 
 /// The machine's name, for crawler ids (an operator reading the leases sees who holds what).
@@ -209,7 +215,12 @@ impl PgFrontier {
             .get_mut()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
         let tx = write_tx(conn)?;
-        Ok(PgBatch::new(tx, self.crawler.clone(), now))
+        Ok(PgBatch::new(
+            tx,
+            &mut self.statements,
+            self.crawler.clone(),
+            now,
+        ))
     }
 
     /// The cached robots.txt of a capsule, if it was ever fetched.
