@@ -67,6 +67,16 @@ pub struct CertificateChange {
     pub last_seen: Option<i64>,
 }
 
+/// The buckets of revisit intervals for `stats`: upper bound (seconds, exclusive) and label.
+pub(crate) const INTERVAL_BUCKETS: &[(i64, &str)] = &[
+    (24 * 3600, "under 1 day"),
+    (3 * 24 * 3600, "1-3 days"),
+    (7 * 24 * 3600, "3-7 days"),
+    (14 * 24 * 3600, "7-14 days"),
+    (30 * 24 * 3600, "14-30 days"),
+    (i64::MAX, "30 days or more"),
+];
+
 /// How many capsules with changed certificates `stats` lists.
 pub const MAX_CERTIFICATE_CHANGES: usize = 50;
 

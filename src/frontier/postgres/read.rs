@@ -9,22 +9,13 @@ use postgres::GenericClient;
 
 use super::{count_of, lock, status_of, write_tx, PgFrontier, Result};
 use crate::frontier::archive::decompress;
+use crate::frontier::stats::INTERVAL_BUCKETS;
 use crate::frontier::{
     AnchorUpdate, ArchiveStats, ArchivedResponse, Backlink, CertificateChange, IndexOp,
     IndexedContent, IndexedPage, KnownHost, NewUrl, PendingOp, Schedule, Stats, Suggested,
     SuggestedSeed, UrlDetails, MAX_CERTIFICATE_CHANGES, MAX_REDIRECT_CHAIN, MAX_WAITING_SEEDS,
 };
 use crate::rank::{LinkGraph, LinkGraphBuilder};
-
-/// The buckets of revisit intervals: upper bound (seconds, exclusive) and label.
-const INTERVAL_BUCKETS: &[(i64, &str)] = &[
-    (24 * 3600, "under 1 day"),
-    (3 * 24 * 3600, "1-3 days"),
-    (7 * 24 * 3600, "3-7 days"),
-    (14 * 24 * 3600, "7-14 days"),
-    (30 * 24 * 3600, "14-30 days"),
-    (i64::MAX, "30 days or more"),
-];
 
 /// The distinct labels of links to `id` or to URLs redirecting to it, walked a level at a time.
 pub(super) fn inbound_labels(

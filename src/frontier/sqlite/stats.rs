@@ -6,17 +6,8 @@ use rusqlite::OptionalExtension;
 
 use super::rows::{count_at, maybe_count_at, status_at};
 use super::{Backlink, KnownHost, Result, SqliteFrontier, Stats, UrlDetails, REDIRECT_CHAIN};
+use crate::frontier::stats::INTERVAL_BUCKETS;
 use crate::frontier::{CertificateChange, Schedule, MAX_CERTIFICATE_CHANGES};
-
-/// The buckets of revisit intervals: upper bound (seconds, exclusive) and label.
-const INTERVAL_BUCKETS: &[(i64, &str)] = &[
-    (24 * 3600, "under 1 day"),
-    (3 * 24 * 3600, "1-3 days"),
-    (7 * 24 * 3600, "3-7 days"),
-    (14 * 24 * 3600, "7-14 days"),
-    (30 * 24 * 3600, "14-30 days"),
-    (i64::MAX, "30 days or more"),
-];
 
 impl SqliteFrontier {
     /// Counts for `geode stats`; `now` decides which back-offs are still running.
