@@ -365,6 +365,10 @@ pub struct BacklinksArgs {
 pub struct ServeArgs {
     #[command(flatten)]
     pub data: DataDir,
+    /// Serve a shared crawl (postgres://USER@HOST[:PORT]/DB): its index is the one in --data,
+    /// written by `geode index`; statistics, backlinks and suggested seeds use the database.
+    #[arg(long, value_name = "URL")]
+    pub frontier: Option<String>,
     /// Address to listen on, e.g. 0.0.0.0:1965 or [::]:1965 (port 0 picks a free port).
     /// Repeat to listen on several addresses (IPv4 and IPv6).
     #[arg(long, value_name = "ADDR:PORT", required = true)]

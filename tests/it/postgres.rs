@@ -558,6 +558,20 @@ async fn three_crawlers_share_a_crawl_and_survive_one_killed() {
         "{}",
         String::from_utf8_lossy(&backlinks.stderr)
     );
+    // `geode serve --frontier`'s readers: statistics and backlinks from the shared store, the
+    // index from the data directory.
+    let backend = geode::serve::backend::Backend::new(&index_dir, Some(store.clone()));
+    let snapshot = backend.snapshot(geode::clock::unix_now()).unwrap();
+    assert_eq!(
+        snapshot.stats.as_ref().unwrap().pages_indexed,
+        expected.len() as u64
+    );
+    assert_eq!(snapshot.documents, expected.len() as u64);
+    let links = backend
+        .backlinks("gemini://alpha.test/gemlog/")
+        .unwrap()
+        .unwrap();
+    assert!(links.known && links.links.iter().any(|l| l.url == "gemini://alpha.test/"));
     let search = std::process::Command::new(support::geode_bin())
         .args(["search", "--data"])
         .arg(&index_dir)
