@@ -232,6 +232,10 @@ pub struct ReindexArgs {
 pub struct ShowArgs {
     #[command(flatten)]
     pub data: DataDir,
+    /// Read the crawl state of a shared crawl (postgres://USER@HOST[:PORT]/DB) instead of the
+    /// data directory's SQLite file.
+    #[arg(long, value_name = "URL")]
+    pub frontier: Option<String>,
     /// Print exactly the body bytes of the latest response, and nothing else.
     #[arg(long, conflicts_with = "json")]
     pub raw: bool,
@@ -247,6 +251,10 @@ pub struct ShowArgs {
 pub struct ExportArgs {
     #[command(flatten)]
     pub data: DataDir,
+    /// Read the crawl state of a shared crawl (postgres://USER@HOST[:PORT]/DB) instead of the
+    /// data directory's SQLite file.
+    #[arg(long, value_name = "URL")]
+    pub frontier: Option<String>,
     /// The WARC file to write (`-` for standard output).
     #[arg(long, value_name = "FILE", required = true)]
     pub warc: PathBuf,

@@ -558,6 +558,32 @@ async fn three_crawlers_share_a_crawl_and_survive_one_killed() {
         "{}",
         String::from_utf8_lossy(&backlinks.stderr)
     );
+    let show = std::process::Command::new(support::geode_bin())
+        .args(["show", "--json", "--frontier", &url, "gemini://alpha.test/"])
+        .output()
+        .unwrap();
+    let show: serde_json::Value = serde_json::from_slice(&show.stdout).unwrap();
+    assert_eq!(show["details"]["in_index"], true, "{show}");
+    let warc = std::process::Command::new(support::geode_bin())
+        .args(["export", "--warc", "-", "--frontier", &url])
+        .output()
+        .unwrap();
+    assert!(
+        warc.status.success(),
+        "{}",
+        String::from_utf8_lossy(&warc.stderr)
+    );
+    let mut text = String::new();
+    std::io::Read::read_to_string(
+        &mut flate2::read::MultiGzDecoder::new(&warc.stdout[..]),
+        &mut text,
+    )
+    .unwrap();
+    assert!(
+        text.contains("WARC-Target-URI: gemini://alpha.test/gemlog/"),
+        "the export holds the shared crawl's archive"
+    );
+
     // `geode serve --frontier`'s readers: statistics and backlinks from the shared store, the
     // index from the data directory.
     let backend = geode::serve::backend::Backend::new(&index_dir, Some(store.clone()));
