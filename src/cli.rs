@@ -291,6 +291,9 @@ pub enum SeedAction {
     Add {
         #[command(flatten)]
         data: DataDir,
+        /// Queue them in a shared crawl (postgres://USER@HOST[:PORT]/DB) instead.
+        #[arg(long, value_name = "URL")]
+        frontier: Option<String>,
         #[arg(required = true, value_name = "URL")]
         urls: Vec<String>,
     },
@@ -298,6 +301,9 @@ pub enum SeedAction {
     List {
         #[command(flatten)]
         data: DataDir,
+        /// List those of a shared crawl (postgres://USER@HOST[:PORT]/DB) instead.
+        #[arg(long, value_name = "URL")]
+        frontier: Option<String>,
         /// One JSON object per seed, a line each.
         #[arg(long)]
         json: bool,

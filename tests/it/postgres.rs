@@ -630,4 +630,26 @@ async fn three_crawlers_share_a_crawl_and_survive_one_killed() {
     }
     eprintln!("{refetched} URLs fetched again after the kill");
     support::assert_polite(&log, Duration::ZERO);
+
+    // Seeds go to the shared crawl too.
+    let seed = |args: &[&str]| {
+        let out = std::process::Command::new(support::geode_bin())
+            .arg("seed")
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let added = seed(&["add", "--frontier", &url, "gemini://epsilon.test/"]);
+    assert!(added.contains("added"), "{added}");
+    let listed = seed(&["list", "--frontier", &url]);
+    assert!(
+        listed.contains("gemini://epsilon.test/  waiting for a crawl"),
+        "{listed}"
+    );
 }
