@@ -530,6 +530,15 @@ async fn three_crawlers_share_a_crawl_and_survive_one_killed() {
         "every page is in the index once"
     );
 
+    // The index writer computed link authority from the shared link graph, as a crawl does.
+    let authority =
+        geode::index::authority::Authority::load(&geode::datadir::index_path(&index_dir)).unwrap();
+    assert_eq!(
+        authority.len(),
+        expected.len(),
+        "a score for every indexed page"
+    );
+
     // The read-only commands read the shared store, and search reads the written index.
     let stats = std::process::Command::new(support::geode_bin())
         .args(["stats", "--json", "--frontier", &url, "--data"])
