@@ -251,8 +251,27 @@ pub trait Frontier: Send {
 
     /// The link graph of indexed pages, for the authority computation.
     fn link_graph(&self) -> Result<LinkGraph>;
-    /// Adds a seed URL (due at once if new). Returns whether it was new.
-    fn add_seed(&mut self, url: &str, host: &str, now: i64) -> Result<bool>;
+    /// Adds a seed URL at depth 0, due now. Returns true when it was not known before.
+    fn add_seed(&mut self, url: &str, host: &str, now: i64) -> Result<bool> {
+        let mut batch = self.batch(now)?;
+        let prio = url::Url::parse(url)
+            .map(|u| crate::revisit::Priority::of(&u, false, false))
+            .unwrap_or(crate::revisit::Priority::Fresh);
+        let seed = NewUrl {
+            url,
+            host,
+            depth: 0,
+            hops: 0,
+            from: None,
+            alias_of: None,
+            prio,
+        };
+        let added = batch
+            .ensure_url(&seed, None, u64::MAX)?
+            .is_some_and(|(_, new)| new);
+        batch.commit()?;
+        Ok(added)
+    }
     /// Records a seed someone suggested (bounded by [`MAX_WAITING_SEEDS`]).
     fn suggest_seed(&mut self, url: &str, host: &str, source: &str, now: i64) -> Result<Suggested>;
     /// The suggested seeds and where they stand.

@@ -10,10 +10,11 @@ use postgres::GenericClient;
 use super::{count_of, lock, status_of, write_tx, PgFrontier, Result};
 use crate::frontier::archive::decompress;
 use crate::frontier::stats::INTERVAL_BUCKETS;
+use crate::frontier::Frontier;
 use crate::frontier::{
     AnchorUpdate, ArchiveStats, ArchivedResponse, Backlink, CertificateChange, IndexOp,
-    IndexedContent, IndexedPage, KnownHost, NewUrl, PendingOp, Schedule, Stats, Suggested,
-    SuggestedSeed, UrlDetails, MAX_CERTIFICATE_CHANGES, MAX_REDIRECT_CHAIN, MAX_WAITING_SEEDS,
+    IndexedContent, IndexedPage, KnownHost, PendingOp, Schedule, Stats, Suggested, SuggestedSeed,
+    UrlDetails, MAX_CERTIFICATE_CHANGES, MAX_REDIRECT_CHAIN, MAX_WAITING_SEEDS,
 };
 use crate::rank::{LinkGraph, LinkGraphBuilder};
 
@@ -338,28 +339,6 @@ impl PgFrontier {
             }
         }
         Ok(builder.build())
-    }
-
-    /// Adds a seed URL at depth 0, due now. Returns true when it was not known before.
-    pub fn add_seed(&mut self, url: &str, host: &str, now: i64) -> Result<bool> {
-        let mut batch = self.batch(now)?;
-        let prio = url::Url::parse(url)
-            .map(|u| crate::revisit::Priority::of(&u, false, false))
-            .unwrap_or(crate::revisit::Priority::Fresh);
-        let seed = NewUrl {
-            url,
-            host,
-            depth: 0,
-            hops: 0,
-            from: None,
-            alias_of: None,
-            prio,
-        };
-        let added = batch
-            .ensure_url(&seed, None, u64::MAX)?
-            .is_some_and(|(_, new)| new);
-        batch.commit()?;
-        Ok(added)
     }
 
     /// Records a seed someone suggested (at most [`MAX_WAITING_SEEDS`] wait at a time).

@@ -63,7 +63,6 @@ impl Frontier for SqliteFrontier {
             limit: usize
         ) -> Result<Vec<(i64, String, ArchivedResponse)>>;
         fn link_graph(&self) -> Result<LinkGraph>;
-        fn add_seed(&mut self, url: &str, host: &str, now: i64) -> Result<bool>;
         fn suggest_seed(&mut self, url: &str, host: &str, source: &str, now: i64)
             -> Result<Suggested>;
         fn suggested_seeds(&self) -> Result<Vec<SuggestedSeed>>;
