@@ -15,6 +15,16 @@ use crate::frontier::{
 };
 use crate::revisit::Priority;
 
+/// Ids of capsules and URLs by name, as rows of the store have them.
+#[derive(Debug, Default)]
+pub(super) struct Ids {
+    hosts: HashMap<String, i64>,
+    urls: HashMap<String, i64>,
+}
+
+/// How many URL ids a [`super::PgFrontier`] keeps in memory at most; emptied when full.
+const MAX_CACHED_URLS: usize = 200_000;
+
 /// One write transaction. Dropping it without [`PgBatch::commit`] rolls everything back.
 pub struct PgBatch<'a> {
     /// `None` only once committed or dropped.
@@ -22,6 +32,10 @@ pub struct PgBatch<'a> {
     /// The connection's prepared statements, by their SQL: a statement prepared once is
     /// executed in one round trip instead of two.
     statements: &'a mut HashMap<String, Statement>,
+    /// Ids of capsules and URLs committed before (they never change), and those this
+    /// transaction made, cached once it commits (a rollback undoes them).
+    ids: &'a mut Ids,
+    new_ids: Ids,
     crawler: String,
     /// When URLs inserted by this transaction come due.
     now: i64,
@@ -31,12 +45,18 @@ impl<'a> PgBatch<'a> {
     pub(super) fn new(
         tx: Transaction<'a>,
         statements: &'a mut HashMap<String, Statement>,
+        ids: &'a mut Ids,
         crawler: String,
         now: i64,
     ) -> Self {
+        if ids.urls.len() > MAX_CACHED_URLS {
+            ids.urls.clear();
+        }
         PgBatch {
             tx: Some(tx),
             statements,
+            ids,
+            new_ids: Ids::default(),
             crawler,
             now,
         }
@@ -80,8 +100,18 @@ impl<'a> PgBatch<'a> {
 
     /// The id of a capsule, created when new.
     pub fn host_id(&mut self, name: &str) -> Result<i64> {
+        if let Some(&id) = self
+            .ids
+            .hosts
+            .get(name)
+            .or_else(|| self.new_ids.hosts.get(name))
+        {
+            return Ok(id);
+        }
         if let Some(row) = self.opt_row("SELECT id FROM hosts WHERE name = $1", &[&name])? {
-            return Ok(row.get(0));
+            let id = row.get(0);
+            self.ids.hosts.insert(name.to_string(), id);
+            return Ok(id);
         }
         // Another crawler may insert it at the same moment: the insert then does nothing and
         // the select finds its row.
@@ -91,7 +121,9 @@ impl<'a> PgBatch<'a> {
              SELECT id FROM ins UNION ALL SELECT id FROM hosts WHERE name = $1 LIMIT 1",
             &[&name],
         )?;
-        Ok(row.get(0))
+        let id = row.get(0);
+        self.new_ids.hosts.insert(name.to_string(), id);
+        Ok(id)
     }
 
     /// The id of a URL, inserting it when unknown (see the SQLite store's `ensure_url`).
@@ -101,8 +133,19 @@ impl<'a> PgBatch<'a> {
         excluded: Option<&str>,
         budget: u64,
     ) -> Result<Option<(i64, bool)>> {
+        if let Some(&id) = self
+            .ids
+            .urls
+            .get(new.url)
+            .or_else(|| self.new_ids.urls.get(new.url))
+        {
+            return Ok(Some((id, false)));
+        }
         if let Some(row) = self.opt_row("SELECT id FROM urls WHERE url = $1", &[&new.url])? {
-            return Ok(Some((row.get(0), false)));
+            // Not made by this transaction (those are in `new_ids`), so committed: cacheable.
+            let id = row.get(0);
+            self.ids.urls.insert(new.url.to_string(), id);
+            return Ok(Some((id, false)));
         }
         let host_id = self.host_id(new.host)?;
         let counted = self.opt_row(
@@ -144,10 +187,12 @@ impl<'a> PgBatch<'a> {
             let row = self.row("SELECT id FROM urls WHERE url = $1", &[&new.url])?;
             return Ok(Some((row.get(0), false)));
         };
+        let id: i64 = row.get(0);
+        self.new_ids.urls.insert(new.url.to_string(), id);
         if let Some(due) = due_at {
             self.lower_next_due(host_id, due)?;
         }
-        Ok(Some((row.get(0), true)))
+        Ok(Some((id, true)))
     }
 
     /// Makes fetchable the web URLs recorded as `excluded` by runs that did not follow the web.
@@ -625,6 +670,9 @@ impl<'a> PgBatch<'a> {
         if let Some(tx) = self.tx.take() {
             tx.commit()?;
         }
+        let made = std::mem::take(&mut self.new_ids);
+        self.ids.hosts.extend(made.hosts);
+        self.ids.urls.extend(made.urls);
         Ok(())
     }
 }

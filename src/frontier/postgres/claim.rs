@@ -11,7 +11,7 @@
 
 use postgres::{GenericClient, Row};
 
-use super::{lock, PgFrontier, Result, DB_NOW};
+use super::{lock, write_tx, PgFrontier, Result, DB_NOW};
 use crate::frontier::{Canonical, Prior, QueuedUrl, UrlState};
 use crate::revisit::Priority;
 
@@ -80,7 +80,7 @@ impl PgFrontier {
         permits: &(dyn Fn(&str) -> bool + Sync),
     ) -> Result<(Vec<QueuedUrl>, usize)> {
         let mut conn = lock(&self.conn);
-        let mut tx = conn.transaction()?;
+        let mut tx = write_tx(&mut conn)?;
         let hosts = tx.query(
             &format!(
                 "SELECT id, name, claimed FROM hosts
@@ -138,7 +138,7 @@ impl PgFrontier {
     /// Nothing comes back for a capsule whose lease this crawler lost.
     pub fn claim_more(&mut self, host_id: i64, n: usize, now: i64) -> Result<Vec<QueuedUrl>> {
         let mut conn = lock(&self.conn);
-        let mut tx = conn.transaction()?;
+        let mut tx = write_tx(&mut conn)?;
         let held = tx.execute(
             &format!(
                 "UPDATE hosts SET leased_until = {DB_NOW} + $3
@@ -159,7 +159,7 @@ impl PgFrontier {
     /// crawler.
     pub fn claim_ids(&mut self, ids: &[i64], now: i64) -> Result<Vec<QueuedUrl>> {
         let mut conn = lock(&self.conn);
-        let mut tx = conn.transaction()?;
+        let mut tx = write_tx(&mut conn)?;
         let rows = tx.query(
             &format!(
                 "SELECT {CLAIM_COLUMNS}
@@ -183,7 +183,7 @@ impl PgFrontier {
     /// Lets go of a capsule this crawler leased.
     pub fn release_capsule(&mut self, host_id: i64) -> Result<()> {
         let mut conn = lock(&self.conn);
-        let mut tx = conn.transaction()?;
+        let mut tx = write_tx(&mut conn)?;
         release(&mut tx, &self.crawler, host_id)?;
         tx.commit()?;
         Ok(())
@@ -209,7 +209,7 @@ impl PgFrontier {
     /// works. Returns how many capsules it holds.
     pub fn renew_leases(&mut self) -> Result<u64> {
         let mut conn = lock(&self.conn);
-        let mut tx = conn.transaction()?;
+        let mut tx = write_tx(&mut conn)?;
         heartbeat(&mut tx, &self.crawler, self.lease_secs)?;
         let held = tx.execute(
             &format!(
@@ -263,7 +263,7 @@ impl PgFrontier {
     /// crawlers stay.
     pub fn end_run(&mut self) -> Result<()> {
         let mut conn = lock(&self.conn);
-        let mut tx = conn.transaction()?;
+        let mut tx = write_tx(&mut conn)?;
         let hosts: Vec<i64> = tx
             .query(
                 "SELECT DISTINCT host_id FROM urls WHERE claimed != 0 AND claimed_by = $1

@@ -126,6 +126,7 @@ impl PgStore {
             lease_secs: self.lease_secs,
             passed_over: Vec::new(),
             statements: std::collections::HashMap::new(),
+            ids: batch::Ids::default(),
         })
     }
 
@@ -149,6 +150,8 @@ pub struct PgFrontier {
     passed_over: Vec<i64>,
     /// Statements batches prepared on this connection (see [`PgBatch`]).
     statements: std::collections::HashMap<String, postgres::Statement>,
+    /// Ids of capsules and URLs met by batches (see [`PgBatch`]).
+    ids: batch::Ids,
 }
 
 impl Drop for PgFrontier {
@@ -218,6 +221,7 @@ impl PgFrontier {
         Ok(PgBatch::new(
             tx,
             &mut self.statements,
+            &mut self.ids,
             self.crawler.clone(),
             now,
         ))
@@ -338,10 +342,12 @@ fn lock(conn: &Mutex<Conn>) -> MutexGuard<'_, Conn> {
     conn.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
-/// The key of the advisory lock every batch and index bookkeeping transaction takes first.
-/// Writes from several crawlers touch the same capsule and URL rows in different orders
-/// (links between capsules), which could deadlock; taking turns cannot. Claims do not take it:
-/// they lock only capsule rows, with `SKIP LOCKED`, and the free URLs of those capsules.
+/// The key of the advisory lock every write transaction takes first: batches, index
+/// bookkeeping, claims and releases of all crawlers take turns. Writes touch the same capsule
+/// and URL rows in different orders (links between capsules), which could deadlock; and a
+/// release computes a capsule's next due time from the URLs it sees, so it must not run beside
+/// a batch adding URLs to that capsule (it would miss them and leave the capsule never due).
+/// Capsule rows are still taken `FOR UPDATE SKIP LOCKED`.
 const WRITE_LOCK: i64 = 0x6765_6f64_6531; // "geode1"
 
 /// Begins a write transaction in turn with other crawlers' (see [`WRITE_LOCK`]).
