@@ -14,7 +14,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use geode::frontier::{FetchResult, Frontier, NewUrl, UrlState, VisitRecord};
+use geode::frontier::{FetchResult, NewUrl, SqliteFrontier, UrlState, VisitRecord};
 use geode::revisit::Priority;
 
 fn main() {
@@ -48,7 +48,7 @@ fn percentile(sorted: &[f64], p: f64) -> f64 {
 fn build(dir: &Path, urls: u64, capsules: u64, due: u64) {
     std::fs::create_dir_all(dir).expect("data directory");
     let db = dir.join("crawl.sqlite");
-    let mut frontier = Frontier::open(&db).expect("open");
+    let mut frontier = SqliteFrontier::open(&db).expect("open");
     let now = geode::crawl::unix_now();
     let per_capsule = (urls / capsules).max(1);
     let due_per_capsule = (due / capsules).min(per_capsule);
@@ -158,7 +158,7 @@ fn build(dir: &Path, urls: u64, capsules: u64, due: u64) {
 
 fn claims(dir: &Path, rounds: u64) {
     let started = Instant::now();
-    let mut frontier = Frontier::open(&dir.join("crawl.sqlite")).expect("open");
+    let mut frontier = SqliteFrontier::open(&dir.join("crawl.sqlite")).expect("open");
     let opened = started.elapsed().as_secs_f64();
     let now = geode::crawl::unix_now();
     let mut lease_ms = Vec::new();

@@ -64,6 +64,12 @@ pub enum Command {
     /// `geode serve` keep working meanwhile. Pages crawled before the archive existed cannot be
     /// rebuilt; the next crawl fetches them.
     Reindex(ReindexArgs),
+    /// Write the index of a shared crawl: apply what crawlers of `--frontier` recorded.
+    ///
+    /// Crawlers sharing a PostgreSQL database index nothing themselves; this is the one index
+    /// writer. It applies the pending pages to the index in --data and exits, or keeps going
+    /// with --follow. Search and serve that index as usual (`geode search --data DIR`).
+    Index(IndexArgs),
     /// Show everything geode knows about a URL: state, schedule, response, links in and out,
     /// and the text that was indexed.
     Show(ShowArgs),
@@ -186,6 +192,31 @@ pub struct CrawlArgs {
     /// requests: `geode/VERSION (+CONTACT; ...)`.
     #[arg(long, value_name = "URL", env = "GEODE_CONTACT")]
     pub contact: Option<String>,
+    /// Share the crawl with other crawlers through a PostgreSQL database
+    /// (postgres://USER@HOST[:PORT]/DB) instead of the data directory's SQLite file. The crawl
+    /// then keeps no index: `geode index --frontier URL` writes it.
+    #[arg(long, value_name = "URL")]
+    pub frontier: Option<String>,
+    /// With --frontier: how long this crawler's leases last unless renewed; a crawler that dies
+    /// loses its work to the others this long after its last renewal.
+    #[arg(long, value_name = "DURATION", default_value = "5m", value_parser = parse_duration)]
+    pub lease: Duration,
+}
+
+#[derive(Debug, Args)]
+pub struct IndexArgs {
+    #[command(flatten)]
+    pub data: DataDir,
+    /// The shared crawl (postgres://USER@HOST[:PORT]/DB).
+    #[arg(long, value_name = "URL")]
+    pub frontier: String,
+    /// Keep applying what the crawlers record until interrupted, instead of exiting when
+    /// nothing is left.
+    #[arg(long)]
+    pub follow: bool,
+    /// Print the summary as one JSON object.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]
@@ -201,6 +232,10 @@ pub struct ReindexArgs {
 pub struct ShowArgs {
     #[command(flatten)]
     pub data: DataDir,
+    /// Read the crawl state of a shared crawl (postgres://USER@HOST[:PORT]/DB) instead of the
+    /// data directory's SQLite file.
+    #[arg(long, value_name = "URL")]
+    pub frontier: Option<String>,
     /// Print exactly the body bytes of the latest response, and nothing else.
     #[arg(long, conflicts_with = "json")]
     pub raw: bool,
@@ -216,6 +251,10 @@ pub struct ShowArgs {
 pub struct ExportArgs {
     #[command(flatten)]
     pub data: DataDir,
+    /// Read the crawl state of a shared crawl (postgres://USER@HOST[:PORT]/DB) instead of the
+    /// data directory's SQLite file.
+    #[arg(long, value_name = "URL")]
+    pub frontier: Option<String>,
     /// The WARC file to write (`-` for standard output).
     #[arg(long, value_name = "FILE", required = true)]
     pub warc: PathBuf,
@@ -252,6 +291,9 @@ pub enum SeedAction {
     Add {
         #[command(flatten)]
         data: DataDir,
+        /// Queue them in a shared crawl (postgres://USER@HOST[:PORT]/DB) instead.
+        #[arg(long, value_name = "URL")]
+        frontier: Option<String>,
         #[arg(required = true, value_name = "URL")]
         urls: Vec<String>,
     },
@@ -259,6 +301,9 @@ pub enum SeedAction {
     List {
         #[command(flatten)]
         data: DataDir,
+        /// List those of a shared crawl (postgres://USER@HOST[:PORT]/DB) instead.
+        #[arg(long, value_name = "URL")]
+        frontier: Option<String>,
         /// One JSON object per seed, a line each.
         #[arg(long)]
         json: bool,
@@ -305,6 +350,10 @@ pub struct SearchArgs {
 pub struct StatsArgs {
     #[command(flatten)]
     pub data: DataDir,
+    /// Read the crawl state of a shared crawl (postgres://USER@HOST[:PORT]/DB) instead of the
+    /// data directory's SQLite file.
+    #[arg(long, value_name = "URL")]
+    pub frontier: Option<String>,
     /// Print the statistics as one JSON object.
     #[arg(long)]
     pub json: bool,
@@ -314,6 +363,10 @@ pub struct StatsArgs {
 pub struct BacklinksArgs {
     #[command(flatten)]
     pub data: DataDir,
+    /// Read the crawl state of a shared crawl (postgres://USER@HOST[:PORT]/DB) instead of the
+    /// data directory's SQLite file.
+    #[arg(long, value_name = "URL")]
+    pub frontier: Option<String>,
     /// Print one JSON object per linking page.
     #[arg(long)]
     pub json: bool,
@@ -326,6 +379,10 @@ pub struct BacklinksArgs {
 pub struct ServeArgs {
     #[command(flatten)]
     pub data: DataDir,
+    /// Serve a shared crawl (postgres://USER@HOST[:PORT]/DB): its index is the one in --data,
+    /// written by `geode index`; statistics, backlinks and suggested seeds use the database.
+    #[arg(long, value_name = "URL")]
+    pub frontier: Option<String>,
     /// Address to listen on, e.g. 0.0.0.0:1965 or [::]:1965 (port 0 picks a free port).
     /// Repeat to listen on several addresses (IPv4 and IPv6).
     #[arg(long, value_name = "ADDR:PORT", required = true)]

@@ -1,7 +1,8 @@
 //! geode: a search engine for geminispace.
 //!
 //! The pipeline, once: a seed URL is normalised ([`urlnorm`]) and stored in the crawl
-//! [`frontier`] (SQLite). The [`crawl`] loop picks URLs whose IP address is free under the
+//! [`frontier`] (SQLite, or PostgreSQL shared by several crawlers, whose one index writer is
+//! [`apply`]). The [`crawl`] loop picks URLs whose IP address is free under the
 //! politeness rules, asks [`robots`] whether it may, and has the [`fetch`] layer retrieve them.
 //! [`content`] turns a response into text, links and a title (using the [`gemtext`] parser for
 //! `text/gemini`), the one [`index`] writer adds the page to Tantivy, and the frontier records the
@@ -12,6 +13,7 @@
 //! the demo and the benchmarks) is a crate of its own in `crates/geode-fixture`, used by geode's
 //! tests as a dev-dependency: nothing of it ships in geode.
 
+pub mod apply;
 pub mod clock;
 pub mod content;
 pub mod crawl;

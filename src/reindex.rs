@@ -18,7 +18,7 @@ use std::time::Instant;
 use ::url::Url;
 
 use crate::crawl::{self, lock};
-use crate::frontier::{Frontier, FrontierError};
+use crate::frontier::{self, FrontierError};
 use crate::index::{IndexError, Indexer};
 
 /// What a rebuild did.
@@ -68,7 +68,7 @@ pub fn reindex_locked(
     let building = crate::datadir::reindex_path(data_dir);
     remove_dir(&building)?;
     let now = crawl::unix_now();
-    let mut frontier = Frontier::open(&crate::datadir::database_path(data_dir))?;
+    let mut frontier = frontier::open(&crate::datadir::database_path(data_dir))?;
     // The payload of the live index's last commit, whatever its schema: what a crash left in
     // flight is settled first, so the frontier says exactly which pages the index holds.
     let committed = crate::index::committed_seq(&live)?.unwrap_or(0);

@@ -9,7 +9,6 @@ use anyhow::{anyhow, Context};
 use super::when;
 use crate::cli::{ExportArgs, ReindexArgs, ShowArgs};
 use crate::Failure;
-use geode::frontier::Frontier;
 use geode::urlnorm;
 
 pub(crate) fn reindex(args: ReindexArgs) -> Result<(), Failure> {
@@ -50,8 +49,7 @@ pub(crate) fn reindex(args: ReindexArgs) -> Result<(), Failure> {
 pub(crate) fn show(args: ShowArgs) -> Result<(), Failure> {
     let url =
         urlnorm::normalize(&args.url).map_err(|e| Failure::Usage(anyhow!("{}: {e}", args.url)))?;
-    let frontier = Frontier::open_read_only(&geode::datadir::database_path(&args.data.data))
-        .map_err(|e| Failure::Runtime(e.into()))?;
+    let frontier = super::read_frontier(&args.data.data, args.frontier.as_deref())?;
     let Some(details) = frontier
         .url_details(url.as_str())
         .context("reading the crawl database")?
@@ -213,8 +211,7 @@ pub(crate) fn show(args: ShowArgs) -> Result<(), Failure> {
 }
 
 pub(crate) fn export(args: ExportArgs) -> Result<(), Failure> {
-    let frontier = Frontier::open_read_only(&geode::datadir::database_path(&args.data.data))
-        .map_err(|e| Failure::Runtime(e.into()))?;
+    let frontier = super::read_frontier(&args.data.data, args.frontier.as_deref())?;
     let out: Box<dyn Write> = if args.warc.as_os_str() == "-" {
         Box::new(std::io::stdout().lock())
     } else {

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use anyhow::{anyhow, Context};
 
 use super::{interrupted, parse_seed};
-use crate::cli::CrawlArgs;
+use crate::cli::{CrawlArgs, IndexArgs};
 use crate::Failure;
 use geode::crawl::policy::Exclusions;
 use geode::crawl::{self, CrawlConfig};
@@ -54,6 +54,12 @@ pub(crate) fn crawl(args: CrawlArgs) -> Result<(), Failure> {
                  --protocols gemini,http to crawl the web too"
             )));
         }
+    }
+    if let Some(url) = &args.frontier {
+        config.shared = Some(crawl::SharedFrontier {
+            url: url.clone(),
+            lease: args.lease,
+        });
     }
     config.seeds = seeds;
     if let Some(contact) = &args.contact {
@@ -216,4 +222,46 @@ async fn show_progress(mut rx: tokio::sync::watch::Receiver<crawl::Progress>) {
         ));
     }
     bar.finish_and_clear();
+}
+
+/// `geode index`: applies what the crawlers of a shared store recorded to the index in
+/// `--data`.
+pub(crate) fn index(args: IndexArgs) -> Result<(), Failure> {
+    let store = geode::frontier::PgStore::connect(&args.frontier, Duration::from_secs(300), true)
+        .with_context(|| format!("connecting to {}", args.frontier))?;
+    let location = geode::frontier::Location::Postgres(store);
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    {
+        let stop = stop.clone();
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .context("starting the signal watcher")?;
+        std::thread::spawn(move || {
+            runtime.block_on(interrupted());
+            stop.store(true, std::sync::atomic::Ordering::SeqCst);
+        });
+    }
+    let summary = geode::apply::apply(&location, &args.data.data, args.follow, &|| {
+        stop.load(std::sync::atomic::Ordering::SeqCst)
+    })
+    .context("index failed")?;
+    if args.json {
+        println!(
+            "{}",
+            serde_json::to_string(&summary).context("encoding JSON")?
+        );
+    } else {
+        println!(
+            "indexed {} pages, removed {}, refreshed {} for new anchors, in {} commits \
+             ({:.1} s); {} pages wait for archived content",
+            summary.upserted,
+            summary.deleted,
+            summary.refreshed,
+            summary.commits,
+            summary.elapsed_secs,
+            summary.missing
+        );
+    }
+    Ok(())
 }

@@ -46,3 +46,20 @@ pub(crate) async fn interrupted() {
 pub(crate) fn when(unix: Option<&str>) -> String {
     geode::human::when_stored(unix, geode::clock::unix_now())
 }
+
+/// The crawl state a read-only command reads: the shared store at `--frontier`, else the data
+/// directory's SQLite file.
+pub(crate) fn read_frontier(
+    data: &std::path::Path,
+    shared: Option<&str>,
+) -> Result<Box<dyn geode::frontier::Frontier>, crate::Failure> {
+    let opened = match shared {
+        Some(url) => {
+            geode::frontier::PgStore::connect(url, std::time::Duration::from_secs(300), false)
+                .and_then(|store| store.frontier())
+                .map(|f| Box::new(f) as Box<dyn geode::frontier::Frontier>)
+        }
+        None => geode::frontier::open_read_only(&geode::datadir::database_path(data)),
+    };
+    opened.map_err(|e| crate::Failure::Runtime(e.into()))
+}

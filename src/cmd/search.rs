@@ -7,7 +7,6 @@ use anyhow::{anyhow, Context};
 
 use crate::cli::{BacklinksArgs, SearchArgs};
 use crate::Failure;
-use geode::frontier::Frontier;
 use geode::index::{IndexError, Ranking, SearchIndex, SearchOptions};
 use geode::urlnorm;
 
@@ -119,8 +118,7 @@ pub(crate) fn index_failure(e: IndexError) -> Failure {
 pub(crate) fn backlinks(args: BacklinksArgs) -> Result<(), Failure> {
     let url =
         urlnorm::normalize(&args.url).map_err(|e| Failure::Usage(anyhow!("{}: {e}", args.url)))?;
-    let frontier = Frontier::open_read_only(&geode::datadir::database_path(&args.data.data))
-        .map_err(|e| Failure::Runtime(e.into()))?;
+    let frontier = super::read_frontier(&args.data.data, args.frontier.as_deref())?;
     let links = frontier
         .backlinks(url.as_str())
         .context("reading the crawl database")?;

@@ -8,20 +8,38 @@ use super::{parse_seed, when};
 use crate::cli::{SeedAction, SeedArgs};
 use crate::Failure;
 use geode::crawl::{self};
-use geode::frontier::Frontier;
+use geode::frontier;
 use geode::urlnorm;
 
 pub(crate) fn seed(args: SeedArgs) -> Result<(), Failure> {
     match args.action {
-        SeedAction::Add { data, urls } => {
+        SeedAction::Add {
+            data,
+            frontier: shared,
+            urls,
+        } => {
             let mut parsed = Vec::new();
             for url in &urls {
                 parsed.push(parse_seed(url).map_err(|e| Failure::Usage(anyhow!("{url}: {e}")))?);
             }
-            std::fs::create_dir_all(&data.data)
-                .with_context(|| format!("creating the data directory {}", data.data.display()))?;
-            let mut frontier = Frontier::open(&geode::datadir::database_path(&data.data))
-                .map_err(|e| Failure::Runtime(e.into()))?;
+            let mut frontier = match &shared {
+                Some(url) => Box::new(
+                    geode::frontier::PgStore::connect(
+                        url,
+                        std::time::Duration::from_secs(300),
+                        true,
+                    )
+                    .and_then(|store| store.frontier())
+                    .map_err(|e| Failure::Runtime(e.into()))?,
+                ) as Box<dyn geode::frontier::Frontier>,
+                None => {
+                    std::fs::create_dir_all(&data.data).with_context(|| {
+                        format!("creating the data directory {}", data.data.display())
+                    })?;
+                    frontier::open(&geode::datadir::database_path(&data.data))
+                        .map_err(|e| Failure::Runtime(e.into()))?
+                }
+            };
             for url in parsed {
                 let outcome = frontier
                     .suggest_seed(
@@ -47,9 +65,12 @@ pub(crate) fn seed(args: SeedArgs) -> Result<(), Failure> {
             }
             Ok(())
         }
-        SeedAction::List { data, json } => {
-            let frontier = Frontier::open_read_only(&geode::datadir::database_path(&data.data))
-                .map_err(|e| Failure::Runtime(e.into()))?;
+        SeedAction::List {
+            data,
+            frontier: shared,
+            json,
+        } => {
+            let frontier = super::read_frontier(&data.data, shared.as_deref())?;
             let seeds = frontier.suggested_seeds().context("reading the seeds")?;
             let mut out = std::io::stdout().lock();
             for seed in seeds {

@@ -13,6 +13,12 @@ pub(crate) fn serve(args: ServeArgs) -> Result<(), Failure> {
     use geode::serve::cert::CertError;
     use geode::serve::{ServeError, Server};
     let mut config = args.config();
+    if let Some(url) = &args.frontier {
+        config.shared = Some(
+            geode::frontier::PgStore::connect(url, std::time::Duration::from_secs(300), false)
+                .with_context(|| format!("connecting to {url}"))?,
+        );
+    }
     // Every pending and answered connection is a descriptor: take what the system allows, and
     // keep the pending budget within it (accepting into EMFILE would only make clients wait).
     match geode::fetch::sockets::raise_nofile_limit() {

@@ -5,7 +5,6 @@ use anyhow::Context;
 use super::when;
 use crate::cli::StatsArgs;
 use crate::Failure;
-use geode::frontier::Frontier;
 use geode::index::{IndexError, SearchIndex};
 
 pub(crate) fn stats(args: StatsArgs) -> Result<(), Failure> {
@@ -17,8 +16,7 @@ pub(crate) fn stats(args: StatsArgs) -> Result<(), Failure> {
         Err(IndexError::Missing(_)) => 0,
         Err(e) => return Err(Failure::Runtime(e.into())),
     };
-    let frontier = Frontier::open_read_only(&geode::datadir::database_path(data))
-        .map_err(|e| Failure::Runtime(e.into()))?;
+    let frontier = super::read_frontier(data, args.frontier.as_deref())?;
     let now = geode::clock::unix_now();
     let stats = frontier.stats(now).context("reading the crawl database")?;
     if args.json {

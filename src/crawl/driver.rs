@@ -27,6 +27,9 @@ use crate::fetch::{FetchError, Fetcher};
 use crate::frontier::{Frontier, FrontierError, QueuedUrl};
 use crate::urlnorm;
 
+/// How long a capsule waits when another crawler of a shared store holds its IP address.
+const ADDRESS_BUSY_SECS: i64 = 2;
+
 pub(super) struct Crawl {
     pub(super) config: CrawlConfig,
     pub(super) fetcher: Fetcher,
@@ -99,7 +102,7 @@ impl Crawl {
 
     pub(super) async fn run_loop(
         &mut self,
-        frontier: &mut Frontier,
+        frontier: &mut dyn Frontier,
         shutdown: impl Future<Output = ()>,
     ) -> Result<(), CrawlError> {
         let mut shutdown = std::pin::pin!(shutdown);
@@ -122,8 +125,16 @@ impl Crawl {
         let deadline = self.config.max_duration.map_or(far, |d| Instant::now() + d);
         // Once told to stop: requests in flight may finish until then.
         let mut drain_until: Option<Instant> = None;
+        // A shared store's leases are renewed at a third of their length, so that one slow
+        // renewal never lets them run out while this crawler works.
+        let renew_every = self.config.shared.as_ref().map(|s| s.lease / 3);
+        let mut next_renew = renew_every.map_or(far, |every| Instant::now() + every);
 
         loop {
+            if let Some(every) = renew_every.filter(|_| Instant::now() >= next_renew) {
+                frontier.renew_leases()?;
+                next_renew = Instant::now() + every;
+            }
             if dispatching {
                 frontier_has_more |= self.follow_up(frontier)?;
                 if frontier_has_more && self.scheduler.leased() < max_capsules {
@@ -164,7 +175,7 @@ impl Crawl {
                 };
                 match job {
                     Job::Disallowed(url) => {
-                        self.record_disallowed(&mut batch, url, now_unix, &mut docs)?;
+                        self.record_disallowed(&mut *batch, url, now_unix, &mut docs)?;
                     }
                     Job::Robots {
                         host_id,
@@ -263,7 +274,7 @@ impl Crawl {
                     loop {
                         while let Some(joined) = next.take() {
                             if let Ok(done) = joined {
-                                self.record(&mut batch, done, &mut docs)?;
+                                self.record(&mut *batch, done, &mut docs)?;
                                 recorded += 1;
                             }
                             next = fetches.try_join_next();
@@ -288,6 +299,7 @@ impl Crawl {
                     }
                 }
                 _ = tokio::time::sleep_until(wake.into()) => {}
+                _ = tokio::time::sleep_until(next_renew.into()) => {}
                 _ = tokio::time::sleep_until(deadline.into()), if drain_until.is_none() => {
                     tracing::info!("--max-duration reached: stopping the crawl");
                     dispatching = false;
@@ -323,7 +335,7 @@ impl Crawl {
     }
 
     /// When the next retry or capsule back-off comes due, if that is within the horizon.
-    fn due_retry(&self, frontier: &Frontier) -> Result<Option<Instant>, CrawlError> {
+    fn due_retry(&self, frontier: &dyn Frontier) -> Result<Option<Instant>, CrawlError> {
         let now = unix_now();
         let Some(at) = frontier.next_wakeup(now)? else {
             return Ok(None);
@@ -336,7 +348,7 @@ impl Crawl {
     /// `first`), with robots.txt rules read earlier in this run for capsules it does not know.
     fn take_claimed(
         &mut self,
-        frontier: &Frontier,
+        frontier: &dyn Frontier,
         claimed: Vec<QueuedUrl>,
         first: bool,
     ) -> Result<(), CrawlError> {
@@ -375,8 +387,8 @@ impl Crawl {
     /// Claims from the frontier, timing the claim for the summary.
     fn timed_claim(
         &mut self,
-        claim: impl FnOnce(&mut Frontier, i64) -> Result<Vec<QueuedUrl>, FrontierError>,
-        frontier: &mut Frontier,
+        claim: impl FnOnce(&mut dyn Frontier, i64) -> Result<Vec<QueuedUrl>, FrontierError>,
+        frontier: &mut dyn Frontier,
     ) -> Result<Vec<QueuedUrl>, CrawlError> {
         let started = Instant::now();
         let claimed = claim(frontier, unix_now())?;
@@ -390,7 +402,7 @@ impl Crawl {
     /// Does what recorded results asked for, then keeps the leased capsules fed: capsules whose
     /// queue ran dry get more of their due URLs, and those with nothing left are let go.
     /// Returns whether the frontier may have more capsules due.
-    fn follow_up(&mut self, frontier: &mut Frontier) -> Result<bool, CrawlError> {
+    fn follow_up(&mut self, frontier: &mut dyn Frontier) -> Result<bool, CrawlError> {
         let effects = std::mem::take(&mut self.effects);
         let mut more = effects.new_urls;
         for host_id in effects.wake {
@@ -427,11 +439,22 @@ impl Crawl {
 
     fn take_address(
         &mut self,
-        frontier: &mut Frontier,
+        frontier: &mut dyn Frontier,
         host_id: i64,
         result: Result<SocketAddr, FetchError>,
     ) -> Result<(), CrawlError> {
         match result {
+            Ok(addr) if !frontier.lease_address(&addr.ip().to_string())? => {
+                // Another crawler of a shared store fetches from this address now: the capsule
+                // goes back, to be claimed again (by whichever crawler) a little later.
+                let mut batch = frontier.batch(unix_now())?;
+                batch.set_backoff(host_id, unix_now() + ADDRESS_BUSY_SECS)?;
+                for url in self.scheduler.drop_capsule(host_id) {
+                    batch.requeue(url.id)?;
+                }
+                batch.release_capsule(host_id)?;
+                batch.commit()?;
+            }
             Ok(addr) => {
                 let now = Instant::now();
                 let wait = self.scheduler.ip_wait(addr.ip(), now);
@@ -440,7 +463,7 @@ impl Crawl {
                     // capsule on it): the capsule joins the others there, in a later run.
                     let until = unix_now().saturating_add(wait.as_secs() as i64);
                     let mut batch = frontier.batch(unix_now())?;
-                    self.defer_capsule(&mut batch, host_id, until)?;
+                    self.defer_capsule(&mut *batch, host_id, until)?;
                     batch.commit()?;
                 } else {
                     self.scheduler.set_address(host_id, addr, now);
@@ -463,7 +486,7 @@ impl Crawl {
     /// Returns the anchor updates handled, to forget once the thread has committed them.
     pub(super) async fn refresh_anchors(
         &mut self,
-        frontier: &Frontier,
+        frontier: &dyn Frontier,
         deadline: Option<Instant>,
     ) -> Result<Vec<i64>, CrawlError> {
         let (ack_tx, ack_rx) = std::sync::mpsc::sync_channel(1);

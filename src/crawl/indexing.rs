@@ -57,7 +57,7 @@ pub struct IndexingSummary {
 /// Starts the thread. Dropping every sender makes it commit what is left and stop.
 pub fn spawn(
     indexer: Indexer,
-    frontier: Frontier,
+    frontier: Box<dyn Frontier>,
     policy: CommitPolicy,
     capacity: usize,
 ) -> (
@@ -72,6 +72,30 @@ pub fn spawn(
     (tx, handle)
 }
 
+/// Starts a thread that takes the crawl's index messages and keeps none: a crawler of a shared
+/// store indexes nothing itself. Its visits record their index operations in the store, where
+/// the one index writer (`geode index`) finds them; a flush is answered at once.
+pub fn spawn_discarding(
+    capacity: usize,
+) -> (
+    SyncSender<IndexMsg>,
+    JoinHandle<Result<IndexingSummary, CrawlError>>,
+) {
+    let (tx, rx) = std::sync::mpsc::sync_channel::<IndexMsg>(capacity);
+    let handle = std::thread::Builder::new()
+        .name("geode-no-index".into())
+        .spawn(move || {
+            for msg in rx {
+                if let IndexMsg::Flush(ack) = msg {
+                    let _ = ack.send(());
+                }
+            }
+            Ok(IndexingSummary::default())
+        })
+        .expect("spawning a thread only fails when the OS is out of resources");
+    (tx, handle)
+}
+
 struct Pending {
     ids: Vec<i64>,
     /// Refreshed documents since the last commit (no frontier operation to confirm).
@@ -81,7 +105,7 @@ struct Pending {
 
 fn run(
     mut indexer: Indexer,
-    mut frontier: Frontier,
+    mut frontier: Box<dyn Frontier>,
     policy: CommitPolicy,
     rx: Receiver<IndexMsg>,
 ) -> Result<IndexingSummary, CrawlError> {
@@ -117,37 +141,37 @@ fn run(
                     pending.since.get_or_insert_with(Instant::now);
                     pending.refreshes += 1;
                     if pending.ids.len() + pending.refreshes >= policy.max_docs {
-                        commit(&mut indexer, &mut frontier, &mut pending, &mut summary)?;
+                        commit(&mut indexer, &mut *frontier, &mut pending, &mut summary)?;
                     }
                 }
                 continue;
             }
             Ok(IndexMsg::Flush(ack)) => {
-                commit(&mut indexer, &mut frontier, &mut pending, &mut summary)?;
+                commit(&mut indexer, &mut *frontier, &mut pending, &mut summary)?;
                 // The crawl may have given up waiting; nothing to tell then.
                 let _ = ack.send(());
                 continue;
             }
             Err(RecvTimeoutError::Timeout) => {
-                commit(&mut indexer, &mut frontier, &mut pending, &mut summary)?;
+                commit(&mut indexer, &mut *frontier, &mut pending, &mut summary)?;
                 continue;
             }
             Err(RecvTimeoutError::Disconnected) => {
-                commit(&mut indexer, &mut frontier, &mut pending, &mut summary)?;
+                commit(&mut indexer, &mut *frontier, &mut pending, &mut summary)?;
                 return Ok(summary);
             }
         };
         pending.ids.push(url_id);
         pending.since.get_or_insert_with(Instant::now);
         if pending.ids.len() + pending.refreshes >= policy.max_docs {
-            commit(&mut indexer, &mut frontier, &mut pending, &mut summary)?;
+            commit(&mut indexer, &mut *frontier, &mut pending, &mut summary)?;
         }
     }
 }
 
 fn commit(
     indexer: &mut Indexer,
-    frontier: &mut Frontier,
+    frontier: &mut dyn Frontier,
     pending: &mut Pending,
     summary: &mut IndexingSummary,
 ) -> Result<(), CrawlError> {

@@ -20,7 +20,7 @@ pub mod scheduler;
 mod task;
 
 use std::future::Future;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use ::url::Url;
@@ -28,7 +28,7 @@ use ::url::Url;
 use crate::content::{self};
 use crate::fetch::sockets::{self};
 use crate::fetch::{dns, FetchLimits};
-use crate::frontier::{Frontier, FrontierError};
+use crate::frontier::{self, Frontier, FrontierError, PgStore};
 use crate::index::{IndexError, Indexer};
 use crate::revisit::RevisitPolicy;
 use crate::urlnorm;
@@ -85,6 +85,10 @@ const REFRESH_AFTER_TIME: Duration = Duration::from_secs(60);
 #[derive(Debug, Clone)]
 pub struct CrawlConfig {
     pub data_dir: PathBuf,
+    /// The shared store on PostgreSQL, if any: the crawl then writes its results there for the
+    /// one index writer (`geode index`) and keeps no index of its own; `None`: SQLite in
+    /// `data_dir`, indexed by the crawl itself.
+    pub shared: Option<SharedFrontier>,
     /// Normalised seed URLs; when empty and the frontier is empty, [`DEFAULT_SEEDS`] are used.
     pub seeds: Vec<Url>,
     /// Stop after fetching this many pages in this run.
@@ -166,8 +170,19 @@ impl CrawlConfig {
             drain: Duration::from_secs(5),
             scope: policy::Scope::default(),
             contact: None,
+            shared: None,
         }
     }
+}
+
+/// A crawl state shared with other crawlers on PostgreSQL (`--frontier`).
+#[derive(Debug, Clone)]
+pub struct SharedFrontier {
+    /// `postgres://USER@HOST[:PORT]/DB`.
+    pub url: String,
+    /// How long a lease lasts unless renewed (`--lease`): a crawler that dies loses its work to
+    /// the others this long after its last renewal.
+    pub lease: Duration,
 }
 
 /// Errors that stop a whole crawl. Errors of single URLs never do.
@@ -328,29 +343,23 @@ pub async fn run_observed(
         .map_err(|e| CrawlError::DataDir(config.data_dir.clone(), e))?;
     // The lock comes first: it keeps two crawls off one data directory, and says who holds it.
     let _lock = lock::DataDirLock::acquire(&config.data_dir)?;
-    let indexer = match Indexer::open_or_create(&crate::datadir::index_path(&config.data_dir)) {
-        // An index from an older geode is rebuilt from the archive first.
-        Err(IndexError::OtherVersion { found, .. }) if found < crate::index::SCHEMA_VERSION => {
-            tracing::info!(
-                found,
-                current = crate::index::SCHEMA_VERSION,
-                "the index was built by an older geode: rebuilding it from the archive"
-            );
-            let rebuilt = crate::reindex::reindex_locked(&config.data_dir, &mut |_| {})
-                .map_err(|e| CrawlError::Reindex(e.to_string()))?;
-            tracing::info!(
-                pages = rebuilt.pages,
-                to_fetch = rebuilt.missing,
-                "index rebuilt"
-            );
-            Indexer::open_or_create(&crate::datadir::index_path(&config.data_dir))?
-        }
-        opened => opened?,
+    // A crawler of a shared store keeps no index: the one index writer applies what it records.
+    let location = match &config.shared {
+        Some(shared) => frontier::Location::Postgres(
+            PgStore::connect(&shared.url, shared.lease, true)?
+                .with_crawler(&crawler_id(&config.data_dir)?),
+        ),
+        None => frontier::Location::Sqlite(crate::datadir::database_path(&config.data_dir)),
     };
-    let db = crate::datadir::database_path(&config.data_dir);
-    let mut frontier = Frontier::open(&db)?;
+    let indexer = if location.is_shared() {
+        None
+    } else {
+        Some(open_index(&config.data_dir)?)
+    };
+    let mut frontier = location.open()?;
     let run_started = unix_now();
-    let (confirmed, redone) = frontier.recover(indexer.committed_seq(), run_started)?;
+    let committed = indexer.as_ref().map_or(0, Indexer::committed_seq);
+    let (confirmed, redone) = frontier.recover(committed, run_started)?;
     if confirmed + redone > 0 {
         tracing::info!(
             confirmed,
@@ -358,8 +367,8 @@ pub async fn run_observed(
             "settled the index operations of an interrupted crawl"
         );
     }
-    admit_web_urls(&mut frontier, &config, run_started)?;
-    add_seeds(&mut frontier, &config, run_started)?;
+    admit_web_urls(&mut *frontier, &config, run_started)?;
+    add_seeds(&mut *frontier, &config, run_started)?;
     frontier.set_meta("last_crawl_started", &run_started.to_string())?;
     tracing::info!(
         ready_secs = started.elapsed().as_secs_f64(),
@@ -371,21 +380,25 @@ pub async fn run_observed(
         None => sockets::budget_for(sockets::nofile_limit().unwrap_or(1024)),
     };
     tracing::info!(socket_budget, "sockets the crawl may hold open at once");
-    let (index_tx, index_thread) =
-        indexing::spawn(indexer, Frontier::open(&db)?, config.commit, 1024);
+    let (index_tx, index_thread) = match indexer {
+        Some(indexer) => indexing::spawn(indexer, location.open()?, config.commit, 1024),
+        None => indexing::spawn_discarding(1024),
+    };
     let mut crawl = Crawl::new(config, socket_budget, index_tx, progress, run_started);
-    let mut outcome = crawl.run_loop(&mut frontier, shutdown).await;
+    let mut outcome = crawl.run_loop(&mut *frontier, shutdown).await;
     // Pages whose inbound labels changed get their documents rewritten, unless the run was
     // interrupted (the next run does it then: the updates stay recorded until committed); a run
     // out of time gives it a minute at most.
     let mut refreshed = Vec::new();
+    // In a shared store the index writer does it (`geode index`).
     let refresh_until = match crawl.summary.ended {
+        _ if location.is_shared() => None,
         StopReason::Signal => None,
         StopReason::Time => Some(Some(Instant::now() + REFRESH_AFTER_TIME)),
         StopReason::Done | StopReason::MaxPages => Some(None),
     };
     if let (Ok(()), Some(deadline)) = (&outcome, refresh_until) {
-        match crawl.refresh_anchors(&frontier, deadline).await {
+        match crawl.refresh_anchors(&*frontier, deadline).await {
             Ok(ids) => refreshed = ids,
             Err(e) => outcome = Err(e),
         }
@@ -405,8 +418,9 @@ pub async fn run_observed(
     frontier.clear_anchor_updates(&refreshed)?;
     frontier.end_run()?;
     frontier.set_meta("last_crawl_finished", &unix_now().to_string())?;
-    // A stop by signal must end within systemd's 10 s: authority waits for the next run.
-    if crawl.summary.ended != StopReason::Signal {
+    // A stop by signal must end within systemd's 10 s: authority waits for the next run. In a
+    // shared store the index writer computes it.
+    if crawl.summary.ended != StopReason::Signal && !location.is_shared() {
         update_authority(frontier, crate::datadir::index_path(&crawl.config.data_dir)).await;
     }
     crawl.summary.capsules_tried = crawl.tried.len() as u64;
@@ -417,12 +431,64 @@ pub async fn run_observed(
     Ok(crawl.summary)
 }
 
+/// Opens the index of a data directory, rebuilding an index from an older geode from the
+/// archive first.
+fn open_index(data_dir: &Path) -> Result<Indexer, CrawlError> {
+    match Indexer::open_or_create(&crate::datadir::index_path(data_dir)) {
+        Err(IndexError::OtherVersion { found, .. }) if found < crate::index::SCHEMA_VERSION => {
+            tracing::info!(
+                found,
+                current = crate::index::SCHEMA_VERSION,
+                "the index was built by an older geode: rebuilding it from the archive"
+            );
+            let rebuilt = crate::reindex::reindex_locked(data_dir, &mut |_| {})
+                .map_err(|e| CrawlError::Reindex(e.to_string()))?;
+            tracing::info!(
+                pages = rebuilt.pages,
+                to_fetch = rebuilt.missing,
+                "index rebuilt"
+            );
+            Ok(Indexer::open_or_create(&crate::datadir::index_path(
+                data_dir,
+            ))?)
+        }
+        opened => Ok(opened?),
+    }
+}
+
+/// This crawler's name in a shared store, kept in the data directory (`crawler-id`) so that a
+/// crawl started again on it after a crash takes its own claims back at once.
+fn crawler_id(data_dir: &Path) -> Result<String, CrawlError> {
+    let path = data_dir.join("crawler-id");
+    let io = |e| CrawlError::DataDir(path.clone(), e);
+    match std::fs::read_to_string(&path) {
+        Ok(id) if !id.trim().is_empty() => Ok(id.trim().to_string()),
+        Ok(_) => Err(io(std::io::Error::other("empty crawler-id file"))),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            let id = uuid::Uuid::new_v4().simple().to_string()[..12].to_string();
+            std::fs::write(&path, format!("{id}\n")).map_err(io)?;
+            Ok(id)
+        }
+        Err(e) => Err(io(e)),
+    }
+}
+
 /// Recomputes link authority over the whole link graph ([`crate::rank`]) and writes it beside
 /// the index, on a blocking thread. A failure is logged, never returned: the crawl's work is
 /// done and the next crawl tries again.
-async fn update_authority(frontier: Frontier, index_dir: PathBuf) {
+async fn update_authority(frontier: Box<dyn Frontier>, index_dir: PathBuf) {
+    let done =
+        tokio::task::spawn_blocking(move || update_authority_blocking(&*frontier, &index_dir))
+            .await;
+    if let Err(e) = done {
+        tracing::warn!(error = %e, "link authority not updated");
+    }
+}
+
+/// [`update_authority`] on the calling thread (the index writer of a shared store).
+pub fn update_authority_blocking(frontier: &dyn Frontier, index_dir: &Path) {
     let started = Instant::now();
-    let computed = tokio::task::spawn_blocking(move || -> Result<(usize, usize), CrawlError> {
+    let computed = (|| -> Result<(usize, usize), CrawlError> {
         let graph = frontier.link_graph()?;
         let scores = crate::rank::authority(&graph);
         let pairs: Vec<(u64, f32)> = graph
@@ -430,16 +496,14 @@ async fn update_authority(frontier: Frontier, index_dir: PathBuf) {
             .map(crate::index::authority::url_hash)
             .zip(scores)
             .collect();
-        crate::index::authority::write(&index_dir, &pairs)?;
+        crate::index::authority::write(index_dir, &pairs)?;
         frontier.set_meta("authority_pages", &graph.len().to_string())?;
         frontier.set_meta("authority_computed_at", &unix_now().to_string())?;
         Ok((graph.len(), graph.links().len()))
-    })
-    .await;
+    })();
     let secs = started.elapsed().as_secs_f64();
     match computed {
-        Ok(Ok((pages, links))) => tracing::info!(pages, links, secs, "link authority updated"),
-        Ok(Err(e)) => tracing::warn!(error = %e, "link authority not updated"),
+        Ok((pages, links)) => tracing::info!(pages, links, secs, "link authority updated"),
         Err(e) => tracing::warn!(error = %e, "link authority not updated"),
     }
 }
@@ -448,7 +512,7 @@ async fn update_authority(frontier: Frontier, index_dir: PathBuf) {
 /// (excluded as `web`, or as `not-fetchable` by a geode without HTTP) become fetchable, so
 /// nothing known needs finding again.
 fn admit_web_urls(
-    frontier: &mut Frontier,
+    frontier: &mut dyn Frontier,
     config: &CrawlConfig,
     now: i64,
 ) -> Result<(), CrawlError> {
@@ -467,7 +531,11 @@ fn admit_web_urls(
     Ok(())
 }
 
-fn add_seeds(frontier: &mut Frontier, config: &CrawlConfig, now: i64) -> Result<(), CrawlError> {
+fn add_seeds(
+    frontier: &mut dyn Frontier,
+    config: &CrawlConfig,
+    now: i64,
+) -> Result<(), CrawlError> {
     let defaults: Vec<Url>;
     let seeds = if config.seeds.is_empty() && frontier.url_count()? == 0 {
         defaults = DEFAULT_SEEDS

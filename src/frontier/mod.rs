@@ -1,13 +1,15 @@
-//! The crawl frontier and all crawl state, in SQLite: every known URL with what its last visit
-//! found and when it is due again, capsules (robots.txt cache, certificate pins, back-off,
-//! leases), and the link graph. This is the only module that speaks SQL.
+//! The crawl frontier and all crawl state, behind two traits: [`Frontier`] (a connection to the
+//! crawl's store) and [`Batch`] (one write transaction of many results). The crawl, the indexing
+//! thread and the commands speak only these traits and the values in `types.rs`, `archive.rs`
+//! and `stats.rs`; a store implements them. This is the only module that speaks SQL.
 //!
-//! Writes go through [`Batch`], one transaction for many results, because a crawl records
-//! thousands of small facts a second. Write transactions begin IMMEDIATE: the crawl loop and the
-//! indexing thread write through separate connections, and a deferred transaction that read
-//! first could not be promoted to a writer after the other connection wrote (SQLITE_BUSY_SNAPSHOT,
-//! which no busy timeout cures). The database runs in WAL mode, so `geode search`, `stats`
-//! and `serve` can read while a crawl writes, and a killed crawl loses at most its open batch.
+//! Two stores: SQLite ([`sqlite`]), the default, embedded in the data directory
+//! (`crawl.sqlite`), for one crawler; and PostgreSQL ([`postgres`]), one database that several
+//! crawler processes share, leasing work from it.
+//!
+//! **What every store keeps.** Every known URL with what its last visit found and when it is
+//! due again, capsules (robots.txt cache, certificate pins, back-off, leases), the link graph,
+//! anchor updates, suggested seeds and the archive of responses.
 //!
 //! **The index.** `in_index` says whether the Tantivy index holds a document under a URL. A crawl
 //! that sends the index an upsert or a delete records it as the URL's `index_op`; the indexing
@@ -17,49 +19,61 @@
 //! commit: operations it holds are applied, the others are undone by visiting their URLs again.
 //! So `in_index` is true exactly when the index holds the page.
 //!
-//! **The schedule.** Each URL has a `due_at` (the revisit policy is [`crate::revisit`]'s) and a
-//! claim priority. A crawl leases whole capsules ([`claim`]): a leased capsule's due URLs are
-//! claimed a few at a time, hubs first; a URL visited in a run is not claimed again in that run;
-//! leases and claims are let go at the end of a run, and by [`Frontier::recover`] after a crash.
-//! Every claim is an index range scan: the cost does not grow with the number of URLs known.
+//! **The schedule.** Each URL has a due time (the revisit policy is [`crate::revisit`]'s) and a
+//! claim priority. A crawl leases whole capsules ([`Frontier::claim_capsules`]): a leased
+//! capsule's due URLs are claimed a few at a time, hubs first; a URL visited in a run is not
+//! claimed again in that run; leases and claims are let go at the end of a run, and by
+//! [`Frontier::recover`] after a crash.
 
-mod anchors;
+/// Writes trait methods that call the store's inherent method of the same name through `$run`
+/// (inherent methods win over trait methods in `Self::name`, so this never recurses).
+macro_rules! delegate {
+    ($run:path;) => {};
+    ($run:path; fn $name:ident(&self $(, $arg:ident: $ty:ty)*) -> $ret:ty; $($rest:tt)*) => {
+        fn $name(&self $(, $arg: $ty)*) -> $ret {
+            $run(|| Self::$name(self $(, $arg)*))
+        }
+        delegate!($run; $($rest)*);
+    };
+    ($run:path; fn $name:ident(&mut self $(, $arg:ident: $ty:ty)*) -> $ret:ty; $($rest:tt)*) => {
+        fn $name(&mut self $(, $arg: $ty)*) -> $ret {
+            $run(|| Self::$name(self $(, $arg)*))
+        }
+        delegate!($run; $($rest)*);
+    };
+}
+
 pub mod archive;
-mod batch;
-mod claim;
-mod graph;
-mod migrate;
-mod seeds;
+pub mod postgres;
+pub mod sqlite;
 mod stats;
 mod types;
 
-use std::collections::HashMap;
 use std::path::Path;
-use std::time::Duration;
 
-use rusqlite::{params, Connection, OpenFlags, OptionalExtension, TransactionBehavior};
+use crate::rank::LinkGraph;
 
-pub use archive::{ArchiveRecord, ArchiveStats, ArchivedBody, ArchivedResponse, IndexedContent};
-pub use batch::{Batch, LinkReport, NewUrl, VisitRecord};
-pub use stats::{Backlink, CertificateChange, KnownHost, Schedule, Stats, UrlDetails};
+pub use archive::{
+    ArchiveRecord, ArchiveStats, ArchivedBody, ArchivedResponse, IndexedContent, PendingOp,
+};
+pub use postgres::{PgBatch, PgFrontier, PgStore};
+pub use sqlite::{SqliteBatch, SqliteFrontier};
+pub use stats::{
+    Backlink, CertificateChange, KnownHost, Schedule, Stats, UrlDetails, MAX_CERTIFICATE_CHANGES,
+};
 pub use types::{
-    AnchorUpdate, CachedRobots, Canonical, FetchResult, IndexOp, IndexedPage, LinkOut, Pin, Prior,
-    QueuedUrl, Suggested, SuggestedSeed, UrlState,
+    AnchorUpdate, CachedRobots, Canonical, FetchResult, IndexOp, IndexedPage, LinkOut, LinkReport,
+    NewUrl, Pin, Prior, QueuedUrl, Suggested, SuggestedSeed, UrlState, VisitRecord,
 };
 
-/// A recursive CTE `chain(id)`: URL `?1` and the URLs whose redirects (30 or 31) lead to it,
-/// directly or through other redirects (`UNION` ends loops).
-pub(crate) const REDIRECT_CHAIN: &str = "chain(id) AS ( \
-     SELECT ?1 \
-     UNION \
-     SELECT u.id FROM urls u JOIN chain c ON u.redirect_to = c.id)";
-
-/// Errors of the crawl database. The SQLite error is shown in the message, so it is not also a
-/// `source()` (which would print it twice in a `{:#}` chain).
+/// Errors of the crawl database. The store's error is shown in the message, so it is not also
+/// a `source()` (which would print it twice in a `{:#}` chain).
 #[derive(Debug, thiserror::Error)]
 pub enum FrontierError {
     #[error("crawl database: {0}")]
     Sqlite(rusqlite::Error),
+    #[error("crawl database on PostgreSQL: {0}")]
+    Postgres(String),
     #[error("no crawl database at {0} (run `geode crawl` first)")]
     Missing(std::path::PathBuf),
     #[error("crawl archive: {0}")]
@@ -85,287 +99,270 @@ impl From<rusqlite::Error> for FrontierError {
     }
 }
 
-type Result<T> = std::result::Result<T, FrontierError>;
+pub type Result<T> = std::result::Result<T, FrontierError>;
 
 /// How many suggested seeds may wait for a crawl at once: the frontend lets strangers suggest.
 pub const MAX_WAITING_SEEDS: usize = 10_000;
 
-/// A connection to the crawl database.
-pub struct Frontier {
-    conn: Connection,
-    host_ids: HashMap<String, i64>,
-    /// Ids of URLs seen recently: a page's links mostly point to URLs already known, and this
-    /// saves the lookup. Bounded by [`URL_CACHE_ENTRIES`]; emptied when full.
-    url_ids: HashMap<String, i64>,
-}
-
-/// How many URL ids [`Frontier`] keeps in memory at most.
-const URL_CACHE_ENTRIES: usize = 200_000;
-
 /// Redirects followed from a URL to the page it stands for (a crawl follows at most five).
 const MAX_REDIRECT_CHAIN: usize = 8;
 
-impl Frontier {
-    /// Opens (creating or upgrading if needed) the database at `path` for a crawl.
-    pub fn open(path: &Path) -> Result<Self> {
-        let mut conn = Connection::open(path)?;
-        conn.busy_timeout(Duration::from_secs(30))?;
-        // WAL lets readers work beside the crawl; NORMAL sync is safe against process crashes
-        // (kill -9) and loses at most the last transactions on power loss, never consistency.
-        conn.pragma_update(None, "journal_mode", "WAL")?;
-        conn.pragma_update(None, "synchronous", "NORMAL")?;
-        conn.pragma_update(None, "foreign_keys", "ON")?;
-        // Fewer, larger checkpoints (each one syncs the database file) and a bigger page cache:
-        // a crawl writes small rows at a high rate.
-        conn.pragma_update(None, "wal_autocheckpoint", 8192)?;
-        conn.pragma_update(None, "cache_size", -65536)?;
-        conn.pragma_update(None, "temp_store", "MEMORY")?;
-        migrate::prepare(&mut conn)?;
-        Ok(Frontier {
-            conn,
-            host_ids: HashMap::new(),
-            url_ids: HashMap::new(),
-        })
+/// Where the crawl state is kept.
+#[derive(Debug, Clone)]
+pub enum Location {
+    /// The SQLite file of a data directory (`crawl.sqlite`).
+    Sqlite(std::path::PathBuf),
+    /// A PostgreSQL database shared by several crawlers, through this crawler's pool.
+    Postgres(PgStore),
+}
+
+impl Location {
+    /// Opens a connection to the store (creating or upgrading a SQLite file; a PostgreSQL
+    /// store was prepared when it connected).
+    pub fn open(&self) -> Result<Box<dyn Frontier>> {
+        match self {
+            Location::Sqlite(path) => open(path),
+            Location::Postgres(store) => Ok(Box::new(store.frontier()?)),
+        }
     }
 
-    /// Opens an existing database for reading only (`stats`, `backlinks`, `serve`), writing
-    /// nothing at all, so that it works on a read-only mount or as a user who may only read.
-    ///
-    /// SQLite's `mode=ro` alone is not enough: a reader of a WAL database creates the `-wal`
-    /// and `-shm` files when they are missing (and leaves them behind), and cannot open the
-    /// database where it may not create them. So: while a `-wal` file exists, a crawl is
-    /// writing (or was, until it was killed), and the reader joins it through the shared-memory
-    /// file (`mode=ro`; SQLite opens that file read-only where it may not write it). Without
-    /// one, every change is in the database file itself, and it is opened `immutable`: no
-    /// locks, no side files. A crawl starting meanwhile writes to a new `-wal` file, not to
-    /// the database file, until its first checkpoint thousands of pages later: far beyond one
-    /// read. A database that exists but cannot be read is [`FrontierError::Unreadable`] (with
-    /// the reason, e.g. permission denied), never [`FrontierError::Missing`].
-    pub fn open_read_only(path: &Path) -> Result<Self> {
-        let unreadable = |e| FrontierError::Unreadable(path.to_path_buf(), e);
-        // `Path::exists` says false for a directory the user may not enter; the error itself
-        // tells "missing" from "not allowed".
-        match std::fs::metadata(path) {
-            Ok(_) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                return Err(FrontierError::Missing(path.to_path_buf()))
-            }
-            Err(e) => return Err(unreadable(e)),
-        }
-        // A file the user may not read: say so (SQLite would only say it cannot open it).
-        // access(2) rather than opening the file: closing any descriptor of a file drops every
-        // POSIX lock this process holds on it, including those of SQLite's other connections.
-        #[cfg(unix)]
-        {
-            use std::os::unix::ffi::OsStrExt;
-            let c_path = std::ffi::CString::new(path.as_os_str().as_bytes()).map_err(|e| {
-                unreadable(std::io::Error::new(std::io::ErrorKind::InvalidInput, e))
-            })?;
-            // SAFETY: access(2) reads the NUL-terminated path we own; nothing else.
-            if unsafe { libc::access(c_path.as_ptr(), libc::R_OK) } != 0 {
-                return Err(unreadable(std::io::Error::last_os_error()));
-            }
-        }
-        let mut wal = path.as_os_str().to_owned();
-        wal.push("-wal");
-        let writing = match std::fs::metadata(&wal) {
-            Ok(_) => true,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => false,
-            Err(e) => return Err(unreadable(e)),
-        };
-        // A URI names the file: its bytes outside the unreserved set are percent-encoded.
-        let mut uri = String::from("file:");
-        for &b in path.as_os_str().as_encoded_bytes() {
-            if b.is_ascii_alphanumeric() || b"/-._~".contains(&b) {
-                uri.push(char::from(b));
-            } else {
-                uri.push_str(&format!("%{b:02X}"));
-            }
-        }
-        uri.push_str(if writing {
-            "?mode=ro"
-        } else {
-            "?mode=ro&immutable=1"
-        });
-        let conn = Connection::open_with_flags(
-            &uri,
-            OpenFlags::SQLITE_OPEN_READ_ONLY
-                | OpenFlags::SQLITE_OPEN_URI
-                | OpenFlags::SQLITE_OPEN_NO_MUTEX,
-        )?;
-        conn.busy_timeout(Duration::from_secs(30))?;
-        conn.pragma_update(None, "query_only", true)?;
-        if !migrate::check(&conn)? {
-            return Err(FrontierError::Missing(path.to_path_buf()));
-        }
-        Ok(Frontier {
-            conn,
-            host_ids: HashMap::new(),
-            url_ids: HashMap::new(),
-        })
+    /// Whether several crawlers share this store (and one index writer applies its index
+    /// operations: `geode index`).
+    pub fn is_shared(&self) -> bool {
+        matches!(self, Location::Postgres(_))
     }
+}
 
-    /// Brings the database in line with the index after a previous crawl stopped, however it
+/// Opens (creating or upgrading if needed) the crawl database of a data directory's file
+/// `path`, for a crawl or another writer.
+pub fn open(path: &Path) -> Result<Box<dyn Frontier>> {
+    Ok(Box::new(SqliteFrontier::open(path)?))
+}
+
+/// Opens an existing crawl database for reading only (see [`SqliteFrontier::open_read_only`]).
+pub fn open_read_only(path: &Path) -> Result<Box<dyn Frontier>> {
+    Ok(Box::new(SqliteFrontier::open_read_only(path)?))
+}
+
+/// A connection to the crawl's store. Every method is one transaction of the store or a read;
+/// writes of crawl results go through [`Frontier::batch`].
+pub trait Frontier: Send {
+    /// Brings the store in line with the index after a previous crawl stopped, however it
     /// stopped. Index operations held by commit `committed_seq` (the payload of the index's last
     /// commit) are applied. The others never reached the index: their URLs come due at `now`
-    /// and lose their content hash, so the next visit redoes the operation (an unchanged body
-    /// would otherwise skip it). Claims and leases of the dead crawl are let go. Returns how
-    /// many operations were confirmed and how many will be redone.
-    pub fn recover(&mut self, committed_seq: u64, now: i64) -> Result<(usize, usize)> {
-        let tx = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let confirmed = confirm_commit(&tx, committed_seq)?;
-        // A page reached through a temporary redirect is indexed under the URL that redirected:
-        // the redirect's target is the one whose visit redoes the upsert. (No index on
-        // `alias_of`: the scan only happens after a crash that lost an upsert.)
-        let lost_upserts: bool = tx.query_row(
-            "SELECT EXISTS (SELECT 1 FROM urls WHERE index_op = 'upsert')",
-            [],
-            |r| r.get(0),
-        )?;
-        if lost_upserts {
-            tx.execute(
-                "UPDATE urls SET content_hash = NULL, due_at = ?1, claimed = 1
-                 WHERE alias_of IN (SELECT id FROM urls WHERE index_op = 'upsert')",
-                [now],
-            )?;
-        }
-        // `claimed = 1` marks them for `release_all` below, which makes their capsules due.
-        let redone = tx.execute(
-            "UPDATE urls SET
-                 state = CASE WHEN index_op = 'upsert' AND in_index = 0 THEN 'new' ELSE state END,
-                 content_hash = CASE WHEN index_op = 'upsert' THEN NULL ELSE content_hash END,
-                 index_op = NULL, batch = NULL, due_at = ?1, claimed = 1
-             WHERE index_op IS NOT NULL",
-            [now],
-        )?;
-        claim::release_all(&tx)?;
-        tx.commit()?;
-        Ok((confirmed, redone))
-    }
-
+    /// and lose their content hash, so the next visit redoes the operation. Claims and leases of
+    /// the dead crawl are let go. Returns how many operations were confirmed and how many will
+    /// be redone.
+    fn recover(&mut self, committed_seq: u64, now: i64) -> Result<(usize, usize)>;
     /// Ends a run: URLs claimed or visited in it become claimable again (when due) and every
     /// capsule lease is let go.
-    pub fn end_run(&mut self) -> Result<()> {
-        let tx = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)?;
-        claim::release_all(&tx)?;
-        tx.commit()?;
-        Ok(())
-    }
-
+    fn end_run(&mut self) -> Result<()>;
     /// Number of URLs known.
-    pub fn url_count(&self) -> Result<u64> {
-        Ok(self
-            .conn
-            .query_row("SELECT COUNT(*) FROM urls", [], |r| r.get::<_, i64>(0))? as u64)
-    }
-
+    fn url_count(&self) -> Result<u64>;
     /// The cached robots.txt of a capsule, if it was ever fetched.
-    pub fn robots(&self, host_id: i64) -> Result<Option<CachedRobots>> {
-        let row = self
-            .conn
-            .query_row(
-                "SELECT robots_status, robots_txt, robots_fetched_at FROM hosts
-                 WHERE id = ?1 AND robots_status IS NOT NULL",
-                [host_id],
-                |r| {
-                    Ok(CachedRobots {
-                        status: r.get::<_, i64>(0)?.clamp(0, 99) as u8,
-                        text: r.get(1)?,
-                        fetched_at: r.get(2)?,
-                    })
-                },
-            )
-            .optional()?;
-        Ok(row)
-    }
-
+    fn robots(&self, host_id: i64) -> Result<Option<CachedRobots>>;
     /// Starts a write transaction; `now` is the time new URLs come due.
-    pub fn batch(&mut self, now: i64) -> Result<Batch<'_>> {
-        let tx = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)?;
-        if self.url_ids.len() > URL_CACHE_ENTRIES {
-            self.url_ids.clear();
-        }
-        Ok(Batch::new(tx, &mut self.host_ids, &mut self.url_ids, now))
-    }
-
+    fn batch(&mut self, now: i64) -> Result<Box<dyn Batch + '_>>;
     /// Tags URLs whose index operation is about to be committed with the commit's number.
-    pub fn assign_batch(&mut self, url_ids: &[i64], seq: u64) -> Result<()> {
-        let tx = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)?;
-        {
-            let mut tag = tx.prepare_cached(
-                "UPDATE urls SET batch = ?2 WHERE id = ?1 AND index_op IS NOT NULL",
-            )?;
-            for id in url_ids {
-                tag.execute(params![id, seq as i64])?;
-            }
-        }
-        tx.commit()?;
-        Ok(())
-    }
-
+    fn assign_batch(&mut self, url_ids: &[i64], seq: u64) -> Result<()>;
     /// Confirms that the index commit `seq` (and every earlier one) has happened.
-    pub fn mark_committed(&mut self, seq: u64) -> Result<usize> {
-        let tx = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let confirmed = confirm_commit(&tx, seq)?;
-        tx.commit()?;
-        Ok(confirmed)
-    }
-
+    fn mark_committed(&mut self, seq: u64) -> Result<usize>;
     /// Stores a free-form fact about the crawl (last crawl times and the like).
-    pub fn set_meta(&self, key: &str, value: &str) -> Result<()> {
-        self.conn.execute(
-            "INSERT INTO meta(key, value) VALUES (?1, ?2)
-             ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-            params![key, value],
-        )?;
-        Ok(())
-    }
-
-    pub fn meta(&self, key: &str) -> Result<Option<String>> {
-        Ok(self
-            .conn
-            .query_row("SELECT value FROM meta WHERE key = ?1", [key], |r| r.get(0))
-            .optional()?)
-    }
-
+    fn set_meta(&self, key: &str, value: &str) -> Result<()>;
+    /// A fact stored with [`Frontier::set_meta`].
+    fn meta(&self, key: &str) -> Result<Option<String>>;
     /// Every URL in `state`, sorted.
-    pub fn urls_in_state(&self, state: UrlState) -> Result<Vec<String>> {
-        self.strings(
-            "SELECT url FROM urls WHERE state = ?1 ORDER BY url",
-            [state.as_str()],
-        )
-    }
-
+    fn urls_in_state(&self, state: UrlState) -> Result<Vec<String>>;
     /// Every URL the index holds a document under, sorted.
-    pub fn indexed_urls(&self) -> Result<Vec<String>> {
-        self.strings("SELECT url FROM urls WHERE in_index = 1 ORDER BY url", [])
-    }
+    fn indexed_urls(&self) -> Result<Vec<String>>;
 
-    fn strings<P: rusqlite::Params>(&self, sql: &str, params: P) -> Result<Vec<String>> {
-        let mut stmt = self.conn.prepare(sql)?;
-        let rows = stmt.query_map(params, |r| r.get(0))?;
-        Ok(rows.collect::<std::result::Result<_, _>>()?)
+    // Claims (a crawl's work).
+
+    /// Leases up to `capsules` capsules that have work due at `now` (earliest due first,
+    /// skipping those in back-off) and claims up to `per_capsule` URLs of each. A capsule that
+    /// turns out to have nothing claimable is let go at once; one that `permits` refuses (out of
+    /// this run's scope) is passed over until the run ends. The URLs come grouped by capsule,
+    /// with the number of capsules looked at: fewer than asked means no more are due.
+    fn claim_capsules(
+        &mut self,
+        capsules: usize,
+        per_capsule: usize,
+        now: i64,
+        permits: &(dyn Fn(&str) -> bool + Sync),
+    ) -> Result<(Vec<QueuedUrl>, usize)>;
+    /// Claims up to `n` more due URLs of a capsule this crawl leases.
+    fn claim_more(&mut self, host_id: i64, n: usize, now: i64) -> Result<Vec<QueuedUrl>>;
+    /// Claims these URLs, if they are free and due: entries new in a feed, taken ahead of the
+    /// rest of a leased capsule's queue.
+    fn claim_ids(&mut self, ids: &[i64], now: i64) -> Result<Vec<QueuedUrl>>;
+    /// Lets go of a capsule this crawl leased: it is claimable again when its next URL is due.
+    fn release_capsule(&mut self, host_id: i64) -> Result<()>;
+    /// The earliest time after `now` at which a capsule that is not leased has work it may do:
+    /// a retry or a revisit coming due, or a back-off ending.
+    fn next_wakeup(&self, now: i64) -> Result<Option<i64>>;
+    /// Leases the IP address a capsule this crawler holds resolved to, so that no two crawlers
+    /// fetch from one address at once. False: another crawler holds it now (the capsule is
+    /// then put back for a little while). SQLite: always true (one crawler).
+    fn lease_address(&mut self, ip: &str) -> Result<bool>;
+    /// Keeps this crawler's leases from running out; called well within the lease while it
+    /// works. Returns how many capsules it holds (SQLite: 0, its leases never run out).
+    fn renew_leases(&mut self) -> Result<u64>;
+    /// Up to `limit` URLs after id `after`, in id order, whose index operation (upsert or
+    /// delete) is recorded and not yet confirmed, with what the archive has of their content:
+    /// the work of the one index writer of a shared store (`geode index`).
+    fn pending_index_ops(&self, after: i64, limit: usize) -> Result<Vec<PendingOp>>;
+
+    // Anchors: the labels of links, and the pages whose inbound labels changed.
+
+    /// Up to `limit` pending anchor updates after URL id `after`, in id order.
+    fn anchor_updates(&self, after: i64, limit: usize) -> Result<Vec<AnchorUpdate>>;
+    /// Forgets these anchor updates (their documents were rewritten and committed).
+    fn clear_anchor_updates(&mut self, ids: &[i64]) -> Result<()>;
+    /// Forgets every anchor update (the index was rebuilt from scratch).
+    fn clear_all_anchor_updates(&mut self) -> Result<()>;
+    /// The distinct labels of a page's own links, sorted.
+    fn own_labels(&self, id: i64) -> Result<Vec<String>>;
+    /// The distinct labels of the links that point to a URL or to URLs redirecting to it.
+    fn inbound_labels(&self, id: i64, limit: usize) -> Result<Vec<String>>;
+
+    // The archive.
+
+    /// The archived response of a URL, body included.
+    fn archived(&self, url_id: i64) -> Result<Option<ArchivedResponse>>;
+    /// An archived body by its hash, decompressed.
+    fn archived_body(&self, hash: &str) -> Result<Option<Vec<u8>>>;
+    /// How much the archive holds.
+    fn archive_stats(&self) -> Result<ArchiveStats>;
+    /// Up to `limit` pages the index holds, after URL id `after`, in id order.
+    fn indexed_content(&self, after: i64, limit: usize) -> Result<Vec<IndexedContent>>;
+    /// Takes pages out of the frontier's picture of the index, because a rebuilt index will not
+    /// hold them: they come due at once and are indexed by the next crawl.
+    fn forget_indexed(&mut self, ids: &[i64], now: i64) -> Result<()>;
+    /// Up to `limit` archived responses after URL id `after` fetched at or after `since`, in id
+    /// order, with their URLs and bodies: what `geode export` writes.
+    fn archived_responses(
+        &self,
+        after: i64,
+        since: i64,
+        limit: usize,
+    ) -> Result<Vec<(i64, String, ArchivedResponse)>>;
+
+    // The link graph, seeds and what the commands ask.
+
+    /// The link graph of indexed pages, for the authority computation.
+    fn link_graph(&self) -> Result<LinkGraph>;
+    /// Adds a seed URL at depth 0, due now. Returns true when it was not known before.
+    fn add_seed(&mut self, url: &str, host: &str, now: i64) -> Result<bool> {
+        let mut batch = self.batch(now)?;
+        let prio = url::Url::parse(url)
+            .map(|u| crate::revisit::Priority::of(&u, false, false))
+            .unwrap_or(crate::revisit::Priority::Fresh);
+        let seed = NewUrl {
+            url,
+            host,
+            depth: 0,
+            hops: 0,
+            from: None,
+            alias_of: None,
+            prio,
+        };
+        let added = batch
+            .ensure_url(&seed, None, u64::MAX)?
+            .is_some_and(|(_, new)| new);
+        batch.commit()?;
+        Ok(added)
     }
+    /// Records a seed someone suggested (bounded by [`MAX_WAITING_SEEDS`]).
+    fn suggest_seed(&mut self, url: &str, host: &str, source: &str, now: i64) -> Result<Suggested>;
+    /// The suggested seeds and where they stand.
+    fn suggested_seeds(&self) -> Result<Vec<SuggestedSeed>>;
+    /// Counts for `geode stats`; `now` decides which back-offs are still running.
+    fn stats(&self, now: i64) -> Result<Stats>;
+    /// Capsules with indexed pages.
+    fn known_hosts(&self) -> Result<Vec<KnownHost>>;
+    /// The id of a URL, if known.
+    fn url_id(&self, url: &str) -> Result<Option<i64>>;
+    /// Everything the store says about one URL, for `geode show`.
+    fn url_details(&self, url: &str) -> Result<Option<UrlDetails>>;
+    /// Whether a URL is known.
+    fn knows(&self, url: &str) -> Result<bool>;
+    /// The pages linking to a URL (or to URLs redirecting to it).
+    fn backlinks(&self, url: &str) -> Result<Vec<Backlink>>;
 }
 
-/// Applies the index operations of commits up to `seq`.
-fn confirm_commit(tx: &rusqlite::Transaction<'_>, seq: u64) -> Result<usize> {
-    Ok(tx.execute(
-        "UPDATE urls SET in_index = (index_op = 'upsert'), index_op = NULL, batch = NULL
-         WHERE index_op IS NOT NULL AND batch <= ?1",
-        [seq as i64],
-    )?)
+/// One write transaction of the crawl, holding many results. Dropping it without
+/// [`Batch::commit`] rolls everything back.
+pub trait Batch {
+    /// The id of a capsule, created when new.
+    fn host_id(&mut self, name: &str) -> Result<i64>;
+    /// The id of a URL, inserting it when unknown: due now, or `excluded` with the reason given.
+    /// A capsule stores at most `budget` URLs: beyond that a new URL is not stored at all and
+    /// `None` comes back. Returns (id, newly added).
+    fn ensure_url(
+        &mut self,
+        new: &NewUrl<'_>,
+        excluded: Option<&str>,
+        budget: u64,
+    ) -> Result<Option<(i64, bool)>>;
+    /// Makes fetchable the web URLs recorded as `excluded` by runs that did not follow the web.
+    /// Returns how many.
+    fn admit_web_urls(&mut self) -> Result<u64>;
+    /// Whether a capsule holds its full budget of URLs.
+    fn capsule_full(&mut self, host_id: i64, budget: u64) -> Result<bool>;
+    /// Records the links of a page at `depth`, replacing the links it had; pages whose inbound
+    /// labels change are marked for an anchor update.
+    fn set_links(
+        &mut self,
+        source: i64,
+        depth: u32,
+        links: &[LinkOut],
+        budget: u64,
+    ) -> Result<LinkReport>;
+    /// Removes every link of a page, marking the pages whose anchors lose a label.
+    fn drop_links(&mut self, source: i64) -> Result<()>;
+    /// Forgets a page's pending anchor update: its document is being written now.
+    fn forget_anchor_update(&mut self, url_id: i64) -> Result<()>;
+    /// Records a redirect target reached from `source`; `None` when its capsule is full.
+    fn add_redirect(
+        &mut self,
+        source: i64,
+        depth: u32,
+        hops: u32,
+        target: &LinkOut,
+        alias_of: Option<i64>,
+        budget: u64,
+    ) -> Result<Option<(i64, bool)>>;
+    /// Another page holding this content in the index (or on its way there), if any.
+    fn same_content(&mut self, hash: &str, except: i64) -> Result<Option<String>>;
+    /// The distinct labels of the links that point to a URL, as this transaction sees them.
+    fn inbound_labels(&mut self, id: i64, limit: usize) -> Result<Vec<String>>;
+    /// Records a visit: what was received, the state, the schedule and the index operation.
+    fn record_visit(&mut self, id: i64, visit: &VisitRecord<'_>) -> Result<()>;
+    /// Sends content to the index under `id`, the URL a temporary redirect keeps canonical.
+    fn record_alias_content(&mut self, id: i64, result: &FetchResult) -> Result<()>;
+    /// Schedules a URL that failed temporarily for another try at `due_at`.
+    fn retry_later(&mut self, id: i64, result: &FetchResult, due_at: i64) -> Result<()>;
+    /// Backs a capsule off for `base` seconds, doubled for every back-off in a row (capped at
+    /// `max`). Returns the time it ends.
+    fn back_off_capsule(&mut self, host_id: i64, now: i64, base: i64, max: i64) -> Result<i64>;
+    /// Ends a capsule's run of back-offs after a good answer.
+    fn capsule_answered(&mut self, host_id: i64) -> Result<()>;
+    /// Records the status and meta of an answer without changing the URL's state.
+    fn note_answer(&mut self, id: i64, result: &FetchResult) -> Result<()>;
+    /// Puts a claimed URL off to the next run.
+    fn defer(&mut self, id: i64, result: &FetchResult) -> Result<()>;
+    /// Returns a claimed URL to the frontier untouched.
+    fn requeue(&mut self, id: i64) -> Result<()>;
+    /// Lets go of a capsule the crawl leased (see [`Frontier::release_capsule`]).
+    fn release_capsule(&mut self, host_id: i64) -> Result<()>;
+    /// Caches a capsule's robots.txt answer.
+    fn set_robots(&mut self, host_id: i64, status: u8, text: Option<&str>, now: i64) -> Result<()>;
+    /// Keeps a capsule from being fetched before `until` (unix seconds).
+    fn set_backoff(&mut self, host_id: i64, until: i64) -> Result<()>;
+    /// Compares a capsule's certificate with its pin, pinning a changed one.
+    fn pin_certificate(&mut self, host_id: i64, sha256: &str, now: i64) -> Result<Pin>;
+    /// Archives the latest response of a URL, replacing the one before.
+    fn archive(&mut self, url_id: i64, record: &ArchiveRecord<'_>) -> Result<()>;
+    /// Makes the transaction durable.
+    fn commit(self: Box<Self>) -> Result<()>;
 }
-
-#[cfg(test)]
-mod tests;

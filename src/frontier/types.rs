@@ -1,5 +1,10 @@
-//! What the frontier hands out and takes in: URL states and index operations, claimed URLs with
-//! what was known of them, fetch results, links, certificate pins, anchor updates and seeds.
+//! What the frontier hands out and takes in, whatever the store: URL states and index
+//! operations, claimed URLs with what was known of them, fetch results, visits, links,
+//! certificate pins, anchor updates and seeds.
+
+use std::collections::BTreeSet;
+
+use crate::revisit::Priority;
 
 /// What the last visit of a URL found. See schema.sql.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -22,7 +27,7 @@ impl UrlState {
         }
     }
 
-    pub(super) fn parse(s: &str) -> UrlState {
+    pub(crate) fn parse(s: &str) -> UrlState {
         match s {
             "indexed" => UrlState::Indexed,
             "fetched" => UrlState::Fetched,
@@ -41,10 +46,18 @@ pub enum IndexOp {
 }
 
 impl IndexOp {
-    pub(super) fn as_str(self) -> &'static str {
+    pub fn as_str(self) -> &'static str {
         match self {
             IndexOp::Upsert => "upsert",
             IndexOp::Delete => "delete",
+        }
+    }
+
+    pub(crate) fn parse(s: &str) -> IndexOp {
+        if s == "delete" {
+            IndexOp::Delete
+        } else {
+            IndexOp::Upsert
         }
     }
 }
@@ -193,18 +206,47 @@ pub struct SuggestedSeed {
     pub fetched_at: Option<i64>,
 }
 
-/// Column `i` as a status code, clamped to 0..=99 (NULL: none).
-pub(super) fn status_at(row: &rusqlite::Row<'_>, i: usize) -> rusqlite::Result<Option<u8>> {
-    Ok(row.get::<_, Option<i64>>(i)?.map(|s| s.clamp(0, 99) as u8))
+/// A URL to insert if unknown.
+#[derive(Debug, Clone, Copy)]
+pub struct NewUrl<'a> {
+    pub url: &'a str,
+    /// Its capsule key.
+    pub host: &'a str,
+    pub depth: u32,
+    pub hops: u32,
+    pub from: Option<i64>,
+    /// The URL whose content this is, when reached through a temporary redirect.
+    pub alias_of: Option<i64>,
+    pub prio: Priority,
 }
 
-/// Column `i` as a count or size; a negative number (never written, but read defensively)
-/// is 0.
-pub(super) fn count_at(row: &rusqlite::Row<'_>, i: usize) -> rusqlite::Result<u64> {
-    Ok(row.get::<_, i64>(i)?.max(0) as u64)
+/// Everything a visit sets on its URL. A visited URL is not claimed again in this run.
+#[derive(Debug, Clone)]
+pub struct VisitRecord<'a> {
+    pub state: UrlState,
+    pub result: &'a FetchResult,
+    /// The next visit; `None`: never.
+    pub due_at: Option<i64>,
+    pub revisit_secs: i64,
+    pub first_failed_at: Option<i64>,
+    pub prio: Priority,
+    pub feed: bool,
+    /// The visit found new or changed content.
+    pub changed: bool,
+    /// What was sent to the index for this URL, if anything.
+    pub index_op: Option<IndexOp>,
+    /// Where a redirect pointed.
+    pub redirect_to: Option<i64>,
 }
 
-/// [`count_at`] for a column that may be NULL.
-pub(super) fn maybe_count_at(row: &rusqlite::Row<'_>, i: usize) -> rusqlite::Result<Option<u64>> {
-    Ok(row.get::<_, Option<i64>>(i)?.map(|n| n.max(0) as u64))
+/// What recording a page's links did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LinkReport {
+    /// URLs the frontier did not know.
+    pub added: usize,
+    /// New URLs with the hub priority (entries new in a feed), to be fetched first: (URL id,
+    /// capsule id).
+    pub new_hubs: Vec<(i64, i64)>,
+    /// Capsules that got new URLs to fetch.
+    pub hosts_with_new: BTreeSet<i64>,
 }

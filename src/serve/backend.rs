@@ -15,7 +15,9 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::frontier::{Backlink, Frontier, FrontierError, KnownHost, Stats, Suggested};
+use crate::frontier::{
+    self, Backlink, Frontier, FrontierError, KnownHost, PgStore, Stats, Suggested,
+};
 use crate::index::{IndexError, SearchIndex, SearchResults};
 
 /// How often at most the index directory is checked for replacement (or first appearance).
@@ -60,9 +62,12 @@ pub struct Backlinks {
     pub links: Vec<Backlink>,
 }
 
-/// The readers of one data directory.
+/// The readers of one data directory (and of a shared crawl's store, when given).
 pub struct Backend {
     data_dir: PathBuf,
+    /// The shared crawl on PostgreSQL whose index `data_dir` holds, if any: statistics,
+    /// backlinks and suggested seeds go there instead of the data directory's SQLite file.
+    shared: Option<PgStore>,
     index: Mutex<IndexSlot>,
     snapshot: Mutex<Option<(Instant, Arc<Snapshot>)>>,
     /// Held by the one thread counting a new snapshot.
@@ -82,12 +87,21 @@ struct IndexSlot {
 type DirIdentity = (u64, u64, Option<std::time::SystemTime>);
 
 impl Backend {
-    pub fn new(data_dir: &Path) -> Backend {
+    pub fn new(data_dir: &Path, shared: Option<PgStore>) -> Backend {
         Backend {
             data_dir: data_dir.to_path_buf(),
+            shared,
             index: Mutex::new(IndexSlot::default()),
             snapshot: Mutex::new(None),
             refreshing: Mutex::new(()),
+        }
+    }
+
+    /// A reader of the crawl state: the shared store, else the data directory's SQLite file.
+    fn reader(&self) -> Result<Box<dyn Frontier>, FrontierError> {
+        match &self.shared {
+            Some(store) => Ok(Box::new(store.frontier()?)),
+            None => frontier::open_read_only(&crate::datadir::database_path(&self.data_dir)),
         }
     }
 
@@ -196,19 +210,18 @@ impl Backend {
             }
         };
         let documents = self.documents();
-        let snapshot =
-            match Frontier::open_read_only(&crate::datadir::database_path(&self.data_dir)) {
-                Ok(frontier) => Snapshot {
-                    stats: Some(frontier.stats(now_unix)?),
-                    hosts: frontier.known_hosts()?,
-                    documents,
-                },
-                Err(FrontierError::Missing(_)) => Snapshot {
-                    documents,
-                    ..Snapshot::default()
-                },
-                Err(e) => return Err(e),
-            };
+        let snapshot = match self.reader() {
+            Ok(frontier) => Snapshot {
+                stats: Some(frontier.stats(now_unix)?),
+                hosts: frontier.known_hosts()?,
+                documents,
+            },
+            Err(FrontierError::Missing(_)) => Snapshot {
+                documents,
+                ..Snapshot::default()
+            },
+            Err(e) => return Err(e),
+        };
         let snapshot = Arc::new(snapshot);
         *self.snapshot.lock().unwrap_or_else(|p| p.into_inner()) =
             Some((Instant::now(), Arc::clone(&snapshot)));
@@ -220,9 +233,14 @@ impl Backend {
     /// Records a seed a visitor suggested, in the crawl database (created if there is none
     /// yet): the one write `geode serve` makes to it.
     pub fn suggest_seed(&self, url: &url::Url) -> Result<Suggested, FrontierError> {
-        std::fs::create_dir_all(&self.data_dir)
-            .map_err(|e| FrontierError::Unreadable(self.data_dir.clone(), e))?;
-        let mut frontier = Frontier::open(&crate::datadir::database_path(&self.data_dir))?;
+        let mut frontier = match &self.shared {
+            Some(store) => Box::new(store.frontier()?) as Box<dyn Frontier>,
+            None => {
+                std::fs::create_dir_all(&self.data_dir)
+                    .map_err(|e| FrontierError::Unreadable(self.data_dir.clone(), e))?;
+                frontier::open(&crate::datadir::database_path(&self.data_dir))?
+            }
+        };
         frontier.suggest_seed(
             url.as_str(),
             &crate::urlnorm::capsule_key(url),
@@ -232,7 +250,7 @@ impl Backend {
     }
 
     pub fn backlinks(&self, url: &str) -> Result<Option<Backlinks>, FrontierError> {
-        match Frontier::open_read_only(&crate::datadir::database_path(&self.data_dir)) {
+        match self.reader() {
             Ok(frontier) => Ok(Some(Backlinks {
                 known: frontier.knows(url)?,
                 links: frontier.backlinks(url)?,
@@ -296,7 +314,7 @@ mod tests {
     #[test]
     fn an_index_that_appears_or_is_replaced_is_picked_up() {
         let tmp = tempfile::tempdir().unwrap();
-        let backend = Backend::new(tmp.path());
+        let backend = Backend::new(tmp.path(), None);
         assert!(matches!(
             backend.search("kettle", 10, 0),
             SearchOutcome::NoIndex
@@ -319,7 +337,7 @@ mod tests {
     fn malformed_queries_are_reported_not_failed() {
         let tmp = tempfile::tempdir().unwrap();
         write_index(tmp.path(), &[page("gemini://a.test/", "kettle")]);
-        let backend = Backend::new(tmp.path());
+        let backend = Backend::new(tmp.path(), None);
         assert!(matches!(
             backend.search("\"unbalanced", 10, 0),
             SearchOutcome::BadQuery(m) if !m.is_empty()
@@ -329,7 +347,7 @@ mod tests {
     #[test]
     fn a_data_directory_without_a_crawl_database_has_empty_statistics() {
         let tmp = tempfile::tempdir().unwrap();
-        let backend = Backend::new(tmp.path());
+        let backend = Backend::new(tmp.path(), None);
         let snapshot = backend.snapshot(0).unwrap();
         assert!(snapshot.stats.is_none());
         assert!(snapshot.hosts.is_empty());

@@ -74,6 +74,9 @@ pub use connection::Response;
 pub struct ServeConfig {
     /// The data directory holding `crawl.sqlite` and `tantivy/`.
     pub data_dir: PathBuf,
+    /// A shared crawl on PostgreSQL whose index `data_dir` holds (`--frontier`): statistics,
+    /// backlinks and suggested seeds go there.
+    pub shared: Option<crate::frontier::PgStore>,
     /// Addresses to listen on (port 0 picks a free port).
     pub listen: Vec<SocketAddr>,
     /// The host name clients use; requests for other hosts are refused (53).
@@ -140,6 +143,7 @@ impl ServeConfig {
     pub fn new(data_dir: &std::path::Path, listen: Vec<SocketAddr>, hostname: &str) -> Self {
         ServeConfig {
             data_dir: data_dir.to_path_buf(),
+            shared: None,
             listen,
             hostname: hostname.to_string(),
             cert: CertSource::SelfSigned {
@@ -293,7 +297,7 @@ impl Server {
         let shared = Arc::new(Shared {
             hostname: config.hostname.clone(),
             acceptor: TlsAcceptor::from(Arc::new(tls)),
-            backend: Arc::new(Backend::new(&config.data_dir)),
+            backend: Arc::new(Backend::new(&config.data_dir, config.shared.clone())),
             limiter: RateLimiter::new(config.rate_limit),
             per_client: ConnectionCounter::new(config.max_connections_per_client),
             pending: PendingConnections::new(config.max_pending_connections),

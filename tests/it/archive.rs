@@ -168,12 +168,11 @@ async fn reindex_rebuilds_the_same_index_show_and_export_read_the_archive() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let archived =
-        geode::frontier::Frontier::open_read_only(&geode::datadir::database_path(data.path()))
-            .unwrap()
-            .archive_stats()
-            .unwrap()
-            .responses;
+    let archived = geode::frontier::open_read_only(&geode::datadir::database_path(data.path()))
+        .unwrap()
+        .archive_stats()
+        .unwrap()
+        .responses;
     assert!(
         archived > 31,
         "{archived} responses (pages, redirects, 51s)"

@@ -10,7 +10,6 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use geode::frontier::Frontier;
 use geode_fixture::{FixtureConfig, FixtureServer, RequestRecord};
 use tokio::io::AsyncWriteExt;
 use tokio::net::TcpListener;
@@ -261,7 +260,8 @@ async fn a_good_capsule_among_hostile_ones_is_crawled_at_its_pace_and_the_crawl_
     assert!(db < 200 * 1024 * 1024, "database {db} bytes");
 
     // The link bomb stopped at its budget.
-    let frontier = Frontier::open_read_only(&geode::datadir::database_path(data.path())).unwrap();
+    let frontier =
+        geode::frontier::open_read_only(&geode::datadir::database_path(data.path())).unwrap();
     let bomb = frontier
         .known_hosts()
         .unwrap()

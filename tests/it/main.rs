@@ -12,6 +12,7 @@ mod fuzz;
 mod hostile;
 mod http;
 mod polite;
+mod postgres;
 mod recrawl;
 mod resume;
 mod serve;

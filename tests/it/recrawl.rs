@@ -9,7 +9,6 @@ use std::time::Duration;
 
 use geode::crawl::{CrawlConfig, CrawlSummary};
 use geode::fetch::dns::{Overrides, Target};
-use geode::frontier::Frontier;
 use geode::index::{SearchIndex, SearchOptions};
 use geode::revisit::RevisitPolicy;
 use geode_fixture::{FixtureConfig, FixtureServer, RequestRecord};
@@ -266,7 +265,7 @@ async fn a_changed_geminispace_is_crawled_again_and_the_index_matches_it() {
     assert_eq!(second.certificates_changed, 1);
     assert_eq!(second.capsules_unreachable, 1);
     assert_eq!(second.anchors_refreshed, 1, "{second:#?}");
-    let stats = Frontier::open_read_only(&geode::datadir::database_path(data.path()))
+    let stats = geode::frontier::open_read_only(&geode::datadir::database_path(data.path()))
         .unwrap()
         .stats(geode::crawl::unix_now())
         .unwrap();

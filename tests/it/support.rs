@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use geode::crawl::{self, CrawlConfig, CrawlSummary};
 use geode::fetch::dns::{Overrides, Target};
-use geode::frontier::{Frontier, UrlState};
+use geode::frontier::UrlState;
 use geode_fixture::{FixtureConfig, FixtureServer, RequestRecord};
 
 /// The fixture capsules and the loopback address each is served on. gamma and delta share an
@@ -93,7 +93,7 @@ pub async fn crawl(config: CrawlConfig) -> CrawlSummary {
 }
 
 pub fn urls_in(data: &Path, state: UrlState) -> Vec<String> {
-    Frontier::open_read_only(&geode::datadir::database_path(data))
+    geode::frontier::open_read_only(&geode::datadir::database_path(data))
         .unwrap()
         .urls_in_state(state)
         .unwrap()
@@ -101,7 +101,7 @@ pub fn urls_in(data: &Path, state: UrlState) -> Vec<String> {
 
 /// The URLs the index holds a document under, sorted.
 pub fn indexed(data: &Path) -> Vec<String> {
-    Frontier::open_read_only(&geode::datadir::database_path(data))
+    geode::frontier::open_read_only(&geode::datadir::database_path(data))
         .unwrap()
         .indexed_urls()
         .unwrap()

@@ -211,6 +211,7 @@ const NOT_IN_DOMAIN: &[&str] = &[
     "tokio",
     "tantivy",
     "rusqlite",
+    "postgres",
     "std::net::Tcp",
     "crate::frontier",
     "crate::fetch",
@@ -242,7 +243,7 @@ const RULES: &[Rule] = &[
     Rule {
         name: "only the stores speak SQL",
         scope: &["src"],
-        marks: &["rusqlite", "Connection::open"],
+        marks: &["rusqlite", "Connection::open", "postgres::", "r2d2"],
         allowed: &["src/frontier"],
     },
     Rule {

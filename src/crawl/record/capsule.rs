@@ -11,7 +11,7 @@ impl Crawl {
     /// to the frontier untouched, and its lease is let go.
     pub(in crate::crawl) fn set_aside(
         &mut self,
-        batch: &mut Batch<'_>,
+        batch: &mut dyn Batch,
         host_id: i64,
     ) -> Result<(), CrawlError> {
         self.summary.capsules_backed_off += 1;
@@ -25,7 +25,7 @@ impl Crawl {
 
     pub(super) fn back_off(
         &mut self,
-        batch: &mut Batch<'_>,
+        batch: &mut dyn Batch,
         host_id: i64,
     ) -> Result<(), CrawlError> {
         let base = self.config.capsule_backoff.as_secs().max(1) as i64;
@@ -45,7 +45,7 @@ impl Crawl {
     /// happened.
     pub(super) fn slow_down(
         &mut self,
-        batch: &mut Batch<'_>,
+        batch: &mut dyn Batch,
         ip: IpAddr,
         meta: &str,
     ) -> Result<bool, CrawlError> {
@@ -67,7 +67,7 @@ impl Crawl {
     /// and its lease is let go.
     pub(in crate::crawl) fn defer_capsule(
         &mut self,
-        batch: &mut Batch<'_>,
+        batch: &mut dyn Batch,
         host_id: i64,
         until: i64,
     ) -> Result<(), CrawlError> {
@@ -84,7 +84,7 @@ impl Crawl {
     /// counts a failed visit (recorded after this transaction, see [`Crawl::record_unreachable`]).
     pub(super) fn unreachable(
         &mut self,
-        batch: &mut Batch<'_>,
+        batch: &mut dyn Batch,
         host_id: i64,
         error: &FetchError,
     ) -> Result<(), CrawlError> {
@@ -99,7 +99,7 @@ impl Crawl {
     /// transaction, and lets the capsule go.
     pub(in crate::crawl) fn record_unreachable(
         &mut self,
-        frontier: &mut Frontier,
+        frontier: &mut dyn Frontier,
         host_id: i64,
         kind: &str,
         message: &str,
@@ -126,7 +126,7 @@ impl Crawl {
                     ..FetchResult::default()
                 };
                 failed += 1;
-                self.failed_visit(&mut batch, &url, result, UrlState::Failed, &mut docs)?;
+                self.failed_visit(&mut *batch, &url, result, UrlState::Failed, &mut docs)?;
             }
             batch.commit()?;
             for msg in docs {
@@ -140,7 +140,7 @@ impl Crawl {
 
     pub(super) fn record_robots(
         &mut self,
-        batch: &mut Batch<'_>,
+        batch: &mut dyn Batch,
         host_id: i64,
         answer: Answer,
     ) -> Result<(), CrawlError> {
@@ -188,7 +188,7 @@ impl Crawl {
     /// Pins a capsule's certificate; a change is accepted, logged and counted.
     pub(super) fn pin(
         &mut self,
-        batch: &mut Batch<'_>,
+        batch: &mut dyn Batch,
         host_id: i64,
         fingerprint: &str,
         now: i64,

@@ -62,7 +62,7 @@ impl Crawl {
     /// Records one finished fetch.
     pub(in crate::crawl) fn record(
         &mut self,
-        batch: &mut Batch<'_>,
+        batch: &mut dyn Batch,
         done: Done,
         docs: &mut Vec<IndexMsg>,
     ) -> Result<(), CrawlError> {
@@ -84,7 +84,7 @@ impl Crawl {
 
     fn record_page(
         &mut self,
-        batch: &mut Batch<'_>,
+        batch: &mut dyn Batch,
         url: QueuedUrl,
         answer: Answer,
         docs: &mut Vec<IndexMsg>,
@@ -202,7 +202,7 @@ impl Crawl {
     /// index once that streak is as long as `--remove-after`.
     fn failed_visit(
         &mut self,
-        batch: &mut Batch<'_>,
+        batch: &mut dyn Batch,
         url: &QueuedUrl,
         result: FetchResult,
         state: UrlState,
@@ -223,7 +223,7 @@ impl Crawl {
     /// robots.txt disallows a claimed URL: no request; out of the index if it was in.
     pub(in crate::crawl) fn record_disallowed(
         &mut self,
-        batch: &mut Batch<'_>,
+        batch: &mut dyn Batch,
         url: QueuedUrl,
         now: i64,
         docs: &mut Vec<IndexMsg>,
@@ -251,7 +251,7 @@ impl Crawl {
     /// [`Self::finish`] for an answer with nothing to index (state `fetched`, nothing found).
     fn finish_fetched(
         &mut self,
-        batch: &mut Batch<'_>,
+        batch: &mut dyn Batch,
         url: &QueuedUrl,
         result: &FetchResult,
         visit: Visit,
@@ -271,7 +271,7 @@ impl Crawl {
     /// [`Self::finish`] for content found as it was last time (same hash, or a 304).
     fn finish_unchanged(
         &mut self,
-        batch: &mut Batch<'_>,
+        batch: &mut dyn Batch,
         url: &QueuedUrl,
         state: UrlState,
         result: &FetchResult,
@@ -292,7 +292,7 @@ impl Crawl {
     #[allow(clippy::too_many_arguments)]
     fn finish(
         &mut self,
-        batch: &mut Batch<'_>,
+        batch: &mut dyn Batch,
         url: &QueuedUrl,
         state: UrlState,
         result: &FetchResult,

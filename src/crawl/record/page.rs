@@ -15,7 +15,7 @@ impl Crawl {
     /// body is already indexed, and its links replace those it had.
     pub(super) fn record_content(
         &mut self,
-        batch: &mut Batch<'_>,
+        batch: &mut dyn Batch,
         url: QueuedUrl,
         mut result: FetchResult,
         page: ExtractedPage,
@@ -145,7 +145,7 @@ impl Crawl {
     /// old URL leaves the index.
     pub(super) fn record_redirect(
         &mut self,
-        batch: &mut Batch<'_>,
+        batch: &mut dyn Batch,
         url: &QueuedUrl,
         mut result: FetchResult,
         target: &str,
@@ -231,7 +231,7 @@ impl Crawl {
     /// and counts a failed visit once the attempts are used up.
     pub(super) fn record_temporary_failure(
         &mut self,
-        batch: &mut Batch<'_>,
+        batch: &mut dyn Batch,
         url: QueuedUrl,
         ip: IpAddr,
         code: u8,

@@ -12,8 +12,8 @@
 
 use rusqlite::{params, OptionalExtension, Row, TransactionBehavior};
 
-use super::types::status_at;
-use super::{Canonical, Frontier, Prior, QueuedUrl, Result, UrlState};
+use super::rows::status_at;
+use super::{Canonical, Prior, QueuedUrl, Result, SqliteFrontier, UrlState};
 use crate::revisit::Priority;
 
 /// The columns a claim reads, for [`queued_url`].
@@ -69,7 +69,7 @@ pub(super) const HOST_NEXT_DUE: &str = "SELECT MIN(d) FROM (
        SELECT MIN(due_at) FROM urls
        WHERE host_id = ?1 AND prio = 2 AND claimed = 0 AND due_at IS NOT NULL)";
 
-impl Frontier {
+impl SqliteFrontier {
     /// Leases up to `capsules` capsules that have work due at `now` (earliest due first,
     /// skipping those in back-off) and claims up to `per_capsule` URLs of each. A capsule that
     /// turns out to have nothing claimable is let go at once; one that `permits` refuses (out of
@@ -80,7 +80,7 @@ impl Frontier {
         capsules: usize,
         per_capsule: usize,
         now: i64,
-        permits: &dyn Fn(&str) -> bool,
+        permits: &(dyn Fn(&str) -> bool + Sync),
     ) -> Result<(Vec<QueuedUrl>, usize)> {
         let tx = self
             .conn
@@ -165,6 +165,17 @@ impl Frontier {
         release(&tx, host_id)?;
         tx.commit()?;
         Ok(())
+    }
+
+    /// Every address is this crawl's: one crawl at a time holds a SQLite store.
+    pub fn lease_address(&mut self, _ip: &str) -> Result<bool> {
+        Ok(true)
+    }
+
+    /// Renews nothing: one crawl at a time holds a SQLite store (the data directory's lock), so
+    /// its leases last until it lets them go or `recover` does.
+    pub fn renew_leases(&mut self) -> Result<u64> {
+        Ok(0)
     }
 
     /// The earliest time after `now` at which a capsule that is not leased has work it may do:

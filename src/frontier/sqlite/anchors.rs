@@ -5,9 +5,9 @@ use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 
 use std::collections::BTreeSet;
 
-use super::{AnchorUpdate, Frontier, IndexedPage, Result, MAX_REDIRECT_CHAIN};
+use super::{AnchorUpdate, IndexedPage, Result, SqliteFrontier, MAX_REDIRECT_CHAIN};
 
-impl Frontier {
+impl SqliteFrontier {
     /// Up to `limit` pages whose anchors changed, after the URL id `after`, each with the
     /// indexed page it stands for (if any): the URL itself when it is in the index, else the
     /// page its redirects lead to.

@@ -1,4 +1,4 @@
-//! [`Batch`]: one write transaction of the crawl, holding many results. What a visit found, the
+//! [`SqliteBatch`]: one write transaction of the crawl, holding many results. What a visit found, the
 //! links of a page (new URLs join the frontier, links a page dropped leave the graph), redirects,
 //! retries, capsule back-offs, robots.txt answers and certificate pins.
 
@@ -6,62 +6,19 @@ use std::collections::{BTreeSet, HashMap};
 
 use rusqlite::{params, OptionalExtension};
 
-use super::{FetchResult, IndexOp, LinkOut, Pin, Result, UrlState};
+use super::{
+    FetchResult, IndexOp, LinkOut, LinkReport, NewUrl, Pin, Result, UrlState, VisitRecord,
+};
 use crate::revisit::Priority;
 
-/// A URL to insert if unknown.
-#[derive(Debug, Clone, Copy)]
-pub struct NewUrl<'a> {
-    pub url: &'a str,
-    /// Its capsule key.
-    pub host: &'a str,
-    pub depth: u32,
-    pub hops: u32,
-    pub from: Option<i64>,
-    /// The URL whose content this is, when reached through a temporary redirect.
-    pub alias_of: Option<i64>,
-    pub prio: Priority,
-}
-
-/// Everything a visit sets on its URL. A visited URL is not claimed again in this run.
-#[derive(Debug, Clone)]
-pub struct VisitRecord<'a> {
-    pub state: UrlState,
-    pub result: &'a FetchResult,
-    /// The next visit; `None`: never.
-    pub due_at: Option<i64>,
-    pub revisit_secs: i64,
-    pub first_failed_at: Option<i64>,
-    pub prio: Priority,
-    pub feed: bool,
-    /// The visit found new or changed content.
-    pub changed: bool,
-    /// What was sent to the index for this URL, if anything.
-    pub index_op: Option<IndexOp>,
-    /// Where a redirect pointed.
-    pub redirect_to: Option<i64>,
-}
-
-/// What recording a page's links did.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct LinkReport {
-    /// URLs the frontier did not know.
-    pub added: usize,
-    /// New URLs with the hub priority (entries new in a feed), to be fetched first: (URL id,
-    /// capsule id).
-    pub new_hubs: Vec<(i64, i64)>,
-    /// Capsules that got new URLs to fetch.
-    pub hosts_with_new: BTreeSet<i64>,
-}
-
-/// The web URLs [`Batch::admit_web_urls`] admits; the partial index `urls_web_waiting` keeps
+/// The web URLs [`SqliteBatch::admit_web_urls`] admits; the partial index `urls_web_waiting` keeps
 /// this from reading every URL.
 pub(super) const WEB_WAITING: &str = "SELECT id, url, host_id FROM urls
      WHERE state = 'excluded' AND error IN ('web', 'not-fetchable')
        AND (url LIKE 'http://%' OR url LIKE 'https://%')";
 
-/// One write transaction. Dropping it without [`Batch::commit`] rolls everything back.
-pub struct Batch<'a> {
+/// One write transaction. Dropping it without [`SqliteBatch::commit`] rolls everything back.
+pub struct SqliteBatch<'a> {
     pub(super) tx: rusqlite::Transaction<'a>,
     host_ids: &'a mut HashMap<String, i64>,
     /// Hosts this transaction created: cached only once it commits, since a rollback undoes them.
@@ -73,14 +30,14 @@ pub struct Batch<'a> {
     now: i64,
 }
 
-impl<'a> Batch<'a> {
+impl<'a> SqliteBatch<'a> {
     pub(super) fn new(
         tx: rusqlite::Transaction<'a>,
         host_ids: &'a mut HashMap<String, i64>,
         url_ids: &'a mut HashMap<String, i64>,
         now: i64,
     ) -> Self {
-        Batch {
+        SqliteBatch {
             tx,
             host_ids,
             new_hosts: Vec::new(),
@@ -404,7 +361,7 @@ impl<'a> Batch<'a> {
             .optional()?)
     }
 
-    /// The distinct labels of the links that point to a URL (see [`super::Frontier::inbound_labels`]).
+    /// The distinct labels of the links that point to a URL (see [`super::SqliteFrontier::inbound_labels`]).
     pub fn inbound_labels(&mut self, id: i64, limit: usize) -> Result<Vec<String>> {
         super::anchors::inbound_labels(&self.tx, id, limit)
     }
@@ -572,7 +529,7 @@ impl<'a> Batch<'a> {
         Ok(())
     }
 
-    /// Lets go of a capsule the crawl leased (see [`super::Frontier::release_capsule`]).
+    /// Lets go of a capsule the crawl leased (see [`super::SqliteFrontier::release_capsule`]).
     pub fn release_capsule(&mut self, host_id: i64) -> Result<()> {
         super::claim::release(&self.tx, host_id)
     }

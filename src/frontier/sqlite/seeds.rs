@@ -3,31 +3,10 @@
 
 use rusqlite::{params, TransactionBehavior};
 
-use super::{Frontier, NewUrl, Result, Suggested, SuggestedSeed, MAX_WAITING_SEEDS};
+use super::{Result, SqliteFrontier, Suggested, SuggestedSeed, MAX_WAITING_SEEDS};
+use crate::frontier::Frontier;
 
-impl Frontier {
-    /// Adds a seed URL at depth 0, due now. Returns true when it was not known before.
-    pub fn add_seed(&mut self, url: &str, host: &str, now: i64) -> Result<bool> {
-        let mut batch = self.batch(now)?;
-        let prio = url::Url::parse(url)
-            .map(|u| crate::revisit::Priority::of(&u, false, false))
-            .unwrap_or(crate::revisit::Priority::Fresh);
-        let seed = NewUrl {
-            url,
-            host,
-            depth: 0,
-            hops: 0,
-            from: None,
-            alias_of: None,
-            prio,
-        };
-        let added = batch
-            .ensure_url(&seed, None, u64::MAX)?
-            .is_some_and(|(_, new)| new);
-        batch.commit()?;
-        Ok(added)
-    }
-
+impl SqliteFrontier {
     /// Records a seed someone suggested (`source`: `cli` or `serve`): the URL joins the frontier
     /// if unknown, and is due at once unless it is excluded or gone for good. At most
     /// [`MAX_WAITING_SEEDS`] suggestions wait for a crawl at a time.

@@ -2,6 +2,7 @@
 //! test modules of the frontier.
 
 use super::*;
+use crate::frontier::CertificateChange;
 use crate::revisit::Priority;
 
 pub(super) fn link(url: &str) -> LinkOut {
@@ -28,14 +29,17 @@ pub(super) fn labelled(url: &str, label: &str) -> LinkOut {
 }
 
 /// Gives page `from` one link, to `to` labelled `label` (its links until now are replaced).
-pub(super) fn link_to(batch: &mut Batch<'_>, from: i64, to: &str, label: &str) {
+pub(super) fn link_to(batch: &mut SqliteBatch<'_>, from: i64, to: &str, label: &str) {
     batch
         .set_links(from, 0, &[labelled(to, label)], u64::MAX)
         .unwrap();
 }
 
 /// New URLs, each visited and found indexable (a 20 sent to the index); their ids.
-pub(super) fn indexed_pages<const N: usize>(batch: &mut Batch<'_>, urls: [&str; N]) -> [i64; N] {
+pub(super) fn indexed_pages<const N: usize>(
+    batch: &mut SqliteBatch<'_>,
+    urls: [&str; N],
+) -> [i64; N] {
     urls.map(|url| {
         let id = id_of(batch, url);
         visit(batch, id, UrlState::Indexed, 20);
@@ -43,7 +47,7 @@ pub(super) fn indexed_pages<const N: usize>(batch: &mut Batch<'_>, urls: [&str; 
     })
 }
 
-pub(super) fn id_of(batch: &mut Batch<'_>, url: &str) -> i64 {
+pub(super) fn id_of(batch: &mut SqliteBatch<'_>, url: &str) -> i64 {
     let l = link(url);
     let new = NewUrl {
         url: &l.url,
@@ -58,7 +62,7 @@ pub(super) fn id_of(batch: &mut Batch<'_>, url: &str) -> i64 {
 }
 
 /// Records a visit that found `status`, due in a day; an indexed page is sent to the index.
-pub(super) fn visit(batch: &mut Batch<'_>, id: i64, state: UrlState, status: u8) {
+pub(super) fn visit(batch: &mut SqliteBatch<'_>, id: i64, state: UrlState, status: u8) {
     let result = FetchResult {
         status: Some(status),
         fetched_at: 1000,
@@ -70,7 +74,7 @@ pub(super) fn visit(batch: &mut Batch<'_>, id: i64, state: UrlState, status: u8)
 
 /// Records a visit due in a day, found in `state` (an indexed page is sent to the index).
 fn record(
-    batch: &mut Batch<'_>,
+    batch: &mut SqliteBatch<'_>,
     id: i64,
     state: UrlState,
     result: &FetchResult,
@@ -94,7 +98,7 @@ fn record(
 
 /// Records a redirect from `source` to `target` (temporary when `alias_of` is given).
 pub(super) fn redirect(
-    batch: &mut Batch<'_>,
+    batch: &mut SqliteBatch<'_>,
     source: i64,
     target: &str,
     alias_of: Option<i64>,
@@ -114,14 +118,14 @@ pub(super) fn redirect(
 }
 
 /// Commits the index operations of `ids` as commit `seq`, as the indexing thread does.
-pub(super) fn index(f: &mut Frontier, ids: &[i64], seq: u64) {
+pub(super) fn index(f: &mut SqliteFrontier, ids: &[i64], seq: u64) {
     f.assign_batch(ids, seq).unwrap();
     f.mark_committed(seq).unwrap();
 }
 
-fn open() -> (tempfile::TempDir, Frontier) {
+fn open() -> (tempfile::TempDir, SqliteFrontier) {
     let dir = tempfile::tempdir().unwrap();
-    let f = Frontier::open(&dir.path().join("crawl.sqlite")).unwrap();
+    let f = SqliteFrontier::open(&dir.path().join("crawl.sqlite")).unwrap();
     (dir, f)
 }
 
@@ -129,7 +133,7 @@ fn urls(queued: &[QueuedUrl]) -> Vec<&str> {
     queued.iter().map(|q| q.url.as_str()).collect()
 }
 
-fn count(f: &Frontier, sql: &str) -> i64 {
+fn count(f: &SqliteFrontier, sql: &str) -> i64 {
     f.conn.query_row(sql, [], |r| r.get(0)).unwrap()
 }
 
@@ -325,7 +329,7 @@ fn links_are_replaced_and_anchor_changes_marked() {
     let target = id_of(&mut b, "gemini://b.test/");
     let other = id_of(&mut b, "gemini://c.test/");
     b.commit().unwrap();
-    let marked = |f: &Frontier| -> Vec<i64> {
+    let marked = |f: &SqliteFrontier| -> Vec<i64> {
         f.anchor_updates(0, 100)
             .unwrap()
             .into_iter()

@@ -182,7 +182,7 @@ fn v1_to_v2(tx: &rusqlite::Transaction<'_>) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::frontier::{Frontier, UrlState};
+    use crate::frontier::{SqliteFrontier, UrlState};
 
     /// The first release's schema, as it created databases.
     const V1_SCHEMA: &str = "
@@ -235,16 +235,17 @@ mod tests {
             )
             .unwrap();
         }
-        let f = Frontier::open(&path).unwrap();
-        let row = |f: &Frontier, id: i64| -> (String, i64, Option<String>, Option<i64>, i64) {
-            f.conn
-                .query_row(
-                    "SELECT state, in_index, index_op, due_at, prio FROM urls WHERE id = ?1",
-                    [id],
-                    |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)),
-                )
-                .unwrap()
-        };
+        let f = SqliteFrontier::open(&path).unwrap();
+        let row =
+            |f: &SqliteFrontier, id: i64| -> (String, i64, Option<String>, Option<i64>, i64) {
+                f.conn
+                    .query_row(
+                        "SELECT state, in_index, index_op, due_at, prio FROM urls WHERE id = ?1",
+                        [id],
+                        |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)),
+                    )
+                    .unwrap()
+            };
         let day3 = 3 * 24 * 3600;
         assert_eq!(
             row(&f, 1),
@@ -281,8 +282,8 @@ mod tests {
         assert_eq!(user_version(&f.conn).unwrap(), CURRENT);
         drop(f);
         // Opening again changes nothing, and read-only opens accept it.
-        let mut f = Frontier::open(&path).unwrap();
-        Frontier::open_read_only(&path).unwrap();
+        let mut f = SqliteFrontier::open(&path).unwrap();
+        SqliteFrontier::open_read_only(&path).unwrap();
         // Recovery settles the operations that were in flight at the old version: the pending
         // page never reached the index and is visited again; the removal is redone too.
         f.recover(0, 5000).unwrap();
@@ -295,7 +296,7 @@ mod tests {
         assert_eq!(row_op(&f, 2), None);
     }
 
-    fn row_op(f: &Frontier, id: i64) -> Option<String> {
+    fn row_op(f: &SqliteFrontier, id: i64) -> Option<String> {
         f.conn
             .query_row("SELECT index_op FROM urls WHERE id = ?1", [id], |r| {
                 r.get(0)
@@ -311,7 +312,7 @@ mod tests {
             .unwrap()
             .execute_batch(V1_SCHEMA)
             .unwrap();
-        let err = match Frontier::open_read_only(&path) {
+        let err = match SqliteFrontier::open_read_only(&path) {
             Ok(_) => panic!("an old database must be refused"),
             Err(e) => e.to_string(),
         };
@@ -322,12 +323,15 @@ mod tests {
     fn a_newer_database_is_refused() {
         let tmp = tempfile::tempdir().unwrap();
         let path = tmp.path().join("crawl.sqlite");
-        drop(Frontier::open(&path).unwrap());
+        drop(SqliteFrontier::open(&path).unwrap());
         Connection::open(&path)
             .unwrap()
             .pragma_update(None, "user_version", CURRENT + 1)
             .unwrap();
-        let err = Frontier::open(&path).err().expect("refused").to_string();
+        let err = SqliteFrontier::open(&path)
+            .err()
+            .expect("refused")
+            .to_string();
         assert!(err.contains("newer"), "{err}");
     }
 }

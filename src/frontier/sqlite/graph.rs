@@ -8,19 +8,19 @@
 //!
 //! Two statements read everything (the redirect-relevant URLs with the pages, then the links);
 //! ids are mapped in memory, so the cost is two table scans whatever the graph's size. Only
-//! SELECTs: this works on a read-only [`Frontier`] too. It is not a live view: the graph is a
+//! SELECTs: this works on a read-only [`SqliteFrontier`] too. It is not a live view: the graph is a
 //! snapshot of one moment.
 
 use std::collections::HashMap;
 
 use crate::rank::{LinkGraph, LinkGraphBuilder};
 
-use super::{Frontier, Result};
+use super::{Result, SqliteFrontier};
 
 /// Redirects followed from one URL before giving up (a crawl follows at most five).
 const MAX_CHAIN: usize = 8;
 
-impl Frontier {
+impl SqliteFrontier {
     /// The indexed pages and the links between them, resolved through redirects.
     pub fn link_graph(&self) -> Result<LinkGraph> {
         let mut builder = LinkGraphBuilder::new();
@@ -102,7 +102,7 @@ mod tests {
     fn pages_links_and_redirects() {
         let dir = tempfile::tempdir().unwrap();
         let db = dir.path().join("crawl.sqlite");
-        let mut f = Frontier::open(&db).unwrap();
+        let mut f = SqliteFrontier::open(&db).unwrap();
         let mut b = f.batch(0).unwrap();
         let a = id_of(&mut b, "gemini://a.test/");
         let c = id_of(&mut b, "gemini://c.test/");
@@ -175,14 +175,14 @@ mod tests {
         drop(f);
 
         // The same from a read-only connection.
-        let ro = Frontier::open_read_only(&db).unwrap();
+        let ro = SqliteFrontier::open_read_only(&db).unwrap();
         assert_eq!(edges(&ro.link_graph().unwrap()), want);
     }
 
     #[test]
     fn empty_database_and_redirect_loops() {
         let dir = tempfile::tempdir().unwrap();
-        let mut f = Frontier::open(&dir.path().join("crawl.sqlite")).unwrap();
+        let mut f = SqliteFrontier::open(&dir.path().join("crawl.sqlite")).unwrap();
         assert!(f.link_graph().unwrap().is_empty());
 
         // x -31-> y -31-> x: neither is indexed, links to them lead nowhere, and nothing hangs.
@@ -216,7 +216,7 @@ mod tests {
     #[ignore]
     fn scale() {
         let dir = tempfile::tempdir().unwrap();
-        let mut f = Frontier::open(&dir.path().join("crawl.sqlite")).unwrap();
+        let mut f = SqliteFrontier::open(&dir.path().join("crawl.sqlite")).unwrap();
         let pages = 100_000u64;
         let started = std::time::Instant::now();
         let mut state: u64 = 42;

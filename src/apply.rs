@@ -1,0 +1,206 @@
+//! `geode index`: the one index writer of a shared crawl. Crawlers of a shared store
+//! (`geode crawl --frontier postgres://...`) index nothing: each visit records its index
+//! operation (upsert or delete) and archives the response in the store. This applies them to
+//! the Tantivy index of one data directory, and exits, or keeps going (`--follow`).
+//!
+//! Each round follows the crawl's three steps of a commit, so a crash anywhere loses nothing:
+//! tag the pending operations with the next sequence number, write their documents (built from
+//! the archive by the crawl's own document builder, as `reindex` does) and commit Tantivy with
+//! that number, then confirm the tagged operations in the store. A visit that records a new
+//! operation on a URL clears its tag, so an operation that changed while it was being applied
+//! is not confirmed, and is applied again in the next round. Operations tagged but not
+//! confirmed when the writer died are applied again (documents are upserted by URL). When no
+//! operation is left: anchor updates are applied, and link authority is computed from the
+//! store's link graph, as at the end of a crawl.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use ::url::Url;
+
+use crate::crawl::{self, lock};
+use crate::frontier::{Frontier, FrontierError, IndexOp, Location};
+use crate::index::{IndexError, Indexer};
+
+/// What a run of the index writer did.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct ApplySummary {
+    /// Documents written or rewritten.
+    pub upserted: u64,
+    pub deleted: u64,
+    /// Pages whose content the archive lacks (left pending; a crawl fetches them again).
+    pub missing: u64,
+    /// Documents rewritten for new anchors.
+    pub refreshed: u64,
+    pub commits: u64,
+    pub elapsed_secs: f64,
+}
+
+/// Errors that stop the writer. What is committed stays.
+#[derive(Debug, thiserror::Error)]
+pub enum ApplyError {
+    #[error(transparent)]
+    Frontier(#[from] FrontierError),
+    #[error(transparent)]
+    Index(#[from] IndexError),
+    #[error(transparent)]
+    Lock(#[from] lock::LockError),
+    #[error("data directory {0}: {1}")]
+    DataDir(std::path::PathBuf, std::io::Error),
+}
+
+/// Operations applied per commit.
+const CHUNK: usize = 1000;
+
+/// How long `--follow` waits when nothing is pending.
+const IDLE: Duration = Duration::from_secs(2);
+
+/// Applies the pending index operations of the store at `location` to the index in
+/// `data_dir`, until none is left, or, with `follow`, until `stop` says so.
+pub fn apply(
+    location: &Location,
+    data_dir: &Path,
+    follow: bool,
+    stop: &dyn Fn() -> bool,
+) -> Result<ApplySummary, ApplyError> {
+    let started = Instant::now();
+    std::fs::create_dir_all(data_dir)
+        .map_err(|e| ApplyError::DataDir(data_dir.to_path_buf(), e))?;
+    let _lock = lock::DataDirLock::acquire(data_dir)?;
+    let index_dir = crate::datadir::index_path(data_dir);
+    let mut indexer = Indexer::open_or_create(&index_dir)?;
+    let mut frontier = location.open()?;
+    let mut seq = indexer.committed_seq();
+    // Operations the last commit holds, if the writer died before confirming them.
+    frontier.mark_committed(seq)?;
+    let mut summary = ApplySummary::default();
+    loop {
+        let applied = apply_round(&mut *frontier, &mut indexer, &mut seq, &mut summary)?;
+        if applied {
+            continue;
+        }
+        refresh_anchors(&mut *frontier, &mut indexer, &mut seq, &mut summary)?;
+        if !follow || stop() {
+            break;
+        }
+        std::thread::sleep(IDLE);
+        if stop() {
+            break;
+        }
+    }
+    drop(indexer);
+    crawl::update_authority_blocking(&*frontier, &index_dir);
+    summary.elapsed_secs = started.elapsed().as_secs_f64();
+    Ok(summary)
+}
+
+/// One commit's worth of pending operations. Returns whether there were any to apply.
+fn apply_round(
+    frontier: &mut dyn Frontier,
+    indexer: &mut Indexer,
+    seq: &mut u64,
+    summary: &mut ApplySummary,
+) -> Result<bool, ApplyError> {
+    let mut ops = Vec::new();
+    let mut after = 0;
+    while ops.len() < CHUNK {
+        let more = frontier.pending_index_ops(after, CHUNK - ops.len())?;
+        let Some(last) = more.last() else { break };
+        after = last.page.id;
+        ops.extend(more);
+    }
+    // Pages whose content is not archived stay pending: nothing can be written for them.
+    let mut ready = Vec::new();
+    for op in ops {
+        let body = match (&op.op, &op.page.content_hash) {
+            (IndexOp::Upsert, Some(hash)) => frontier.archived_body(hash)?,
+            _ => None,
+        };
+        let meta = op.page.content_meta.clone().unwrap_or_default();
+        if op.op == IndexOp::Upsert && body.is_none() && crate::content::wants_body(&meta) {
+            summary.missing += 1;
+            continue;
+        }
+        ready.push((op, body));
+    }
+    if ready.is_empty() {
+        return Ok(false);
+    }
+    let next = *seq + 1;
+    let ids: Vec<i64> = ready.iter().map(|(op, _)| op.page.id).collect();
+    frontier.assign_batch(&ids, next)?;
+    for (op, body) in &ready {
+        let page = &op.page;
+        match op.op {
+            IndexOp::Delete => {
+                indexer.delete(&page.url)?;
+                summary.deleted += 1;
+            }
+            IndexOp::Upsert => {
+                let Ok(url) = Url::parse(&page.url) else {
+                    continue;
+                };
+                let anchors = frontier
+                    .inbound_labels(page.id, crawl::MAX_ANCHORS)?
+                    .join("\n");
+                let doc = crawl::document(
+                    &url,
+                    page.url.clone(),
+                    page.host.clone(),
+                    page.content_meta.as_deref().unwrap_or(""),
+                    body.as_deref(),
+                    anchors,
+                    page.size,
+                    page.fetched_at,
+                );
+                indexer.upsert(&doc)?;
+                summary.upserted += 1;
+            }
+        }
+    }
+    indexer.commit(next)?;
+    frontier.mark_committed(next)?;
+    *seq = next;
+    summary.commits += 1;
+    tracing::info!(
+        operations = ready.len(),
+        seq = next,
+        "applied index operations"
+    );
+    Ok(true)
+}
+
+/// Rewrites the committed documents whose inbound link labels changed, then forgets the
+/// updates once that is committed.
+fn refresh_anchors(
+    frontier: &mut dyn Frontier,
+    indexer: &mut Indexer,
+    seq: &mut u64,
+    summary: &mut ApplySummary,
+) -> Result<(), ApplyError> {
+    let mut handled = Vec::new();
+    let mut after = 0;
+    loop {
+        let updates = frontier.anchor_updates(after, CHUNK)?;
+        let Some(last) = updates.last() else { break };
+        after = last.dirty_id;
+        for update in updates {
+            handled.push(update.dirty_id);
+            let Some(page) = update.page else { continue };
+            let anchors = frontier
+                .inbound_labels(page.id, crawl::MAX_ANCHORS)?
+                .join("\n");
+            let labels = frontier.own_labels(page.id)?.join("\n");
+            if indexer.refresh(&page.url, &anchors, &labels, None)? {
+                summary.refreshed += 1;
+            }
+        }
+    }
+    if handled.is_empty() {
+        return Ok(());
+    }
+    // The same sequence number again: no operation is tagged with it.
+    indexer.commit(*seq)?;
+    frontier.clear_anchor_updates(&handled)?;
+    Ok(())
+}

@@ -1,0 +1,688 @@
+//! [`PgBatch`]: one write transaction of a crawler, holding many results, with the meaning of
+//! the SQLite store's batch (see `sqlite/batch.rs`): visits, links, redirects, retries,
+//! back-offs, robots.txt answers, certificate pins and archived responses. Rows two crawlers
+//! may both create (capsules, URLs, bodies) are inserted with `ON CONFLICT`, so a crawler never
+//! fails on another's insert.
+
+use std::collections::{BTreeSet, HashMap};
+
+use postgres::types::ToSql;
+use postgres::{Row, Statement, Transaction};
+
+use super::Result;
+use crate::frontier::{
+    ArchiveRecord, FetchResult, IndexOp, LinkOut, LinkReport, NewUrl, Pin, UrlState, VisitRecord,
+};
+use crate::revisit::Priority;
+
+/// Ids of capsules and URLs by name, as rows of the store have them.
+#[derive(Debug, Default)]
+pub(super) struct Ids {
+    hosts: HashMap<String, i64>,
+    urls: HashMap<String, i64>,
+}
+
+/// How many URL ids a [`super::PgFrontier`] keeps in memory at most; emptied when full.
+const MAX_CACHED_URLS: usize = 200_000;
+
+/// One write transaction. Dropping it without [`PgBatch::commit`] rolls everything back.
+pub struct PgBatch<'a> {
+    /// `None` only once committed or dropped.
+    tx: Option<Transaction<'a>>,
+    /// The connection's prepared statements, by their SQL: a statement prepared once is
+    /// executed in one round trip instead of two.
+    statements: &'a mut HashMap<String, Statement>,
+    /// Ids of capsules and URLs committed before (they never change), and those this
+    /// transaction made, cached once it commits (a rollback undoes them).
+    ids: &'a mut Ids,
+    new_ids: Ids,
+    crawler: String,
+    /// When URLs inserted by this transaction come due.
+    now: i64,
+}
+
+impl<'a> PgBatch<'a> {
+    pub(super) fn new(
+        tx: Transaction<'a>,
+        statements: &'a mut HashMap<String, Statement>,
+        ids: &'a mut Ids,
+        crawler: String,
+        now: i64,
+    ) -> Self {
+        if ids.urls.len() > MAX_CACHED_URLS {
+            ids.urls.clear();
+        }
+        PgBatch {
+            tx: Some(tx),
+            statements,
+            ids,
+            new_ids: Ids::default(),
+            crawler,
+            now,
+        }
+    }
+
+    fn tx(&mut self) -> &mut Transaction<'a> {
+        self.tx
+            .as_mut()
+            .expect("a batch's transaction lives until commit or drop")
+    }
+
+    /// The prepared statement of `sql`, prepared now if it never was on this connection.
+    fn statement(&mut self, sql: &str) -> Result<Statement> {
+        if let Some(statement) = self.statements.get(sql) {
+            return Ok(statement.clone());
+        }
+        let statement = self.tx().prepare(sql)?;
+        self.statements.insert(sql.to_string(), statement.clone());
+        Ok(statement)
+    }
+
+    fn exec(&mut self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> Result<u64> {
+        let statement = self.statement(sql)?;
+        Ok(self.tx().execute(&statement, params)?)
+    }
+
+    fn rows(&mut self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> Result<Vec<Row>> {
+        let statement = self.statement(sql)?;
+        Ok(self.tx().query(&statement, params)?)
+    }
+
+    fn row(&mut self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> Result<Row> {
+        let statement = self.statement(sql)?;
+        Ok(self.tx().query_one(&statement, params)?)
+    }
+
+    fn opt_row(&mut self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> Result<Option<Row>> {
+        let statement = self.statement(sql)?;
+        Ok(self.tx().query_opt(&statement, params)?)
+    }
+
+    /// The id of a capsule, created when new.
+    pub fn host_id(&mut self, name: &str) -> Result<i64> {
+        if let Some(&id) = self
+            .ids
+            .hosts
+            .get(name)
+            .or_else(|| self.new_ids.hosts.get(name))
+        {
+            return Ok(id);
+        }
+        if let Some(row) = self.opt_row("SELECT id FROM hosts WHERE name = $1", &[&name])? {
+            let id = row.get(0);
+            self.ids.hosts.insert(name.to_string(), id);
+            return Ok(id);
+        }
+        // Another crawler may insert it at the same moment: the insert then does nothing and
+        // the select finds its row.
+        let row = self.row(
+            "WITH ins AS (INSERT INTO hosts(name) VALUES ($1) ON CONFLICT (name) DO NOTHING
+                          RETURNING id)
+             SELECT id FROM ins UNION ALL SELECT id FROM hosts WHERE name = $1 LIMIT 1",
+            &[&name],
+        )?;
+        let id = row.get(0);
+        self.new_ids.hosts.insert(name.to_string(), id);
+        Ok(id)
+    }
+
+    /// The id of a URL, inserting it when unknown (see the SQLite store's `ensure_url`).
+    pub fn ensure_url(
+        &mut self,
+        new: &NewUrl<'_>,
+        excluded: Option<&str>,
+        budget: u64,
+    ) -> Result<Option<(i64, bool)>> {
+        if let Some(&id) = self
+            .ids
+            .urls
+            .get(new.url)
+            .or_else(|| self.new_ids.urls.get(new.url))
+        {
+            return Ok(Some((id, false)));
+        }
+        if let Some(row) = self.opt_row("SELECT id FROM urls WHERE url = $1", &[&new.url])? {
+            // Not made by this transaction (those are in `new_ids`), so committed: cacheable.
+            let id = row.get(0);
+            self.ids.urls.insert(new.url.to_string(), id);
+            return Ok(Some((id, false)));
+        }
+        let host_id = self.host_id(new.host)?;
+        let counted = self.opt_row(
+            "UPDATE hosts SET url_count = url_count + 1 WHERE id = $1 AND url_count < $2
+             RETURNING url_count",
+            &[&host_id, &(budget.min(i64::MAX as u64) as i64)],
+        )?;
+        if counted.is_none() {
+            return Ok(None);
+        }
+        let (state, due_at) = match excluded {
+            Some(_) => (UrlState::Excluded, None),
+            None => (UrlState::New, Some(self.now)),
+        };
+        let inserted = self.opt_row(
+            "INSERT INTO urls(url, host_id, state, depth, hops, discovered_from, alias_of,
+                              error, prio, due_at)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+             ON CONFLICT (url) DO NOTHING RETURNING id",
+            &[
+                &new.url,
+                &host_id,
+                &state.as_str(),
+                &i64::from(new.depth),
+                &i64::from(new.hops),
+                &new.from,
+                &new.alias_of,
+                &excluded,
+                &(new.prio as i64),
+                &due_at,
+            ],
+        )?;
+        let Some(row) = inserted else {
+            // Another crawler inserted it meanwhile (and counted it).
+            self.exec(
+                "UPDATE hosts SET url_count = url_count - 1 WHERE id = $1",
+                &[&host_id],
+            )?;
+            let row = self.row("SELECT id FROM urls WHERE url = $1", &[&new.url])?;
+            return Ok(Some((row.get(0), false)));
+        };
+        let id: i64 = row.get(0);
+        self.new_ids.urls.insert(new.url.to_string(), id);
+        if let Some(due) = due_at {
+            self.lower_next_due(host_id, due)?;
+        }
+        Ok(Some((id, true)))
+    }
+
+    /// Makes fetchable the web URLs recorded as `excluded` by runs that did not follow the web.
+    pub fn admit_web_urls(&mut self) -> Result<u64> {
+        let rows = self.rows(
+            "SELECT id, url, host_id FROM urls
+             WHERE state = 'excluded' AND error IN ('web', 'not-fetchable')
+               AND (url LIKE 'http://%' OR url LIKE 'https://%')",
+            &[],
+        )?;
+        let mut admitted = 0;
+        for row in rows {
+            let (id, url, old_host): (i64, String, i64) = (row.get(0), row.get(1), row.get(2));
+            let Ok(parsed) = crate::urlnorm::normalize(&url) else {
+                continue;
+            };
+            if !crate::urlnorm::is_fetchable(&parsed) {
+                continue;
+            }
+            let host = self.host_id(&crate::urlnorm::capsule_key(&parsed))?;
+            let now = self.now;
+            self.exec(
+                "UPDATE urls SET state = 'new', error = NULL, host_id = $2, due_at = $3
+                 WHERE id = $1",
+                &[&id, &host, &now],
+            )?;
+            self.exec(
+                "UPDATE hosts SET url_count = url_count + (id = $2)::int - (id = $1)::int
+                 WHERE id IN ($1, $2)",
+                &[&old_host, &host],
+            )?;
+            self.lower_next_due(host, self.now)?;
+            admitted += 1;
+        }
+        Ok(admitted)
+    }
+
+    /// Whether a capsule holds its full budget of URLs.
+    pub fn capsule_full(&mut self, host_id: i64, budget: u64) -> Result<bool> {
+        let known: i64 = self
+            .row("SELECT url_count FROM hosts WHERE id = $1", &[&host_id])?
+            .get(0);
+        Ok(known.max(0) as u64 >= budget)
+    }
+
+    fn lower_next_due(&mut self, host_id: i64, due: i64) -> Result<()> {
+        self.exec(
+            "UPDATE hosts SET next_due = $2 WHERE id = $1 AND (next_due IS NULL OR next_due > $2)",
+            &[&host_id, &due],
+        )?;
+        Ok(())
+    }
+
+    /// Records the links of a page, replacing the links it had (see the SQLite store).
+    pub fn set_links(
+        &mut self,
+        source: i64,
+        depth: u32,
+        links: &[LinkOut],
+        budget: u64,
+    ) -> Result<LinkReport> {
+        let old: BTreeSet<(i64, String)> = self
+            .rows(
+                "SELECT target, label FROM links WHERE source = $1",
+                &[&source],
+            )?
+            .iter()
+            .map(|r| (r.get(0), r.get(1)))
+            .collect();
+        let mut report = LinkReport::default();
+        let mut current: BTreeSet<(i64, String)> = BTreeSet::new();
+        for link in links {
+            let new = NewUrl {
+                url: &link.url,
+                host: &link.host,
+                depth: depth + 1,
+                hops: 0,
+                from: Some(source),
+                alias_of: None,
+                prio: link.prio,
+            };
+            let Some((target, is_new)) = self.ensure_url(&new, link.excluded, budget)? else {
+                continue;
+            };
+            if is_new {
+                report.added += 1;
+                if link.excluded.is_none() {
+                    let host_id = self.host_id(&link.host)?;
+                    report.hosts_with_new.insert(host_id);
+                    if link.prio == Priority::Hub {
+                        report.new_hubs.push((target, host_id));
+                    }
+                }
+            }
+            let key = (target, link.label.clone());
+            if !current.insert(key.clone()) || old.contains(&key) {
+                continue;
+            }
+            self.exec(
+                "INSERT INTO links(source, target, label) VALUES ($1, $2, $3)
+                 ON CONFLICT DO NOTHING",
+                &[&source, &target, &link.label],
+            )?;
+            if !is_new && !link.label.is_empty() && self.label_count(target, &link.label)? == 1 {
+                self.mark_anchor_update(target)?;
+            }
+        }
+        for (target, label) in old.difference(&current) {
+            self.remove_link(source, *target, label)?;
+        }
+        Ok(report)
+    }
+
+    /// Removes every link of a page, marking the pages whose anchors lose a label.
+    pub fn drop_links(&mut self, source: i64) -> Result<()> {
+        let old: Vec<(i64, String)> = self
+            .rows(
+                "SELECT target, label FROM links WHERE source = $1",
+                &[&source],
+            )?
+            .iter()
+            .map(|r| (r.get(0), r.get(1)))
+            .collect();
+        for (target, label) in old {
+            self.remove_link(source, target, &label)?;
+        }
+        Ok(())
+    }
+
+    fn remove_link(&mut self, source: i64, target: i64, label: &str) -> Result<()> {
+        self.exec(
+            "DELETE FROM links WHERE source = $1 AND target = $2 AND label = $3",
+            &[&source, &target, &label],
+        )?;
+        if !label.is_empty() && self.label_count(target, label)? == 0 {
+            self.mark_anchor_update(target)?;
+        }
+        Ok(())
+    }
+
+    fn label_count(&mut self, target: i64, label: &str) -> Result<i64> {
+        Ok(self
+            .row(
+                "SELECT COUNT(*) FROM (SELECT 1 FROM links WHERE target = $1 AND label = $2
+                                       LIMIT 2) AS l",
+                &[&target, &label],
+            )?
+            .get(0))
+    }
+
+    /// Forgets a page's pending anchor update: its document is being written now.
+    pub fn forget_anchor_update(&mut self, url_id: i64) -> Result<()> {
+        self.exec("DELETE FROM anchor_updates WHERE url_id = $1", &[&url_id])?;
+        Ok(())
+    }
+
+    fn mark_anchor_update(&mut self, url_id: i64) -> Result<()> {
+        self.exec(
+            "INSERT INTO anchor_updates(url_id) VALUES ($1) ON CONFLICT DO NOTHING",
+            &[&url_id],
+        )?;
+        Ok(())
+    }
+
+    /// Records a redirect target reached from `source`.
+    pub fn add_redirect(
+        &mut self,
+        source: i64,
+        depth: u32,
+        hops: u32,
+        target: &LinkOut,
+        alias_of: Option<i64>,
+        budget: u64,
+    ) -> Result<Option<(i64, bool)>> {
+        let new = NewUrl {
+            url: &target.url,
+            host: &target.host,
+            depth,
+            hops,
+            from: Some(source),
+            alias_of,
+            prio: target.prio,
+        };
+        self.ensure_url(&new, target.excluded, budget)
+    }
+
+    /// Another page holding this content in the index (or on its way there), if any.
+    pub fn same_content(&mut self, hash: &str, except: i64) -> Result<Option<String>> {
+        Ok(self
+            .opt_row(
+                "SELECT url FROM urls WHERE content_hash = $1 AND id != $2
+                   AND ((in_index AND index_op IS NULL) OR index_op = 'upsert')
+                 ORDER BY id LIMIT 1",
+                &[&hash, &except],
+            )?
+            .map(|r| r.get(0)))
+    }
+
+    /// The distinct labels of the links that point to a URL, as this transaction sees them.
+    pub fn inbound_labels(&mut self, id: i64, limit: usize) -> Result<Vec<String>> {
+        super::read::inbound_labels(self.tx(), id, limit)
+    }
+
+    /// Records a visit (see the SQLite store's `record_visit`).
+    pub fn record_visit(&mut self, id: i64, visit: &VisitRecord<'_>) -> Result<()> {
+        let r = visit.result;
+        let replaced = self.replaced_content(id, r.content_hash.as_deref())?;
+        let (has_validators, etag, last_modified) = match &r.validators {
+            Some((etag, modified)) => (true, etag.clone(), modified.clone()),
+            None => (false, None, None),
+        };
+        let crawler = self.crawler.clone();
+        self.exec(
+            "UPDATE urls SET state = $2, status = $3, meta = $4, error = $5,
+                    mime = COALESCE($6, mime), size = COALESCE($7, size),
+                    content_hash = COALESCE($8, content_hash),
+                    content_meta = COALESCE($18, content_meta), fetched_at = $9,
+                    etag = CASE WHEN $19 THEN $20 ELSE etag END,
+                    last_modified = CASE WHEN $19 THEN $21 ELSE last_modified END,
+                    due_at = $10, revisit_secs = $11, first_failed_at = $12, prio = $13,
+                    feed = $14, changes = changes + CASE WHEN $15::BOOLEAN THEN 1 ELSE 0 END,
+                    changed_at = CASE WHEN $15::BOOLEAN THEN $9 ELSE changed_at END,
+                    visits = visits + 1, attempts = 0, claimed = 2, claimed_by = $22,
+                    index_op = COALESCE($16, index_op), redirect_to = $17,
+                    batch = CASE WHEN $16::TEXT IS NULL THEN batch END
+             WHERE id = $1",
+            &[
+                &id,
+                &visit.state.as_str(),
+                &r.status.map(i64::from),
+                &r.meta,
+                &r.error,
+                &r.mime,
+                &r.size.map(|s| s as i64),
+                &r.content_hash,
+                &r.fetched_at,
+                &visit.due_at,
+                &visit.revisit_secs,
+                &visit.first_failed_at,
+                &(visit.prio as i64),
+                &visit.feed,
+                &visit.changed,
+                &visit.index_op.map(IndexOp::as_str),
+                &visit.redirect_to,
+                &r.content_meta,
+                &has_validators,
+                &etag,
+                &last_modified,
+                &crawler,
+            ],
+        )?;
+        if let Some(old) = replaced {
+            self.forget_body_if_unused(&old)?;
+        }
+        Ok(())
+    }
+
+    fn replaced_content(&mut self, id: i64, new: Option<&str>) -> Result<Option<String>> {
+        let Some(new) = new else { return Ok(None) };
+        let old: Option<String> = self
+            .opt_row("SELECT content_hash FROM urls WHERE id = $1", &[&id])?
+            .and_then(|r| r.get(0));
+        Ok(old.filter(|old| old != new))
+    }
+
+    /// Sends content to the index under `id`, the URL a temporary redirect keeps canonical.
+    pub fn record_alias_content(&mut self, id: i64, result: &FetchResult) -> Result<()> {
+        let replaced = self.replaced_content(id, result.content_hash.as_deref())?;
+        self.exec(
+            "UPDATE urls SET state = 'indexed', mime = $2, size = $3, content_hash = $4,
+                    content_meta = $5, index_op = 'upsert', first_failed_at = NULL, batch = NULL
+             WHERE id = $1",
+            &[
+                &id,
+                &result.mime,
+                &result.size.map(|s| s as i64),
+                &result.content_hash,
+                &result.content_meta,
+            ],
+        )?;
+        if let Some(old) = replaced {
+            self.forget_body_if_unused(&old)?;
+        }
+        Ok(())
+    }
+
+    /// Schedules a URL that failed temporarily for another try at `due_at`.
+    pub fn retry_later(&mut self, id: i64, result: &FetchResult, due_at: i64) -> Result<()> {
+        self.exec(
+            "UPDATE urls SET attempts = attempts + 1, status = $2, meta = $3,
+                    due_at = $4, claimed = 0, claimed_by = NULL
+             WHERE id = $1",
+            &[&id, &result.status.map(i64::from), &result.meta, &due_at],
+        )?;
+        self.exec(
+            "UPDATE hosts SET next_due = $2
+             WHERE id = (SELECT host_id FROM urls WHERE id = $1)
+               AND (next_due IS NULL OR next_due > $2)",
+            &[&id, &due_at],
+        )?;
+        Ok(())
+    }
+
+    /// Backs a capsule off for `base` seconds, doubled for every back-off in a row.
+    pub fn back_off_capsule(&mut self, host_id: i64, now: i64, base: i64, max: i64) -> Result<i64> {
+        let level: i64 = self
+            .row(
+                "UPDATE hosts SET backoff_level = backoff_level + 1 WHERE id = $1
+                 RETURNING backoff_level",
+                &[&host_id],
+            )?
+            .get(0);
+        let level = level.clamp(0, u32::MAX as i64) as u32;
+        let wait = base
+            .saturating_mul(1i64 << (level.saturating_sub(1)).min(20))
+            .min(max);
+        self.set_backoff(host_id, now + wait)?;
+        Ok(now + wait)
+    }
+
+    /// Ends a capsule's run of back-offs after a good answer.
+    pub fn capsule_answered(&mut self, host_id: i64) -> Result<()> {
+        self.exec(
+            "UPDATE hosts SET backoff_level = 0 WHERE id = $1 AND backoff_level != 0",
+            &[&host_id],
+        )?;
+        Ok(())
+    }
+
+    /// Records the status and meta of an answer without changing the URL's state.
+    pub fn note_answer(&mut self, id: i64, result: &FetchResult) -> Result<()> {
+        self.exec(
+            "UPDATE urls SET status = $2, meta = $3, fetched_at = $4 WHERE id = $1",
+            &[
+                &id,
+                &result.status.map(i64::from),
+                &result.meta,
+                &result.fetched_at,
+            ],
+        )?;
+        Ok(())
+    }
+
+    /// Puts a claimed URL off to the next run.
+    pub fn defer(&mut self, id: i64, result: &FetchResult) -> Result<()> {
+        let crawler = self.crawler.clone();
+        self.exec(
+            "UPDATE urls SET status = $2, meta = $3, claimed = 2, claimed_by = $4 WHERE id = $1",
+            &[&id, &result.status.map(i64::from), &result.meta, &crawler],
+        )?;
+        Ok(())
+    }
+
+    /// Returns a claimed URL to the frontier untouched.
+    pub fn requeue(&mut self, id: i64) -> Result<()> {
+        self.exec(
+            "UPDATE urls SET claimed = 0, claimed_by = NULL WHERE id = $1 AND claimed = 1",
+            &[&id],
+        )?;
+        Ok(())
+    }
+
+    /// Lets go of a capsule this crawler leased.
+    pub fn release_capsule(&mut self, host_id: i64) -> Result<()> {
+        let crawler = self.crawler.clone();
+        super::claim::release(self.tx(), &crawler, host_id)
+    }
+
+    /// Caches a capsule's robots.txt answer.
+    pub fn set_robots(
+        &mut self,
+        host_id: i64,
+        status: u8,
+        text: Option<&str>,
+        now: i64,
+    ) -> Result<()> {
+        self.exec(
+            "UPDATE hosts SET robots_status = $2, robots_txt = $3, robots_fetched_at = $4
+             WHERE id = $1",
+            &[&host_id, &i64::from(status), &text, &now],
+        )?;
+        Ok(())
+    }
+
+    /// Keeps a capsule from being fetched before `until`.
+    pub fn set_backoff(&mut self, host_id: i64, until: i64) -> Result<()> {
+        self.exec(
+            "UPDATE hosts SET backoff_until = $2 WHERE id = $1",
+            &[&host_id, &until],
+        )?;
+        Ok(())
+    }
+
+    /// Compares a capsule's certificate with its pin, pinning a changed one.
+    pub fn pin_certificate(&mut self, host_id: i64, sha256: &str, now: i64) -> Result<Pin> {
+        let pinned: Option<String> = self
+            .opt_row(
+                "SELECT cert_sha256 FROM hosts WHERE id = $1 FOR UPDATE",
+                &[&host_id],
+            )?
+            .and_then(|r| r.get(0));
+        let pin = match pinned {
+            None => Pin::First,
+            Some(p) if p == sha256 => Pin::Same,
+            Some(previous) => Pin::Changed { previous },
+        };
+        let sql = match pin {
+            Pin::First => {
+                "UPDATE hosts SET cert_sha256 = $2, cert_first_seen = $3, cert_last_seen = $3
+                 WHERE id = $1"
+            }
+            Pin::Same => {
+                "UPDATE hosts SET cert_last_seen = $3 WHERE id = $1 AND $2::text IS NOT NULL"
+            }
+            Pin::Changed { .. } => {
+                "UPDATE hosts SET cert_sha256 = $2, cert_first_seen = $3, cert_last_seen = $3,
+                        cert_changes = cert_changes + 1
+                 WHERE id = $1"
+            }
+        };
+        self.exec(sql, &[&host_id, &sha256, &now])?;
+        Ok(pin)
+    }
+
+    /// Archives the latest response of a URL, replacing the one before.
+    pub fn archive(&mut self, url_id: i64, record: &ArchiveRecord<'_>) -> Result<()> {
+        if let Some(body) = &record.body {
+            self.exec(
+                "INSERT INTO bodies(hash, size, zstd) VALUES ($1, $2, $3)
+                 ON CONFLICT (hash) DO NOTHING",
+                &[&body.hash, &(body.size as i64), &body.zstd],
+            )?;
+        }
+        let previous: Option<String> = self
+            .opt_row(
+                "SELECT body_hash FROM responses WHERE url_id = $1",
+                &[&url_id],
+            )?
+            .and_then(|r| r.get(0));
+        let hash = record.body.map(|b| b.hash);
+        self.exec(
+            "INSERT INTO responses(url_id, status, meta, fetched_at, cert_sha256, body_hash)
+             VALUES ($1, $2, $3, $4, $5, $6)
+             ON CONFLICT (url_id) DO UPDATE SET status = excluded.status,
+                 meta = excluded.meta, fetched_at = excluded.fetched_at,
+                 cert_sha256 = excluded.cert_sha256, body_hash = excluded.body_hash",
+            &[
+                &url_id,
+                &i64::from(record.status),
+                &record.meta,
+                &record.fetched_at,
+                &record.cert_sha256,
+                &hash,
+            ],
+        )?;
+        if let Some(previous) = previous.filter(|p| Some(p.as_str()) != hash) {
+            self.forget_body_if_unused(&previous)?;
+        }
+        Ok(())
+    }
+
+    /// Deletes a body nothing needs any more.
+    fn forget_body_if_unused(&mut self, hash: &str) -> Result<()> {
+        self.exec(
+            "DELETE FROM bodies WHERE hash = $1
+               AND NOT EXISTS (SELECT 1 FROM responses WHERE body_hash = $1)
+               AND NOT EXISTS (SELECT 1 FROM urls WHERE content_hash = $1)",
+            &[&hash],
+        )?;
+        Ok(())
+    }
+
+    /// Makes the transaction durable.
+    pub fn commit(mut self) -> Result<()> {
+        if let Some(tx) = self.tx.take() {
+            tx.commit()?;
+        }
+        let made = std::mem::take(&mut self.new_ids);
+        self.ids.hosts.extend(made.hosts);
+        self.ids.urls.extend(made.urls);
+        Ok(())
+    }
+}
+
+impl Drop for PgBatch<'_> {
+    /// Rolls back a batch dropped without a commit, through [`super::blocking`]: the rollback
+    /// is a call of the synchronous client too.
+    fn drop(&mut self) {
+        if let Some(tx) = self.tx.take() {
+            super::blocking(|| drop(tx));
+        }
+    }
+}

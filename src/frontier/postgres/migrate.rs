@@ -1,0 +1,84 @@
+//! Versions of the shared crawl database (`meta.schema_version`) and the steps between them.
+//! The first crawler to connect to an empty database creates the schema from `schema.sql`;
+//! crawlers starting at once take turns on a transaction-level advisory lock, so the schema is
+//! made once. Readers never migrate: they say what to run instead.
+//!
+//! Versions: 1 (the first, the SQLite store's schema 2 with leases held by named crawlers).
+
+use postgres::Client;
+
+use super::{FrontierError, Result};
+
+/// The version this geode reads and writes.
+pub const CURRENT: i64 = 1;
+
+/// The advisory lock that migrations take in turn.
+const MIGRATE_LOCK: i64 = 0x6765_6f64_6530; // "geode0"
+
+/// Creates the schema in an empty database, or refuses a newer one.
+pub(super) fn prepare(conn: &mut Client) -> Result<()> {
+    let mut tx = conn.transaction()?;
+    tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATE_LOCK])?;
+    match version(&mut tx)? {
+        None => {
+            tx.batch_execute(include_str!("schema.sql"))?;
+            tx.execute(
+                "INSERT INTO meta(key, value) VALUES ('schema_version', $1)",
+                &[&CURRENT.to_string()],
+            )?;
+            tracing::info!("crawl database created on PostgreSQL (schema {CURRENT})");
+        }
+        Some(CURRENT) => {}
+        Some(found) if found > CURRENT => {
+            return Err(FrontierError::Version {
+                found,
+                supported: CURRENT,
+            })
+        }
+        // No older version exists yet: the steps from one will go here.
+        Some(found) => {
+            return Err(FrontierError::Outdated {
+                found,
+                supported: CURRENT,
+            })
+        }
+    }
+    tx.commit()?;
+    Ok(())
+}
+
+/// Checks, without writing, that the database holds a crawl at the current version.
+pub(super) fn check(conn: &mut Client) -> Result<()> {
+    match version(conn)? {
+        Some(CURRENT) => Ok(()),
+        None => Err(FrontierError::Postgres(
+            "no crawl in this database (run `geode crawl --frontier` on it first)".into(),
+        )),
+        Some(found) if found > CURRENT => Err(FrontierError::Version {
+            found,
+            supported: CURRENT,
+        }),
+        Some(found) => Err(FrontierError::Outdated {
+            found,
+            supported: CURRENT,
+        }),
+    }
+}
+
+/// The schema version, `None` for a database without geode's tables.
+fn version(conn: &mut impl postgres::GenericClient) -> Result<Option<i64>> {
+    let has_meta: bool = conn
+        .query_one(
+            "SELECT EXISTS (SELECT 1 FROM information_schema.tables
+                            WHERE table_schema = current_schema() AND table_name = 'meta')",
+            &[],
+        )?
+        .get(0);
+    if !has_meta {
+        return Ok(None);
+    }
+    let value: Option<String> = conn
+        .query_opt("SELECT value FROM meta WHERE key = 'schema_version'", &[])?
+        .map(|r| r.get(0));
+    Ok(value.map(|v| v.parse().unwrap_or(0)))
+}

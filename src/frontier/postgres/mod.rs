@@ -1,0 +1,377 @@
+//! The PostgreSQL store: one crawl database that several crawler processes share, on one
+//! machine or many (`--frontier postgres://USER@HOST[:PORT]/DB`). [`PgFrontier`] and
+//! [`PgBatch`] implement the frontier's traits with the same meaning as the SQLite store, and
+//! the same tables (`schema.sql`, made and upgraded by `migrate.rs`).
+//!
+//! **Sharing.** Work is handed out as in SQLite (capsules leased whole, their due URLs claimed a
+//! few at a time), but every lease names its holder (a crawler id made when the store is opened)
+//! and ends at a time of the database's clock, so that crawlers on machines with different
+//! clocks agree. Capsules are leased with `FOR UPDATE SKIP LOCKED`: two crawlers claiming at
+//! once never wait for each other and never get the same capsule. A crawler renews its leases
+//! while it works ([`PgFrontier::renew_leases`]); one that dies stops renewing, and once its
+//! leases have run out (`--lease`, 5 minutes by default) another crawler takes its capsules
+//! over, with the URLs it had claimed.
+//!
+//! **Blocking.** The client is the synchronous `postgres` crate, whose calls drive a runtime of
+//! their own; the crawl loop calls the frontier from inside tokio, so each call is run through
+//! [`blocking`], which leaves the runtime first. Connections come from an r2d2 pool ([`PgStore`]), one per [`PgFrontier`].
+
+mod batch;
+mod claim;
+mod migrate;
+mod read;
+mod store;
+
+use std::mem::ManuallyDrop;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use postgres::NoTls;
+use r2d2_postgres::PostgresConnectionManager;
+
+pub use batch::PgBatch;
+
+use super::{CachedRobots, FrontierError, Result, UrlState};
+
+/// A pool of connections to one shared crawl database, and who this crawler is.
+#[derive(Clone)]
+pub struct PgStore {
+    pool: Arc<Pool>,
+    crawler: String,
+    lease_secs: i64,
+}
+
+/// The pool, dropped through [`blocking`]: closing its connections is a call of the client.
+struct Pool(Option<r2d2::Pool<PostgresConnectionManager<NoTls>>>);
+
+impl Pool {
+    fn get(&self) -> std::result::Result<Conn, r2d2::Error> {
+        self.0.as_ref().expect("the pool lives until dropped").get()
+    }
+}
+
+impl Drop for Pool {
+    fn drop(&mut self) {
+        if let Some(pool) = self.0.take() {
+            blocking(move || drop(pool));
+        }
+    }
+}
+
+impl std::fmt::Debug for PgStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PgStore")
+            .field("crawler", &self.crawler)
+            .field("lease_secs", &self.lease_secs)
+            .finish_non_exhaustive()
+    }
+}
+
+impl PgStore {
+    /// Connects to the database at `url` (`postgres://USER@HOST[:PORT]/DB`), creating or
+    /// upgrading its schema when `migrate` (writers; readers refuse an old or missing schema).
+    /// Leases this crawler takes last `lease` unless renewed.
+    pub fn connect(url: &str, lease: Duration, migrate: bool) -> Result<Self> {
+        let config: postgres::Config = url
+            .parse()
+            .map_err(|e: postgres::Error| FrontierError::Postgres(e.to_string()))?;
+        let manager = PostgresConnectionManager::new(config, NoTls);
+        let pool = blocking(|| {
+            r2d2::Pool::builder()
+                .max_size(8)
+                .connection_timeout(Duration::from_secs(30))
+                .build(manager)
+        })
+        .map_err(|e| FrontierError::Postgres(format!("{url}: {e}")))?;
+        let store = PgStore {
+            pool: Arc::new(Pool(Some(pool))),
+            crawler: format!(
+                "{}-{}-{}",
+                hostname(),
+                std::process::id(),
+                &uuid::Uuid::new_v4().simple().to_string()[..8]
+            ),
+            lease_secs: lease.as_secs().max(1) as i64,
+        };
+        let mut conn = store.connection()?;
+        blocking(|| {
+            if migrate {
+                migrate::prepare(&mut conn)
+            } else {
+                migrate::check(&mut conn)
+            }
+        })?;
+        Ok(store)
+    }
+
+    /// This crawler's id, as leases name it.
+    pub fn crawler(&self) -> &str {
+        &self.crawler
+    }
+
+    /// The same store under a crawler id of the caller's: a crawl names itself after its data
+    /// directory, so that after a crash it takes its own claims back at once.
+    pub fn with_crawler(mut self, id: &str) -> Self {
+        self.crawler = format!("{}-{id}", hostname());
+        self
+    }
+
+    /// A connection of its own, for one user (the crawl loop, the indexing thread, a reader).
+    pub fn frontier(&self) -> Result<PgFrontier> {
+        let mut conn = self.connection()?;
+        blocking(|| claim::heartbeat(&mut *conn, &self.crawler, self.lease_secs))?;
+        Ok(PgFrontier {
+            conn: ManuallyDrop::new(Mutex::new(conn)),
+            crawler: self.crawler.clone(),
+            lease_secs: self.lease_secs,
+            passed_over: Vec::new(),
+            statements: std::collections::HashMap::new(),
+            ids: batch::Ids::default(),
+        })
+    }
+
+    fn connection(&self) -> Result<Conn> {
+        blocking(|| self.pool.get()).map_err(|e| FrontierError::Postgres(e.to_string()))
+    }
+}
+
+type Conn = r2d2::PooledConnection<PostgresConnectionManager<NoTls>>;
+
+/// A connection to the shared crawl database, held by one user in one crawler.
+pub struct PgFrontier {
+    /// In a mutex because the client wants `&mut` and the frontier's readers take `&self`;
+    /// one user holds a `PgFrontier`, so it is never contended. Dropped by hand, through
+    /// [`blocking`] (a connection the pool closes is a call of the client).
+    conn: ManuallyDrop<Mutex<Conn>>,
+    crawler: String,
+    lease_secs: i64,
+    /// Capsules out of this crawler's scope, passed over until its run ends (kept here, not in
+    /// the database: another crawler's scope may hold them).
+    passed_over: Vec<i64>,
+    /// Statements batches prepared on this connection (see [`PgBatch`]).
+    statements: std::collections::HashMap<String, postgres::Statement>,
+    /// Ids of capsules and URLs met by batches (see [`PgBatch`]).
+    ids: batch::Ids,
+}
+
+impl Drop for PgFrontier {
+    fn drop(&mut self) {
+        // SAFETY: `conn` is taken once, here, and never used again.
+        let conn = unsafe { ManuallyDrop::take(&mut self.conn) };
+        blocking(move || drop(conn));
+    }
+}
+
+impl From<postgres::Error> for FrontierError {
+    fn from(e: postgres::Error) -> Self {
+        // The database's own message (with its detail) says more than the client's summary.
+        let text = match e.as_db_error() {
+            Some(db) => match db.detail() {
+                Some(detail) => format!("{}: {detail}", db.message()),
+                None => db.message().to_string(),
+            },
+            None => e.to_string(),
+        };
+        FrontierError::Postgres(text)
+    }
+}
+
+/// Runs a call of the synchronous client, whose calls drive a runtime of their own and so may
+/// not run where tokio's runtime is entered (the crawl loop's thread). In a multi-threaded
+/// runtime (the crawl's) it runs in place after leaving the runtime (`block_in_place`, which
+/// also serves the thread of `Runtime::block_on`); in a current-thread runtime, on a short-lived
+/// thread of its own, which the caller waits for; elsewhere (the index writer, tests) as is.
+pub(crate) fn blocking<T: Send>(f: impl FnOnce() -> T + Send) -> T {
+    use tokio::runtime::{Handle, RuntimeFlavor};
+    match Handle::try_current().map(|h| h.runtime_flavor()) {
+        Err(_) => f(),
+        Ok(RuntimeFlavor::MultiThread) => tokio::task::block_in_place(f),
+        Ok(_) => std::thread::scope(|s| {
+            s.spawn(f)
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+        }),
+    }
+}
+
+/// The machine's name, for crawler ids (an operator reading the leases sees who holds what).
+fn hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|s| s.trim().to_string())
+        .ok()
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| "crawler".into())
+}
+
+/// The database's clock, in unix seconds: the one clock every crawler's leases are read by.
+const DB_NOW: &str = "EXTRACT(EPOCH FROM clock_timestamp())::BIGINT";
+
+impl PgFrontier {
+    fn db(&self) -> MutexGuard<'_, Conn> {
+        lock(&self.conn)
+    }
+
+    /// Starts a write transaction; `now` is the time new URLs come due.
+    pub fn batch(&mut self, now: i64) -> Result<PgBatch<'_>> {
+        let conn = self
+            .conn
+            .get_mut()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let tx = write_tx(conn)?;
+        Ok(PgBatch::new(
+            tx,
+            &mut self.statements,
+            &mut self.ids,
+            self.crawler.clone(),
+            now,
+        ))
+    }
+
+    /// The cached robots.txt of a capsule, if it was ever fetched.
+    pub fn robots(&self, host_id: i64) -> Result<Option<CachedRobots>> {
+        Ok(self
+            .db()
+            .query_opt(
+                "SELECT robots_status, robots_txt, robots_fetched_at FROM hosts
+                 WHERE id = $1 AND robots_status IS NOT NULL",
+                &[&host_id],
+            )?
+            .map(|r| CachedRobots {
+                status: r.get::<_, i64>(0).clamp(0, 99) as u8,
+                text: r.get(1),
+                fetched_at: r.get(2),
+            }))
+    }
+
+    /// This crawler's id, as leases name it.
+    pub fn crawler(&self) -> &str {
+        &self.crawler
+    }
+
+    /// Number of URLs known.
+    pub fn url_count(&self) -> Result<u64> {
+        let n: i64 = self
+            .db()
+            .query_one("SELECT COUNT(*) FROM urls", &[])?
+            .get(0);
+        Ok(n.max(0) as u64)
+    }
+
+    /// Tags URLs whose index operation is about to be committed with the commit's number.
+    pub fn assign_batch(&mut self, url_ids: &[i64], seq: u64) -> Result<()> {
+        let mut conn = lock(&self.conn);
+        let mut tx = write_tx(&mut conn)?;
+        tx.execute(
+            "UPDATE urls SET batch = $2 WHERE id = ANY($1) AND index_op IS NOT NULL",
+            &[&url_ids, &(seq as i64)],
+        )?;
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// Confirms that the index commit `seq` (and every earlier one) has happened.
+    pub fn mark_committed(&mut self, seq: u64) -> Result<usize> {
+        let mut conn = lock(&self.conn);
+        let mut tx = write_tx(&mut conn)?;
+        let confirmed = confirm_commit(&mut tx, seq)?;
+        tx.commit()?;
+        Ok(confirmed as usize)
+    }
+
+    /// Stores a free-form fact about the crawl.
+    pub fn set_meta(&self, key: &str, value: &str) -> Result<()> {
+        self.db().execute(
+            "INSERT INTO meta(key, value) VALUES ($1, $2)
+             ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+            &[&key, &value],
+        )?;
+        Ok(())
+    }
+
+    /// A fact stored with [`PgFrontier::set_meta`].
+    pub fn meta(&self, key: &str) -> Result<Option<String>> {
+        Ok(self
+            .db()
+            .query_opt("SELECT value FROM meta WHERE key = $1", &[&key])?
+            .map(|r| r.get(0)))
+    }
+
+    /// Every URL in `state`, sorted.
+    pub fn urls_in_state(&self, state: UrlState) -> Result<Vec<String>> {
+        self.strings(
+            "SELECT url FROM urls WHERE state = $1 ORDER BY url COLLATE \"C\"",
+            &[&state.as_str()],
+        )
+    }
+
+    /// Every URL the index holds a document under, sorted.
+    pub fn indexed_urls(&self) -> Result<Vec<String>> {
+        self.strings(
+            "SELECT url FROM urls WHERE in_index ORDER BY url COLLATE \"C\"",
+            &[],
+        )
+    }
+
+    fn strings(
+        &self,
+        sql: &str,
+        params: &[&(dyn postgres::types::ToSql + Sync)],
+    ) -> Result<Vec<String>> {
+        Ok(self
+            .db()
+            .query(sql, params)?
+            .iter()
+            .map(|r| r.get(0))
+            .collect())
+    }
+
+    /// Settles what a stopped crawl left in the shared store: this crawler's own claims and
+    /// leases from before (a crawler keeps its id across runs on one data directory), and
+    /// those of crawlers whose leases ran out. Index operations are not this crawler's to
+    /// settle: the one index writer (`geode index`) applies and confirms them, and a crash of
+    /// the writer loses none (they stay recorded until confirmed). Returns (0, 0).
+    pub fn recover(&mut self, _committed_seq: u64, _now: i64) -> Result<(usize, usize)> {
+        self.end_run()?;
+        Ok((0, 0))
+    }
+}
+
+/// Locks a frontier's connection (a panic elsewhere cannot have left it half-used: every
+/// statement is whole, and a transaction not committed is rolled back when dropped).
+fn lock(conn: &Mutex<Conn>) -> MutexGuard<'_, Conn> {
+    conn.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// The key of the advisory lock every write transaction takes first: batches, index
+/// bookkeeping, claims and releases of all crawlers take turns. Writes touch the same capsule
+/// and URL rows in different orders (links between capsules), which could deadlock; and a
+/// release computes a capsule's next due time from the URLs it sees, so it must not run beside
+/// a batch adding URLs to that capsule (it would miss them and leave the capsule never due).
+/// Capsule rows are still taken `FOR UPDATE SKIP LOCKED`.
+const WRITE_LOCK: i64 = 0x6765_6f64_6531; // "geode1"
+
+/// Begins a write transaction in turn with other crawlers' (see [`WRITE_LOCK`]).
+fn write_tx(conn: &mut postgres::Client) -> Result<postgres::Transaction<'_>> {
+    let mut tx = conn.transaction()?;
+    tx.execute("SELECT pg_advisory_xact_lock($1)", &[&WRITE_LOCK])?;
+    Ok(tx)
+}
+
+/// Applies the index operations of commits up to `seq`.
+fn confirm_commit(conn: &mut impl postgres::GenericClient, seq: u64) -> Result<u64> {
+    Ok(conn.execute(
+        "UPDATE urls SET in_index = (index_op = 'upsert'), index_op = NULL, batch = NULL
+         WHERE index_op IS NOT NULL AND batch <= $1",
+        &[&(seq as i64)],
+    )?)
+}
+
+/// Column `i` as a status code, clamped to 0..=99.
+fn status_of(row: &postgres::Row, i: usize) -> Option<u8> {
+    row.get::<_, Option<i64>>(i).map(|s| s.clamp(0, 99) as u8)
+}
+
+/// Column `i` as a count; a negative number is 0.
+fn count_of(row: &postgres::Row, i: usize) -> u64 {
+    row.get::<_, i64>(i).max(0) as u64
+}

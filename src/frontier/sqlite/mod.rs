@@ -1,0 +1,328 @@
+//! The SQLite store: the crawl database in the data directory (`crawl.sqlite`, schema in
+//! `schema.sql`), embedded, for one crawl at a time (the data directory's lock keeps a second
+//! one off). [`SqliteFrontier`] and [`SqliteBatch`] implement the frontier's traits.
+//!
+//! Writes go through [`SqliteBatch`], one transaction for many results, because a crawl records
+//! thousands of small facts a second. Write transactions begin IMMEDIATE: the crawl loop and the
+//! indexing thread write through separate connections, and a deferred transaction that read
+//! first could not be promoted to a writer after the other connection wrote (SQLITE_BUSY_SNAPSHOT,
+//! which no busy timeout cures). The database runs in WAL mode, so `geode search`, `stats`
+//! and `serve` can read while a crawl writes, and a killed crawl loses at most its open batch.
+//!
+//! Claims ([`claim`]) mark URLs and capsules in the database; every claim is an index range
+//! scan, so its cost does not grow with the number of URLs known.
+
+mod anchors;
+mod archive;
+mod batch;
+mod claim;
+mod graph;
+mod migrate;
+mod rows;
+mod seeds;
+mod stats;
+mod store;
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::time::Duration;
+
+use rusqlite::{params, Connection, OpenFlags, OptionalExtension, TransactionBehavior};
+
+pub use batch::SqliteBatch;
+
+use super::{
+    AnchorUpdate, ArchiveRecord, ArchiveStats, ArchivedResponse, Backlink, CachedRobots, Canonical,
+    FetchResult, FrontierError, IndexOp, IndexedContent, IndexedPage, KnownHost, LinkOut,
+    LinkReport, NewUrl, PendingOp, Pin, Prior, QueuedUrl, Result, Stats, Suggested, SuggestedSeed,
+    UrlDetails, UrlState, VisitRecord, MAX_REDIRECT_CHAIN, MAX_WAITING_SEEDS,
+};
+
+/// A recursive CTE `chain(id)`: URL `?1` and the URLs whose redirects (30 or 31) lead to it,
+/// directly or through other redirects (`UNION` ends loops).
+pub(crate) const REDIRECT_CHAIN: &str = "chain(id) AS ( \
+     SELECT ?1 \
+     UNION \
+     SELECT u.id FROM urls u JOIN chain c ON u.redirect_to = c.id)";
+
+/// A connection to the crawl database.
+pub struct SqliteFrontier {
+    conn: Connection,
+    host_ids: HashMap<String, i64>,
+    /// Ids of URLs seen recently: a page's links mostly point to URLs already known, and this
+    /// saves the lookup. Bounded by [`URL_CACHE_ENTRIES`]; emptied when full.
+    url_ids: HashMap<String, i64>,
+}
+
+/// How many URL ids [`SqliteFrontier`] keeps in memory at most.
+const URL_CACHE_ENTRIES: usize = 200_000;
+
+impl SqliteFrontier {
+    /// Opens (creating or upgrading if needed) the database at `path` for a crawl.
+    pub fn open(path: &Path) -> Result<Self> {
+        let mut conn = Connection::open(path)?;
+        conn.busy_timeout(Duration::from_secs(30))?;
+        // WAL lets readers work beside the crawl; NORMAL sync is safe against process crashes
+        // (kill -9) and loses at most the last transactions on power loss, never consistency.
+        conn.pragma_update(None, "journal_mode", "WAL")?;
+        conn.pragma_update(None, "synchronous", "NORMAL")?;
+        conn.pragma_update(None, "foreign_keys", "ON")?;
+        // Fewer, larger checkpoints (each one syncs the database file) and a bigger page cache:
+        // a crawl writes small rows at a high rate.
+        conn.pragma_update(None, "wal_autocheckpoint", 8192)?;
+        conn.pragma_update(None, "cache_size", -65536)?;
+        conn.pragma_update(None, "temp_store", "MEMORY")?;
+        migrate::prepare(&mut conn)?;
+        Ok(SqliteFrontier {
+            conn,
+            host_ids: HashMap::new(),
+            url_ids: HashMap::new(),
+        })
+    }
+
+    /// Opens an existing database for reading only (`stats`, `backlinks`, `serve`), writing
+    /// nothing at all, so that it works on a read-only mount or as a user who may only read.
+    ///
+    /// SQLite's `mode=ro` alone is not enough: a reader of a WAL database creates the `-wal`
+    /// and `-shm` files when they are missing (and leaves them behind), and cannot open the
+    /// database where it may not create them. So: while a `-wal` file exists, a crawl is
+    /// writing (or was, until it was killed), and the reader joins it through the shared-memory
+    /// file (`mode=ro`; SQLite opens that file read-only where it may not write it). Without
+    /// one, every change is in the database file itself, and it is opened `immutable`: no
+    /// locks, no side files. A crawl starting meanwhile writes to a new `-wal` file, not to
+    /// the database file, until its first checkpoint thousands of pages later: far beyond one
+    /// read. A database that exists but cannot be read is [`FrontierError::Unreadable`] (with
+    /// the reason, e.g. permission denied), never [`FrontierError::Missing`].
+    pub fn open_read_only(path: &Path) -> Result<Self> {
+        let unreadable = |e| FrontierError::Unreadable(path.to_path_buf(), e);
+        // `Path::exists` says false for a directory the user may not enter; the error itself
+        // tells "missing" from "not allowed".
+        match std::fs::metadata(path) {
+            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Err(FrontierError::Missing(path.to_path_buf()))
+            }
+            Err(e) => return Err(unreadable(e)),
+        }
+        // A file the user may not read: say so (SQLite would only say it cannot open it).
+        // access(2) rather than opening the file: closing any descriptor of a file drops every
+        // POSIX lock this process holds on it, including those of SQLite's other connections.
+        #[cfg(unix)]
+        {
+            use std::os::unix::ffi::OsStrExt;
+            let c_path = std::ffi::CString::new(path.as_os_str().as_bytes()).map_err(|e| {
+                unreadable(std::io::Error::new(std::io::ErrorKind::InvalidInput, e))
+            })?;
+            // SAFETY: access(2) reads the NUL-terminated path we own; nothing else.
+            if unsafe { libc::access(c_path.as_ptr(), libc::R_OK) } != 0 {
+                return Err(unreadable(std::io::Error::last_os_error()));
+            }
+        }
+        let mut wal = path.as_os_str().to_owned();
+        wal.push("-wal");
+        let writing = match std::fs::metadata(&wal) {
+            Ok(_) => true,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => false,
+            Err(e) => return Err(unreadable(e)),
+        };
+        // A URI names the file: its bytes outside the unreserved set are percent-encoded.
+        let mut uri = String::from("file:");
+        for &b in path.as_os_str().as_encoded_bytes() {
+            if b.is_ascii_alphanumeric() || b"/-._~".contains(&b) {
+                uri.push(char::from(b));
+            } else {
+                uri.push_str(&format!("%{b:02X}"));
+            }
+        }
+        uri.push_str(if writing {
+            "?mode=ro"
+        } else {
+            "?mode=ro&immutable=1"
+        });
+        let conn = Connection::open_with_flags(
+            &uri,
+            OpenFlags::SQLITE_OPEN_READ_ONLY
+                | OpenFlags::SQLITE_OPEN_URI
+                | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )?;
+        conn.busy_timeout(Duration::from_secs(30))?;
+        conn.pragma_update(None, "query_only", true)?;
+        if !migrate::check(&conn)? {
+            return Err(FrontierError::Missing(path.to_path_buf()));
+        }
+        Ok(SqliteFrontier {
+            conn,
+            host_ids: HashMap::new(),
+            url_ids: HashMap::new(),
+        })
+    }
+
+    /// Brings the database in line with the index after a previous crawl stopped, however it
+    /// stopped. Index operations held by commit `committed_seq` (the payload of the index's last
+    /// commit) are applied. The others never reached the index: their URLs come due at `now`
+    /// and lose their content hash, so the next visit redoes the operation (an unchanged body
+    /// would otherwise skip it). Claims and leases of the dead crawl are let go. Returns how
+    /// many operations were confirmed and how many will be redone.
+    pub fn recover(&mut self, committed_seq: u64, now: i64) -> Result<(usize, usize)> {
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let confirmed = confirm_commit(&tx, committed_seq)?;
+        // A page reached through a temporary redirect is indexed under the URL that redirected:
+        // the redirect's target is the one whose visit redoes the upsert. (No index on
+        // `alias_of`: the scan only happens after a crash that lost an upsert.)
+        let lost_upserts: bool = tx.query_row(
+            "SELECT EXISTS (SELECT 1 FROM urls WHERE index_op = 'upsert')",
+            [],
+            |r| r.get(0),
+        )?;
+        if lost_upserts {
+            tx.execute(
+                "UPDATE urls SET content_hash = NULL, due_at = ?1, claimed = 1
+                 WHERE alias_of IN (SELECT id FROM urls WHERE index_op = 'upsert')",
+                [now],
+            )?;
+        }
+        // `claimed = 1` marks them for `release_all` below, which makes their capsules due.
+        let redone = tx.execute(
+            "UPDATE urls SET
+                 state = CASE WHEN index_op = 'upsert' AND in_index = 0 THEN 'new' ELSE state END,
+                 content_hash = CASE WHEN index_op = 'upsert' THEN NULL ELSE content_hash END,
+                 index_op = NULL, batch = NULL, due_at = ?1, claimed = 1
+             WHERE index_op IS NOT NULL",
+            [now],
+        )?;
+        claim::release_all(&tx)?;
+        tx.commit()?;
+        Ok((confirmed, redone))
+    }
+
+    /// Ends a run: URLs claimed or visited in it become claimable again (when due) and every
+    /// capsule lease is let go.
+    pub fn end_run(&mut self) -> Result<()> {
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        claim::release_all(&tx)?;
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// Number of URLs known.
+    pub fn url_count(&self) -> Result<u64> {
+        Ok(self
+            .conn
+            .query_row("SELECT COUNT(*) FROM urls", [], |r| r.get::<_, i64>(0))? as u64)
+    }
+
+    /// The cached robots.txt of a capsule, if it was ever fetched.
+    pub fn robots(&self, host_id: i64) -> Result<Option<CachedRobots>> {
+        let row = self
+            .conn
+            .query_row(
+                "SELECT robots_status, robots_txt, robots_fetched_at FROM hosts
+                 WHERE id = ?1 AND robots_status IS NOT NULL",
+                [host_id],
+                |r| {
+                    Ok(CachedRobots {
+                        status: r.get::<_, i64>(0)?.clamp(0, 99) as u8,
+                        text: r.get(1)?,
+                        fetched_at: r.get(2)?,
+                    })
+                },
+            )
+            .optional()?;
+        Ok(row)
+    }
+
+    /// Starts a write transaction; `now` is the time new URLs come due.
+    pub fn batch(&mut self, now: i64) -> Result<SqliteBatch<'_>> {
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        if self.url_ids.len() > URL_CACHE_ENTRIES {
+            self.url_ids.clear();
+        }
+        Ok(SqliteBatch::new(
+            tx,
+            &mut self.host_ids,
+            &mut self.url_ids,
+            now,
+        ))
+    }
+
+    /// Tags URLs whose index operation is about to be committed with the commit's number.
+    pub fn assign_batch(&mut self, url_ids: &[i64], seq: u64) -> Result<()> {
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        {
+            let mut tag = tx.prepare_cached(
+                "UPDATE urls SET batch = ?2 WHERE id = ?1 AND index_op IS NOT NULL",
+            )?;
+            for id in url_ids {
+                tag.execute(params![id, seq as i64])?;
+            }
+        }
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// Confirms that the index commit `seq` (and every earlier one) has happened.
+    pub fn mark_committed(&mut self, seq: u64) -> Result<usize> {
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let confirmed = confirm_commit(&tx, seq)?;
+        tx.commit()?;
+        Ok(confirmed)
+    }
+
+    /// Stores a free-form fact about the crawl (last crawl times and the like).
+    pub fn set_meta(&self, key: &str, value: &str) -> Result<()> {
+        self.conn.execute(
+            "INSERT INTO meta(key, value) VALUES (?1, ?2)
+             ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+            params![key, value],
+        )?;
+        Ok(())
+    }
+
+    pub fn meta(&self, key: &str) -> Result<Option<String>> {
+        Ok(self
+            .conn
+            .query_row("SELECT value FROM meta WHERE key = ?1", [key], |r| r.get(0))
+            .optional()?)
+    }
+
+    /// Every URL in `state`, sorted.
+    pub fn urls_in_state(&self, state: UrlState) -> Result<Vec<String>> {
+        self.strings(
+            "SELECT url FROM urls WHERE state = ?1 ORDER BY url",
+            [state.as_str()],
+        )
+    }
+
+    /// Every URL the index holds a document under, sorted.
+    pub fn indexed_urls(&self) -> Result<Vec<String>> {
+        self.strings("SELECT url FROM urls WHERE in_index = 1 ORDER BY url", [])
+    }
+
+    fn strings<P: rusqlite::Params>(&self, sql: &str, params: P) -> Result<Vec<String>> {
+        let mut stmt = self.conn.prepare(sql)?;
+        let rows = stmt.query_map(params, |r| r.get(0))?;
+        Ok(rows.collect::<std::result::Result<_, _>>()?)
+    }
+}
+
+/// Applies the index operations of commits up to `seq`.
+fn confirm_commit(tx: &rusqlite::Transaction<'_>, seq: u64) -> Result<usize> {
+    Ok(tx.execute(
+        "UPDATE urls SET in_index = (index_op = 'upsert'), index_op = NULL, batch = NULL
+         WHERE index_op IS NOT NULL AND batch <= ?1",
+        [seq as i64],
+    )?)
+}
+
+#[cfg(test)]
+mod tests;
