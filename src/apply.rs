@@ -88,6 +88,10 @@ pub fn apply(
             break;
         }
     }
+    // Everything applied (not a stop): searches until the next run read one segment.
+    if !follow {
+        crate::index::compact_or_warn(&mut indexer);
+    }
     drop(indexer);
     crawl::update_authority_blocking(&*frontier, &index_dir);
     summary.elapsed_secs = started.elapsed().as_secs_f64();

@@ -116,6 +116,7 @@ pub fn reindex_locked(
         progress(summary.pages);
     }
     indexer.commit(committed)?;
+    crate::index::compact_or_warn(&mut indexer);
     drop(indexer);
     // Link authority is computed from the link graph, not the index: keep the last one.
     let authority = crate::index::authority::path(&live);

@@ -418,6 +418,23 @@ pub async fn run_observed(
     frontier.clear_anchor_updates(&refreshed)?;
     frontier.end_run()?;
     frontier.set_meta("last_crawl_finished", &unix_now().to_string())?;
+    // A run that did its work leaves the index in one segment, which searches until the next
+    // run read faster; a stop by signal or time does not wait for the merge (it rewrites the
+    // index). In a shared store the index writer does it.
+    if matches!(crawl.summary.ended, StopReason::Done | StopReason::MaxPages)
+        && !location.is_shared()
+    {
+        let index_dir = crate::datadir::index_path(&crawl.config.data_dir);
+        let compacted = tokio::task::spawn_blocking(move || {
+            if let Ok(mut indexer) = Indexer::open_or_create(&index_dir) {
+                crate::index::compact_or_warn(&mut indexer);
+            }
+        })
+        .await;
+        if let Err(e) = compacted {
+            tracing::warn!(error = %e, "index not compacted");
+        }
+    }
     // A stop by signal must end within systemd's 10 s: authority waits for the next run. In a
     // shared store the index writer computes it.
     if crawl.summary.ended != StopReason::Signal && !location.is_shared() {

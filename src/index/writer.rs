@@ -55,6 +55,21 @@ const WRITER_MEMORY_BYTES: usize = 96 * 1024 * 1024;
 /// shared with fetching and parsing.
 const WRITER_THREADS: usize = 1;
 
+/// [`Indexer::compact`], logging rather than failing: a merge that did not happen costs search
+/// speed, not correctness.
+pub fn compact_or_warn(indexer: &mut Indexer) {
+    let started = std::time::Instant::now();
+    match indexer.compact() {
+        Ok(0) => {}
+        Ok(segments) => tracing::info!(
+            segments,
+            secs = started.elapsed().as_secs_f64(),
+            "index segments merged into one"
+        ),
+        Err(e) => tracing::warn!(error = %e, "index segments not merged"),
+    }
+}
+
 /// Segments the index may keep once a crawl or rebuild is done ([`Indexer::compact`]).
 const MAX_SEGMENTS_AT_REST: usize = 1;
 

@@ -66,6 +66,12 @@ async fn crawl_indexes_exactly_the_reachable_pages_and_nothing_forbidden() {
         expected.len(),
         "one document per URL"
     );
+    // A run that did its work leaves the index in one segment (several commits made several).
+    let segments = tantivy::Index::open_in_dir(geode::datadir::index_path(data.path()))
+        .unwrap()
+        .searchable_segment_ids()
+        .unwrap();
+    assert_eq!(segments.len(), 1, "segments after the run: {segments:?}");
     // Link authority is computed when the crawl ends: one score per indexed page, the most
     // linked-to page scoring 1.
     let authority =
