@@ -6,8 +6,9 @@
 //! authority file when a crawl rewrites it.
 //!
 //! Ranking (the formula is in ARCHITECTURE.md, "Ranking"): Tantivy's BM25 over the fields the
-//! compiled query names, times a link-authority factor and a home-page prior, computed per
-//! matching document from fast fields while Tantivy collects the top candidates. The first
+//! compiled query names, times a link-authority factor and a home-page prior (read per segment
+//! into arrays, `priors`), computed per matching document while the collector (`score`) keeps
+//! the best candidates. The first
 //! [`DIVERSITY_WINDOW`] results are then reordered so that no capsule takes more than
 //! [`PER_CAPSULE`] places in any block of [`BLOCK`] results; the others move down, never out.
 //!
@@ -291,12 +292,12 @@ impl SearchIndex {
             coverage,
         };
 
+        // Whether the pages were scored by coverage (else each holds every essential word).
+        let mut covered = false;
         // One ranking for pages with all the words and pages with some: a page lacking words
         // scores its text relevance times its coverage cubed, so it follows the pages with all
         // the words unless those match them only faintly (a bookmark list of 12,000 links holds
         // every word of most queries, each drowned in its length).
-        // Whether the pages were scored by coverage (else each holds every essential word).
-        let mut covered = false;
         let (total, with_all_words, ranked) = match &relaxed {
             None => {
                 let (n, ranked) = searcher.search(&*compiled, &(Count, ranker(None)))?;
