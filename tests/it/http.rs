@@ -200,7 +200,9 @@ async fn pages_redirects_errors_slow_downs_gzip_conditional_gets_and_charsets() 
             .count(),
         1
     );
-    // Every request named geode.
+    // Every request named geode. nginx logs a request after answering it: the last one may
+    // not be in the log yet.
+    nginx.wait_for(|h| h.request.contains("/cyrillic.html"));
     let hits = nginx.hits();
     assert!(hits.len() >= 12, "{hits:?}");
     assert!(
