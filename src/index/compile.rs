@@ -340,6 +340,17 @@ impl Compiler<'_> {
         ]
     }
 
+    /// The stems of a query word, tagged with their language (`en:run`), in the languages some
+    /// page of the index has stems in: the others cannot match.
+    fn stems(&self, text: &str) -> Vec<String> {
+        let mut stems = analysis::stem_query_word(&text.to_lowercase());
+        stems.retain(|stem| {
+            let code = stem.split(':').next().unwrap_or_default();
+            self.lexicon.has_stems_in(code)
+        });
+        stems
+    }
+
     /// A bare word: exact in any text field (or the URL), or by stem.
     fn word(&self, text: &str) -> Option<Box<dyn TQuery>> {
         let tokens = analysis::query_tokens(text);
@@ -354,10 +365,7 @@ impl Compiler<'_> {
                     Occur::Should,
                     boosted(term(self.fields.url_text, token), self.url_boost),
                 ));
-                for stem in analysis::stem_query_word(&text.to_lowercase()) {
-                    if !self.lexicon.has_stems_in(stem_code(&stem)) {
-                        continue;
-                    }
+                for stem in self.stems(text) {
                     clauses.push((
                         Occur::Should,
                         boosted(term(self.fields.stem, &stem), BOOST_STEM),
@@ -394,9 +402,9 @@ impl Compiler<'_> {
             })
             .min()
             .unwrap_or(0);
-        let stem_df = analysis::stem_query_word(&text.to_lowercase())
+        let stem_df = self
+            .stems(text)
             .iter()
-            .filter(|s| lexicon.has_stems_in(stem_code(s)))
             .map(|s| lexicon.doc_freq(f.stem, s))
             .max()
             .unwrap_or(0);
@@ -555,11 +563,6 @@ fn term(field: Field, token: &str) -> Box<dyn TQuery> {
         Term::from_field_text(field, token),
         IndexRecordOption::WithFreqs,
     ))
-}
-
-/// The language code a stem is prefixed with (`en` of `en:run`).
-fn stem_code(stem: &str) -> &str {
-    stem.split(':').next().unwrap_or_default()
 }
 
 fn boosted(query: Box<dyn TQuery>, boost: f32) -> Box<dyn TQuery> {
