@@ -425,12 +425,12 @@ pub async fn run_observed(
         && !location.is_shared()
     {
         let index_dir = crate::datadir::index_path(&crawl.config.data_dir);
-        let compacted = tokio::task::spawn_blocking(move || {
-            if let Ok(mut indexer) = Indexer::open_or_create(&index_dir) {
-                crate::index::compact_or_warn(&mut indexer);
-            }
-        })
-        .await;
+        let compacted =
+            tokio::task::spawn_blocking(move || match Indexer::open_or_create(&index_dir) {
+                Ok(mut indexer) => crate::index::compact_or_warn(&mut indexer),
+                Err(e) => tracing::warn!(error = %e, "index not compacted"),
+            })
+            .await;
         if let Err(e) = compacted {
             tracing::warn!(error = %e, "index not compacted");
         }
