@@ -268,6 +268,9 @@ pub struct CrawlSummary {
     /// The most crawler sockets open at once, and the budget they had.
     pub peak_sockets: usize,
     pub socket_budget: usize,
+    /// Pages fetched over a TLS session resumed from an earlier connection (no certificate
+    /// sent or checked: less work for the server too).
+    pub tls_resumed: u64,
     pub urls_discovered: u64,
     /// Claims of due work from the frontier, and the slowest one.
     pub claims: u64,

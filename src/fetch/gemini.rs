@@ -44,6 +44,10 @@ impl GeminiFetcher {
             .dangerous()
             .with_custom_certificate_verifier(verifier)
             .with_no_client_auth();
+        let mut config = config;
+        config.resumption = rustls::client::Resumption::store(Arc::new(
+            super::tickets::SessionTickets::new(super::tickets::SERVERS),
+        ));
         GeminiFetcher {
             connector: TlsConnector::from(Arc::new(config)),
             limits,
@@ -70,7 +74,7 @@ impl GeminiFetcher {
         let tcp = connect_within(addr, &self.limits).await?;
         let connected = Instant::now();
         let exchange = self.exchange(tcp, server_name, request.as_bytes(), cap);
-        let (status, outcome, cert_fingerprint) =
+        let (status, outcome, cert_fingerprint, resumed) =
             within(self.limits.response_timeout, "response", exchange).await?;
         Ok(Response {
             status,
@@ -79,6 +83,7 @@ impl GeminiFetcher {
             elapsed: started.elapsed(),
             connected,
             validators: super::Validators::default(),
+            resumed,
         })
     }
 
@@ -88,8 +93,10 @@ impl GeminiFetcher {
         server_name: ServerName<'static>,
         request: &[u8],
         cap: BodyCap,
-    ) -> Result<(u8, Outcome, Option<String>), FetchError> {
+    ) -> Result<(u8, Outcome, Option<String>, bool), FetchError> {
         let mut tls = handshake(&self.connector, server_name, tcp, &self.limits).await?;
+        let resumed = tls.get_ref().1.handshake_kind() == Some(rustls::HandshakeKind::Resumed);
+        // A resumed session still knows the certificate it was made with.
         let fingerprint = tls
             .get_ref()
             .1
@@ -111,7 +118,7 @@ impl GeminiFetcher {
                 };
             }
         }
-        Ok((status, outcome, fingerprint))
+        Ok((status, outcome, fingerprint, resumed))
     }
 }
 

@@ -106,6 +106,9 @@ impl HttpFetcher {
             .with_root_certificates(roots)
             .with_no_client_auth();
         config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+        config.resumption = rustls::client::Resumption::store(Arc::new(
+            super::tickets::SessionTickets::new(super::tickets::SERVERS),
+        ));
         HttpFetcher {
             connector: TlsConnector::from(Arc::new(config)),
             limits,
@@ -146,12 +149,18 @@ impl HttpFetcher {
             if https {
                 let tls = handshake(&self.connector, server_name(url)?, tcp, &self.limits).await?;
                 let h2 = tls.get_ref().1.alpn_protocol() == Some(b"h2");
-                self.exchange(tls, h2, permit, url, cap, known).await
+                let resumed =
+                    tls.get_ref().1.handshake_kind() == Some(rustls::HandshakeKind::Resumed);
+                let answer = self.exchange(tls, h2, permit, url, cap, known).await?;
+                Ok((answer, resumed))
             } else {
-                self.exchange(tcp, false, permit, url, cap, known).await
+                Ok((
+                    self.exchange(tcp, false, permit, url, cap, known).await?,
+                    false,
+                ))
             }
         };
-        let (status, outcome, validators) =
+        let ((status, outcome, validators), resumed) =
             within(self.limits.response_timeout, "response", exchange).await?;
         Ok(Response {
             status,
@@ -160,6 +169,7 @@ impl HttpFetcher {
             elapsed: started.elapsed(),
             connected,
             validators,
+            resumed,
         })
     }
 

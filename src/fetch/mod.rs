@@ -11,6 +11,7 @@ pub mod dns;
 pub mod gemini;
 pub mod http;
 pub mod sockets;
+pub mod tickets;
 
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -103,6 +104,8 @@ pub struct Response {
     pub connected: std::time::Instant,
     /// Validators for a conditional revisit (HTTP only).
     pub validators: Validators,
+    /// The TLS handshake resumed an earlier session (no certificate was sent or checked).
+    pub resumed: bool,
 }
 
 /// Why a fetch produced no response. These are errors of one URL: they never stop a crawl.

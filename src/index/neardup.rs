@@ -21,8 +21,6 @@
 //! make unrelated short pages look alike). Not here: assigning clusters (the writer) and
 //! folding results (the searcher).
 
-use std::collections::HashSet;
-
 use super::analysis;
 use super::prefix;
 
@@ -61,7 +59,8 @@ pub fn simhash(text: &str) -> Option<u64> {
     let text = prefix(text, SHINGLE_BYTES + LABEL_BYTES + 1);
     let mut window = [0u64; SHINGLE_WORDS];
     let mut words = 0usize;
-    let mut shingles: HashSet<u64> = HashSet::new();
+    // Sorted and deduplicated below: cheaper than a hashed set for a few hundred numbers.
+    let mut shingles: Vec<u64> = Vec::new();
     analysis::for_each_index_token(text, |token| {
         window.rotate_left(1);
         window[SHINGLE_WORDS - 1] = fnv1a(token.text.as_bytes());
@@ -71,9 +70,11 @@ pub fn simhash(text: &str) -> Option<u64> {
                 .iter()
                 .enumerate()
                 .fold(0u64, |acc, (i, h)| acc ^ h.rotate_left(21 * i as u32));
-            shingles.insert(mix(combined));
+            shingles.push(mix(combined));
         }
     });
+    shingles.sort_unstable();
+    shingles.dedup();
     if shingles.len() < MIN_SHINGLES {
         return None;
     }

@@ -63,3 +63,43 @@ async fn a_success_without_a_mime_type_is_gemtext_and_its_body_is_kept() {
     assert_eq!(meta_of("/typed").as_deref(), Some("text/gemini"));
     server.shutdown().await;
 }
+
+/// Issue 19: a crawl takes turns among many capsules, and each next connection to a capsule
+/// resumes its TLS session (no certificate, no signature on either side). rustls' default
+/// store remembers 32 servers, so with 40 capsules in turn nothing was resumed.
+#[tokio::test]
+async fn sessions_of_many_capsules_taking_turns_are_resumed() {
+    const CAPSULES: usize = 40;
+    let root = tempfile::tempdir().unwrap();
+    for i in 0..CAPSULES {
+        let capsule = root.path().join(format!("turn{i:02}.test"));
+        std::fs::create_dir(&capsule).unwrap();
+        std::fs::write(capsule.join("index.gmi"), format!("# Capsule {i}\n")).unwrap();
+    }
+    let server = FixtureServer::start(FixtureConfig {
+        root: root.path().to_path_buf(),
+        listen: vec![SocketAddr::from(([127, 0, 9, 2], 0))],
+    })
+    .await
+    .expect("fixture server");
+    let addr = server.addrs[0];
+    let fetcher = Fetcher::new(FetchLimits::default(), SocketBudget::new(8));
+    let mut resumed = [0usize; 3];
+    for round in resumed.iter_mut() {
+        for i in 0..CAPSULES {
+            let url = url::Url::parse(&format!("gemini://turn{i:02}.test/")).unwrap();
+            let response = fetcher.fetch(&url, addr).await.expect("a response");
+            assert_eq!(response.status, 20, "{url}");
+            assert!(
+                response.cert_fingerprint.is_some(),
+                "{url}: a resumed session still names its certificate, for the pin"
+            );
+            *round += usize::from(response.resumed);
+        }
+    }
+    assert_eq!(
+        resumed,
+        [0, CAPSULES, CAPSULES],
+        "resumed handshakes per round of {CAPSULES} capsules"
+    );
+}

@@ -105,6 +105,7 @@ impl Crawl {
             }
         };
         let response = fetched.response;
+        self.summary.tls_resumed += u64::from(response.resumed);
         if let Some(fp) = &response.cert_fingerprint {
             self.pin(batch, url.host_id, fp, now)?;
         }
