@@ -38,13 +38,14 @@ impl GeminiFetcher {
     pub fn new(limits: FetchLimits, budget: SocketBudget) -> Self {
         let provider = Arc::new(rustls::crypto::ring::default_provider());
         let verifier = Arc::new(TofuVerifier::new(&provider));
-        let config = rustls::ClientConfig::builder_with_provider(provider)
+        let mut config = rustls::ClientConfig::builder_with_provider(provider)
             .with_safe_default_protocol_versions()
             .expect("the ring provider supports the default TLS versions")
             .dangerous()
             .with_custom_certificate_verifier(verifier)
             .with_no_client_auth();
-        let mut config = config;
+        // Sessions are resumed (see tickets.rs); the certificate of a resumed session is the
+        // one pinned when it was made, and a capsule's next run begins with a full handshake.
         config.resumption = rustls::client::Resumption::store(Arc::new(
             super::tickets::SessionTickets::new(super::tickets::SERVERS),
         ));
