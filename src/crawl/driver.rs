@@ -173,6 +173,11 @@ impl Crawl {
                 let Some(job) = self.scheduler.next_job(Instant::now()) else {
                     break;
                 };
+                if let Job::Robots { addr, .. } | Job::Page { addr, .. } = &job {
+                    // The other crawlers of a shared store keep this request's gap too.
+                    let wait = self.scheduler.ip_wait(addr.ip(), Instant::now());
+                    batch.hold_address(&addr.ip().to_string(), wait)?;
+                }
                 match job {
                     Job::Disallowed(url) => {
                         self.record_disallowed(&mut *batch, url, now_unix, &mut docs)?;
@@ -444,19 +449,25 @@ impl Crawl {
         result: Result<SocketAddr, FetchError>,
     ) -> Result<(), CrawlError> {
         match result {
-            Ok(addr) if !frontier.lease_address(&addr.ip().to_string())? => {
-                // Another crawler of a shared store fetches from this address now: the capsule
-                // goes back, to be claimed again (by whichever crawler) a little later.
-                let mut batch = frontier.batch(unix_now())?;
-                batch.set_backoff(host_id, unix_now() + ADDRESS_BUSY_SECS)?;
-                for url in self.scheduler.drop_capsule(host_id) {
-                    batch.requeue(url.id)?;
-                }
-                batch.release_capsule(host_id)?;
-                batch.commit()?;
-            }
             Ok(addr) => {
+                let Some(held) = frontier.lease_address(&addr.ip().to_string())? else {
+                    // Another crawler of a shared store fetches from this address now: the
+                    // capsule goes back, to be claimed again (by whichever crawler) a little
+                    // later.
+                    let mut batch = frontier.batch(unix_now())?;
+                    batch.set_backoff(host_id, unix_now() + ADDRESS_BUSY_SECS)?;
+                    for url in self.scheduler.drop_capsule(host_id) {
+                        batch.requeue(url.id)?;
+                    }
+                    batch.release_capsule(host_id)?;
+                    batch.commit()?;
+                    return Ok(());
+                };
                 let now = Instant::now();
+                if !held.is_zero() {
+                    // The crawler that fetched from this address last asked for that gap.
+                    self.scheduler.hold_ip(addr.ip(), now + held);
+                }
                 let wait = self.scheduler.ip_wait(addr.ip(), now);
                 if wait > self.config.retry_horizon {
                     // Its address asked for a wait longer than this run waits (a 44 to another

@@ -342,6 +342,17 @@ impl<T: Queued> Scheduler<T> {
         wait
     }
 
+    /// Sends nothing to `ip` before `until`: another crawler of a shared store fetched from
+    /// it last and asked for that gap. The gap this crawler keeps there is unchanged.
+    pub fn hold_ip(&mut self, ip: IpAddr, until: Instant) {
+        let slot = self.slot(ip, until);
+        slot.next_start = slot.next_start.max(until);
+        let (waiting, at) = (!slot.busy && !slot.rotation.is_empty(), slot.next_start);
+        if waiting {
+            self.ready.push(Reverse((at, ip)));
+        }
+    }
+
     /// How long until `ip` may be sent a request (zero when it may now or is unknown).
     pub fn ip_wait(&self, ip: IpAddr, now: Instant) -> Duration {
         self.ips.get(&ip).map_or(Duration::ZERO, |slot| {
@@ -440,6 +451,18 @@ impl<T: Queued> Scheduler<T> {
         None
     }
 
+    /// The slot of `ip`, made free from `now` on when it is new.
+    fn slot(&mut self, ip: IpAddr, now: Instant) -> &mut IpSlot {
+        let min_delay = self.min_delay;
+        self.ips.entry(ip).or_insert_with(|| IpSlot {
+            busy: false,
+            next_start: now,
+            gap: min_delay,
+            slow_downs: 0,
+            rotation: VecDeque::new(),
+        })
+    }
+
     /// Puts a capsule in its IP's rotation when it has an address and work it can do now.
     fn enter_rotation(&mut self, host_id: i64, now: Instant) {
         let Some(capsule) = self.capsules.get_mut(&host_id) else {
@@ -455,19 +478,13 @@ impl<T: Queued> Scheduler<T> {
             return;
         }
         capsule.in_rotation = true;
-        let min_delay = self.min_delay;
-        let slot = self.ips.entry(addr.ip()).or_insert_with(|| IpSlot {
-            busy: false,
-            next_start: now,
-            gap: min_delay,
-            slow_downs: 0,
-            rotation: VecDeque::new(),
-        });
-        slot.gap = slot.gap.max(capsule.crawl_delay);
+        let crawl_delay = capsule.crawl_delay;
+        let slot = self.slot(addr.ip(), now);
+        slot.gap = slot.gap.max(crawl_delay);
         slot.rotation.push_back(host_id);
-        if !slot.busy {
-            self.ready
-                .push(Reverse((slot.next_start.max(now), addr.ip())));
+        let (busy, at) = (slot.busy, slot.next_start.max(now));
+        if !busy {
+            self.ready.push(Reverse((at, addr.ip())));
         }
     }
 }

@@ -201,9 +201,11 @@ pub trait Frontier: Send {
     /// a retry or a revisit coming due, or a back-off ending.
     fn next_wakeup(&self, now: i64) -> Result<Option<i64>>;
     /// Leases the IP address a capsule this crawler holds resolved to, so that no two crawlers
-    /// fetch from one address at once. False: another crawler holds it now (the capsule is
-    /// then put back for a little while). SQLite: always true (one crawler).
-    fn lease_address(&mut self, ip: &str) -> Result<bool>;
+    /// fetch from one address at once. `None`: another crawler holds it now (the capsule is
+    /// then put back for a little while). `Some(wait)`: leased, and the first request to it
+    /// may start only once `wait` has passed, since the crawler that held it before asked
+    /// for that much (see [`Batch::hold_address`]). SQLite: always `Some(0)` (one crawler).
+    fn lease_address(&mut self, ip: &str) -> Result<Option<std::time::Duration>>;
     /// Keeps this crawler's leases from running out; called well within the lease while it
     /// works. Returns how many capsules it holds (SQLite: 0, its leases never run out).
     fn renew_leases(&mut self) -> Result<u64>;
@@ -359,6 +361,16 @@ pub trait Batch {
     fn set_robots(&mut self, host_id: i64, status: u8, text: Option<&str>, now: i64) -> Result<()>;
     /// Keeps a capsule from being fetched before `until` (unix seconds).
     fn set_backoff(&mut self, host_id: i64, until: i64) -> Result<()>;
+    /// Records that no request may reach the IP address `ip` (which this crawler leases)
+    /// before `wait` from now, whichever crawler holds the address then: a request just
+    /// started there, or it asked to slow down. A crawler that leases the address later
+    /// waits that long before its first request (see [`Frontier::lease_address`]), so the
+    /// gap between requests holds across crawlers. SQLite: nothing (one crawler, whose
+    /// scheduler keeps the gap).
+    fn hold_address(&mut self, ip: &str, wait: std::time::Duration) -> Result<()> {
+        let _ = (ip, wait);
+        Ok(())
+    }
     /// Compares a capsule's certificate with its pin, pinning a changed one.
     fn pin_certificate(&mut self, host_id: i64, sha256: &str, now: i64) -> Result<Pin>;
     /// Archives the latest response of a URL, replacing the one before.

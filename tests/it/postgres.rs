@@ -275,13 +275,13 @@ fn a_dead_crawlers_capsules_are_taken_over_when_its_lease_runs_out() {
     let mut heir = other.frontier().unwrap();
     // Addresses too: the dead crawler's lease on one holds until it runs out.
     let mut dying_again = dead.frontier().unwrap();
-    assert!(dying_again.lease_address("127.0.1.3").unwrap());
+    assert!(dying_again.lease_address("127.0.1.3").unwrap().is_some());
     assert!(
-        dying_again.lease_address("127.0.1.3").unwrap(),
+        dying_again.lease_address("127.0.1.3").unwrap().is_some(),
         "renewed by its holder"
     );
     assert!(
-        !heir.lease_address("127.0.1.3").unwrap(),
+        heir.lease_address("127.0.1.3").unwrap().is_none(),
         "held by another crawler"
     );
     std::mem::forget(dying_again);
@@ -296,7 +296,7 @@ fn a_dead_crawlers_capsules_are_taken_over_when_its_lease_runs_out() {
     );
     std::thread::sleep(Duration::from_secs(4));
     assert!(
-        heir.lease_address("127.0.1.3").unwrap(),
+        heir.lease_address("127.0.1.3").unwrap().is_some(),
         "its lease ran out"
     );
     let (taken, _) = heir.claim_capsules(4, 8, 1, &|_| true).unwrap();
@@ -321,6 +321,134 @@ fn a_dead_crawlers_capsules_are_taken_over_when_its_lease_runs_out() {
         Some(86_401),
         "all four visited, the dead crawler's visit mark let go: only the revisits are left"
     );
+}
+
+/// The gap after a request holds when its address passes to another crawler: the crawler
+/// that leases it next is told to wait out what is left of it, on the database's clock.
+#[test]
+fn an_address_passes_to_the_next_crawler_with_the_wait_left() {
+    let Some(cluster) = Cluster::start("an_address_passes_to_the_next_crawler_with_the_wait_left")
+    else {
+        return;
+    };
+    let url = cluster.database("holds");
+    let lease = Duration::from_secs(300);
+    let first = PgStore::connect(&url, lease, true).unwrap();
+    let mut a = first.frontier().unwrap();
+    assert_eq!(a.lease_address("127.0.1.9").unwrap(), Some(Duration::ZERO));
+    let mut batch = Frontier::batch(&mut a, 1).unwrap();
+    batch
+        .hold_address("127.0.1.9", Duration::from_millis(300))
+        .unwrap();
+    batch
+        .hold_address("127.0.1.9", Duration::from_millis(1500))
+        .unwrap();
+    batch.commit().unwrap();
+    let mut batch = Frontier::batch(&mut a, 1).unwrap();
+    batch
+        .hold_address("127.0.1.9", Duration::from_millis(100))
+        .unwrap();
+    batch.commit().unwrap();
+    a.end_run().unwrap();
+
+    let second = PgStore::connect(&url, lease, true).unwrap();
+    let mut b = second.frontier().unwrap();
+    let wait = b
+        .lease_address("127.0.1.9")
+        .unwrap()
+        .expect("let go by the crawler that ended");
+    assert!(
+        wait > Duration::from_millis(1000) && wait <= Duration::from_millis(1500),
+        "the longest wait asked for, less the time since: {wait:?}"
+    );
+    assert_eq!(
+        b.lease_address("127.0.1.10").unwrap(),
+        Some(Duration::ZERO),
+        "an address nobody fetched from is free at once"
+    );
+    std::thread::sleep(Duration::from_millis(1600));
+    b.end_run().unwrap();
+    let mut c = first.frontier().unwrap();
+    assert_eq!(
+        c.lease_address("127.0.1.9").unwrap(),
+        Some(Duration::ZERO),
+        "the wait has passed"
+    );
+}
+
+/// Politeness across crawlers: a crawler stops (`--max-pages`) while the gap after its last
+/// requests still runs, and the crawlers started right after it lease its addresses; one of
+/// them stops early too. The server's log, all crawlers together, shows no two requests to one
+/// address closer than `--min-delay-ms` (and never two at once).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn crawlers_taking_over_an_address_keep_its_gap() {
+    use crate::support::{self, Space};
+    use std::process::Stdio;
+
+    let _timing = support::TIMING.lock().await;
+    let Some(cluster) = Cluster::start("crawlers_taking_over_an_address_keep_its_gap") else {
+        return;
+    };
+    let url = cluster.database("gaps");
+    let space = Space::start().await;
+    let dirs = tempfile::tempdir().unwrap();
+    let delay = Duration::from_millis(700);
+    let crawler = |n: usize, max_pages: Option<u64>| {
+        let mut command = std::process::Command::new(support::geode_bin());
+        command
+            .arg("crawl")
+            .arg("--data")
+            .arg(dirs.path().join(format!("crawler{n}")))
+            .args(["--frontier", &url, "--lease", "3s"])
+            .args(["--min-delay-ms", &delay.as_millis().to_string()])
+            .args(["--seed", "gemini://alpha.test/", "--json"])
+            .args(space.resolve_args())
+            .env("GEODE_LOG", "geode=info")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        if let Some(max) = max_pages {
+            command.args(["--max-pages", &max.to_string()]);
+        }
+        command.spawn().expect("geode crawl starts")
+    };
+    let finish = |child: std::process::Child, n: usize| {
+        let out = child.wait_with_output().unwrap();
+        assert!(
+            out.status.success(),
+            "crawler {n}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let summary: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        summary["fetched"].as_u64().unwrap()
+    };
+    let first = crawler(0, Some(8));
+    let fetched = tokio::task::spawn_blocking(move || finish(first, 0))
+        .await
+        .unwrap();
+    assert!(fetched > 0, "the first crawler fetched pages");
+    let before = space.requests();
+    let (second, third) = (crawler(1, Some(8)), crawler(2, None));
+    let fetched = tokio::task::spawn_blocking(move || finish(second, 1) + finish(third, 2))
+        .await
+        .unwrap();
+    assert!(fetched > 0, "the crawlers that came next fetched pages");
+    let log = space.requests();
+    // The later crawlers took over addresses the first one fetched from last.
+    let first_ips: std::collections::BTreeSet<_> = before.iter().map(|r| r.local.ip()).collect();
+    let taken_over = log[before.len()..]
+        .iter()
+        .filter(|r| first_ips.contains(&r.local.ip()))
+        .count();
+    assert!(
+        taken_over > 0,
+        "addresses passed from one crawler to another"
+    );
+    eprintln!(
+        "{} requests by the first crawler, {} after it",
+        before.len(),
+        log.len() - before.len()
+    );
+    support::assert_polite(&log, delay);
 }
 
 /// What a crawl writes reads back the same through the trait: visits, links and anchors,
@@ -660,5 +788,266 @@ async fn three_crawlers_share_a_crawl_and_survive_one_killed() {
     assert!(
         listed.contains("gemini://epsilon.test/  waiting for a crawl"),
         "{listed}"
+    );
+}
+
+/// `geode crawl --frontier URL` in a data directory of its own (so a crawler id of its own),
+/// its `--json` summary on stdout and its log on stderr.
+fn shared_crawler(url: &str, data: &std::path::Path, args: &[String]) -> std::process::Child {
+    std::process::Command::new(crate::support::geode_bin())
+        .arg("crawl")
+        .arg("--data")
+        .arg(data)
+        .args(["--frontier", url, "--json"])
+        .args(args)
+        .env("GEODE_LOG", "geode=info")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("geode crawl starts")
+}
+
+/// Waits for a crawler that must succeed, and returns its summary.
+async fn crawl_summary(child: std::process::Child, name: &str) -> serde_json::Value {
+    let out = tokio::task::spawn_blocking(move || child.wait_with_output())
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{name}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// Runs `geode index --frontier URL --data DIR` until nothing is pending.
+async fn write_index(url: &str, dir: &std::path::Path) {
+    let mut command = std::process::Command::new(crate::support::geode_bin());
+    command
+        .args(["index", "--frontier", url, "--data"])
+        .arg(dir);
+    let out = tokio::task::spawn_blocking(move || command.output())
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "geode index: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// What the shared store says the index holds, and the documents the index has.
+fn indexed_in(url: &str, dir: &std::path::Path) -> (std::collections::BTreeSet<String>, u64) {
+    let store = PgStore::connect(url, Duration::from_secs(300), false).unwrap();
+    let frontier = store.frontier().unwrap();
+    assert!(
+        Frontier::pending_index_ops(&frontier, 0, 10)
+            .unwrap()
+            .is_empty(),
+        "every index operation applied"
+    );
+    let urls = Frontier::indexed_urls(&frontier).unwrap();
+    let index = geode::index::SearchIndex::open(&geode::datadir::index_path(dir)).unwrap();
+    (urls.into_iter().collect(), index.num_docs())
+}
+
+/// The recrawl schedule on PostgreSQL: the changing geminispace of `recrawl.rs`, crawled by
+/// two crawlers sharing the store, indexed by `geode index`, changed, and crawled and indexed
+/// again. Changed pages carry their new text only, dead ones are gone, new ones are found,
+/// the disallowed page is not requested, a changed link label reaches the document of a page
+/// that no longer answers, and the changed certificate is noticed. (Not asserted: that no URL is
+/// fetched twice in a run. A crawler's visit marks go when its run ends, and with intervals of
+/// a second a feed that one crawler visited is due again while the other still works.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_changed_geminispace_is_crawled_again_on_postgres() {
+    use crate::recrawl::{self, search, set, V1_INDEX, V2_INDEX};
+
+    let Some(cluster) = Cluster::start("a_changed_geminispace_is_crawled_again_on_postgres") else {
+        return;
+    };
+    let url = cluster.database("recrawl");
+    let (server, mut resolve) = recrawl::start_v1().await;
+    let dirs = tempfile::tempdir().unwrap();
+    let index_dir = dirs.path().join("index");
+    let run = |args: Vec<String>| {
+        let url = url.clone();
+        let dirs = dirs.path().to_path_buf();
+        async move {
+            let crawlers: Vec<_> = (0..2)
+                .map(|n| shared_crawler(&url, &dirs.join(format!("crawler{n}")), &args))
+                .collect();
+            let mut fetched = 0;
+            for (n, child) in crawlers.into_iter().enumerate() {
+                fetched += crawl_summary(child, &format!("crawler {n}")).await["fetched"]
+                    .as_u64()
+                    .unwrap();
+            }
+            fetched
+        }
+    };
+
+    // Run 1: the first version.
+    let mut args = recrawl::crawl_args(&resolve);
+    for host in ["news.test", "shop.test", "cert.test", "dead.test"] {
+        args.extend(["--seed".to_string(), format!("gemini://{host}/")]);
+    }
+    run(args).await;
+    write_index(&url, &index_dir).await;
+    let (urls, docs) = indexed_in(&url, &index_dir);
+    assert_eq!(urls, set(V1_INDEX));
+    assert_eq!(docs as usize, V1_INDEX.len());
+    assert_eq!(
+        search(&index_dir, "lantern festival"),
+        ["gemini://news.test/log/2024-02-01-second.gmi"]
+    );
+    let after_first = server.requests().len();
+
+    // The geminispace changes (tests/recrawl/README.md); dead.test stops answering.
+    server.replace_root(recrawl::version("v2")).await.unwrap();
+    server.renew_certificate("cert.test").await.unwrap();
+    let closed = std::net::TcpListener::bind("127.0.1.14:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    resolve.retain(|(h, _)| h != "dead.test");
+    resolve.push(("dead.test".into(), closed));
+    tokio::time::sleep(Duration::from_millis(2300)).await;
+
+    // Run 2: the second version.
+    let fetched = run(recrawl::crawl_args(&resolve)).await;
+    write_index(&url, &index_dir).await;
+    let (urls, docs) = indexed_in(&url, &index_dir);
+    assert_eq!(urls, set(V2_INDEX));
+    assert_eq!(docs as usize, V2_INDEX.len(), "each page once");
+    assert_eq!(
+        search(&index_dir, "moonlit regatta"),
+        ["gemini://news.test/log/2024-02-01-second.gmi"]
+    );
+    assert!(search(&index_dir, "lantern festival").is_empty());
+    assert_eq!(
+        search(&index_dir, "second landing strip"),
+        ["gemini://shop.test/temp"]
+    );
+    assert!(search(&index_dir, "first landing strip").is_empty());
+    assert_eq!(
+        search(&index_dir, "freshly inked"),
+        ["gemini://news.test/log/2024-03-01-third.gmi"]
+    );
+    assert_eq!(
+        search(&index_dir, "atom-fed fourth"),
+        ["gemini://news.test/log/2024-03-05-fourth.gmi"]
+    );
+    assert_eq!(
+        search(&index_dir, "relocated brass"),
+        ["gemini://shop.test/new.gmi"]
+    );
+    for gone in [
+        "disappearing ink",
+        "evaporating puddles",
+        "antique brass",
+        "marzipan",
+    ] {
+        assert!(search(&index_dir, gone).is_empty(), "{gone}");
+    }
+    assert_eq!(
+        search(&index_dir, "gilded telescope"),
+        [
+            "gemini://dead.test/page.gmi",
+            "gemini://news.test/about.gmi"
+        ],
+        "the new link label reached the unreachable page's document"
+    );
+    assert!(search(&index_dir, "wobbly periscope").is_empty());
+
+    let log = server.requests();
+    let run2: Vec<&str> = log[after_first..]
+        .iter()
+        .map(|r| r.request.as_str())
+        .collect();
+    assert!(
+        !run2.contains(&"gemini://shop.test/private/plans.gmi"),
+        "a page robots.txt disallows is not requested"
+    );
+    assert!(fetched >= 15, "run 2 fetched {fetched}");
+    let store = PgStore::connect(&url, Duration::from_secs(300), false).unwrap();
+    let stats = Frontier::stats(&store.frontier().unwrap(), geode::clock::unix_now()).unwrap();
+    let changed: Vec<&str> = stats
+        .certificates_changed
+        .iter()
+        .map(|c| c.host.as_str())
+        .collect();
+    assert_eq!(
+        changed,
+        ["cert.test"],
+        "the certificate pin noticed the change"
+    );
+}
+
+/// `geode index --follow` killed with SIGKILL while the crawl goes on, after it committed some
+/// documents: run again, it applies what was left, and every page is in the index once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_index_writer_killed_midway_loses_and_doubles_nothing() {
+    use crate::support::{self, Space};
+
+    let Some(cluster) = Cluster::start("the_index_writer_killed_midway_loses_and_doubles_nothing")
+    else {
+        return;
+    };
+    let url = cluster.database("writer");
+    let space = Space::start().await;
+    let dirs = tempfile::tempdir().unwrap();
+    let index_dir = dirs.path().join("index");
+    let mut args: Vec<String> = ["--min-delay-ms", "300", "--seed", "gemini://alpha.test/"]
+        .map(String::from)
+        .to_vec();
+    args.extend(space.resolve_args());
+    let crawl = shared_crawler(&url, &dirs.path().join("crawler"), &args);
+    // The writer starts once the crawl has recorded pages.
+    while space.requests().len() < 4 {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let mut writer = std::process::Command::new(support::geode_bin())
+        .args(["index", "--follow", "--frontier", &url, "--data"])
+        .arg(&index_dir)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let index_path = geode::datadir::index_path(&index_dir);
+    let started = std::time::Instant::now();
+    let committed = loop {
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "the writer commits"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        if let Ok(index) = geode::index::SearchIndex::open(&index_path) {
+            if index.num_docs() > 0 {
+                break index.num_docs();
+            }
+        }
+    };
+    writer.kill().expect("SIGKILL");
+    writer.wait().unwrap();
+    let summary = crawl_summary(crawl, "crawler").await;
+    let fetched = summary["fetched"].as_u64().unwrap();
+    assert!(
+        fetched > committed,
+        "killed midway: {committed} documents committed of {fetched} pages fetched"
+    );
+
+    write_index(&url, &index_dir).await;
+    let reference = dirs.path().join("reference");
+    support::crawl(support::config(&space, &reference, Duration::ZERO)).await;
+    let expected: std::collections::BTreeSet<String> =
+        support::indexed(&reference).into_iter().collect();
+    let (urls, docs) = indexed_in(&url, &index_dir);
+    assert_eq!(urls, expected);
+    assert_eq!(
+        docs as usize,
+        expected.len(),
+        "every page in the index once"
     );
 }

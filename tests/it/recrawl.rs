@@ -17,7 +17,7 @@ use crate::support::{self, Space};
 
 const DELAY: Duration = Duration::from_millis(20);
 
-fn version(v: &str) -> PathBuf {
+pub(crate) fn version(v: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/recrawl")
         .join(v)
@@ -64,7 +64,7 @@ fn config(data: &Path, resolve: &[(String, SocketAddr)]) -> CrawlConfig {
 
 /// The pages holding every word of `query` (strict matching: this test checks what the index
 /// holds, not how partial matches rank).
-fn search(data: &Path, query: &str) -> Vec<String> {
+pub(crate) fn search(data: &Path, query: &str) -> Vec<String> {
     let index = SearchIndex::open(&geode::datadir::index_path(data)).unwrap();
     let options = SearchOptions {
         limit: 20,
@@ -80,7 +80,7 @@ fn search(data: &Path, query: &str) -> Vec<String> {
         .collect()
 }
 
-fn set(urls: &[&str]) -> BTreeSet<String> {
+pub(crate) fn set(urls: &[&str]) -> BTreeSet<String> {
     urls.iter().map(|u| u.to_string()).collect()
 }
 
@@ -92,7 +92,7 @@ fn requested(log: &[RequestRecord]) -> Vec<String> {
     log.iter().map(|r| r.request.clone()).collect()
 }
 
-const V1_INDEX: &[&str] = &[
+pub(crate) const V1_INDEX: &[&str] = &[
     "gemini://cert.test/",
     "gemini://dead.test/",
     "gemini://dead.test/page.gmi",
@@ -111,7 +111,7 @@ const V1_INDEX: &[&str] = &[
     "gemini://shop.test/temp",
 ];
 
-const V2_INDEX: &[&str] = &[
+pub(crate) const V2_INDEX: &[&str] = &[
     "gemini://cert.test/",
     // Unreachable since, but not for --remove-after yet: still searchable.
     "gemini://dead.test/",
@@ -334,9 +334,32 @@ async fn a_run_right_after_a_run_requests_nothing() {
     assert_eq!(support::indexed(data.path()).len(), first.new as usize);
 }
 
+/// The schedule of [`config`] as `geode crawl` arguments, but pages unreachable for an hour
+/// (not 4 s) leave the index, with `--resolve` for each capsule.
+pub(crate) fn crawl_args(resolve: &[(String, SocketAddr)]) -> Vec<String> {
+    let mut args: Vec<String> = [
+        "--min-delay-ms",
+        "20",
+        "--revisit",
+        "2s",
+        "--revisit-min",
+        "1s",
+        "--revisit-max",
+        "1h",
+        "--remove-after",
+        "1h",
+    ]
+    .map(String::from)
+    .to_vec();
+    for (h, a) in resolve {
+        args.extend(["--resolve".to_string(), format!("{h}={a}")]);
+    }
+    args
+}
+
 /// Starts a fixture server with the first version on the capsules' addresses, and returns it
 /// with the name-to-address map a crawl uses.
-async fn start_v1() -> (FixtureServer, Vec<(String, SocketAddr)>) {
+pub(crate) async fn start_v1() -> (FixtureServer, Vec<(String, SocketAddr)>) {
     let mut ips: Vec<IpAddr> = HOSTS.iter().map(|(_, ip)| ip.parse().unwrap()).collect();
     ips.dedup();
     let server = FixtureServer::start(FixtureConfig {
@@ -374,31 +397,12 @@ async fn a_recrawl_killed_with_sigkill_ends_with_the_same_index() {
         resolve.push(("dead.test".into(), closed));
         tokio::time::sleep(Duration::from_millis(2300)).await;
 
-        let mut args: Vec<String> = [
-            "crawl",
-            "--data",
-            &data.path().display().to_string(),
-            "--min-delay-ms",
-            "20",
-            "--revisit",
-            "2s",
-            "--revisit-min",
-            "1s",
-            "--revisit-max",
-            "1h",
-            "--remove-after",
-            "1h",
-            "--commit-docs",
-            "1",
-            "--commit-secs",
-            "1",
-        ]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
-        for (h, a) in &resolve {
-            args.extend(["--resolve".to_string(), format!("{h}={a}")]);
-        }
+        let mut args: Vec<String> = ["crawl", "--data", &data.path().display().to_string()]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        args.extend(crawl_args(&resolve));
+        args.extend(["--commit-docs", "1", "--commit-secs", "1"].map(String::from));
         let before = server.requests().len();
         let mut child = std::process::Command::new(support::geode_bin())
             .args(&args)

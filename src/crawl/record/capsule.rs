@@ -53,6 +53,7 @@ impl Crawl {
         let wait = self
             .scheduler
             .slow_down(ip, asked_wait(meta), Instant::now());
+        batch.hold_address(&ip.to_string(), wait)?;
         if wait <= self.config.retry_horizon {
             return Ok(false);
         }

@@ -11,7 +11,7 @@
 //! fails every due page at once.
 
 use std::net::IpAddr;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use ::url::Url;
 
@@ -68,6 +68,9 @@ impl Crawl {
     ) -> Result<(), CrawlError> {
         self.scheduler
             .finished(done.ip, done.host_id, done.began, done.took);
+        // A slow answer stretched the gap: the other crawlers of a shared store keep it too.
+        let wait = self.scheduler.ip_wait(done.ip, Instant::now());
+        batch.hold_address(&done.ip.to_string(), wait)?;
         if done.result.is_ok() {
             self.answered.insert(done.host_id);
         }

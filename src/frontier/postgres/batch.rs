@@ -5,11 +5,12 @@
 //! fails on another's insert.
 
 use std::collections::{BTreeSet, HashMap};
+use std::time::Duration;
 
 use postgres::types::ToSql;
 use postgres::{Row, Statement, Transaction};
 
-use super::Result;
+use super::{Result, DB_NOW_MS};
 use crate::frontier::{
     ArchiveRecord, FetchResult, IndexOp, LinkOut, LinkReport, NewUrl, Pin, UrlState, VisitRecord,
 };
@@ -39,6 +40,9 @@ pub struct PgBatch<'a> {
     crawler: String,
     /// When URLs inserted by this transaction come due.
     now: i64,
+    /// Addresses and how long from now no request may reach them (milliseconds), written
+    /// at commit in one statement.
+    holds: HashMap<String, i64>,
 }
 
 impl<'a> PgBatch<'a> {
@@ -59,6 +63,7 @@ impl<'a> PgBatch<'a> {
             new_ids: Ids::default(),
             crawler,
             now,
+            holds: HashMap::new(),
         }
     }
 
@@ -665,8 +670,37 @@ impl<'a> PgBatch<'a> {
         Ok(())
     }
 
+    /// Keeps every crawler from sending a request to `ip` before `wait` from now (see
+    /// [`crate::frontier::Batch::hold_address`]); written when the batch commits.
+    pub fn hold_address(&mut self, ip: &str, wait: Duration) -> Result<()> {
+        let ms = wait.as_millis().min(i64::MAX as u128) as i64;
+        let held = self.holds.entry(ip.to_string()).or_insert(ms);
+        *held = (*held).max(ms);
+        Ok(())
+    }
+
+    /// Writes the holds on addresses gathered by [`PgBatch::hold_address`]: an address's next
+    /// request time only moves later, on the database's clock.
+    fn write_holds(&mut self) -> Result<()> {
+        if self.holds.is_empty() {
+            return Ok(());
+        }
+        let (ips, waits): (Vec<String>, Vec<i64>) =
+            std::mem::take(&mut self.holds).into_iter().unzip();
+        self.exec(
+            &format!(
+                "UPDATE addresses a
+                 SET next_at_ms = GREATEST(COALESCE(a.next_at_ms, 0), {DB_NOW_MS} + w.ms)
+                 FROM unnest($1::TEXT[], $2::BIGINT[]) AS w(ip, ms) WHERE a.ip = w.ip"
+            ),
+            &[&ips, &waits],
+        )?;
+        Ok(())
+    }
+
     /// Makes the transaction durable.
     pub fn commit(mut self) -> Result<()> {
+        self.write_holds()?;
         if let Some(tx) = self.tx.take() {
             tx.commit()?;
         }

@@ -9,9 +9,11 @@
 //! with the URLs its dead holder had claimed or visited. Capsules out of a crawler's scope are
 //! passed over in its memory only.
 
+use std::time::Duration;
+
 use postgres::{GenericClient, Row};
 
-use super::{lock, write_tx, PgFrontier, Result, DB_NOW};
+use super::{lock, write_tx, PgFrontier, Result, DB_NOW, DB_NOW_MS};
 use crate::frontier::{Canonical, Prior, QueuedUrl, UrlState};
 use crate::revisit::Priority;
 
@@ -189,8 +191,10 @@ impl PgFrontier {
         Ok(())
     }
 
-    /// Leases an IP address for this crawler unless another crawler's lease on it still runs.
-    pub fn lease_address(&mut self, ip: &str) -> Result<bool> {
+    /// Leases an IP address for this crawler unless another crawler's lease on it still runs;
+    /// with the lease comes how long to wait before the first request to it (what the crawler
+    /// that held it last asked for, on the database's clock).
+    pub fn lease_address(&mut self, ip: &str) -> Result<Option<Duration>> {
         let got = self.db().query_opt(
             &format!(
                 "INSERT INTO addresses(ip, leased_by, leased_until) VALUES ($1, $2, {DB_NOW} + $3)
@@ -198,11 +202,11 @@ impl PgFrontier {
                    SET leased_by = excluded.leased_by, leased_until = excluded.leased_until
                    WHERE addresses.leased_by = excluded.leased_by
                       OR addresses.leased_until < {DB_NOW}
-                 RETURNING 1"
+                 RETURNING GREATEST(COALESCE(next_at_ms, 0) - {DB_NOW_MS}, 0)"
             ),
             &[&ip, &self.crawler, &self.lease_secs],
         )?;
-        Ok(got.is_some())
+        Ok(got.map(|row| Duration::from_millis(row.get::<_, i64>(0).max(0) as u64)))
     }
 
     /// Keeps this crawler's leases from running out: called well within `--lease` while it
@@ -281,9 +285,19 @@ impl PgFrontier {
             free_host(&mut tx, host_id)?;
         }
         tx.execute("DELETE FROM crawlers WHERE id = $1", &[&self.crawler])?;
+        // Addresses are let go, not forgotten: the next crawler to lease one waits out the
+        // gap after this crawler's last request there. Rows nobody holds and whose gap has
+        // passed go.
         tx.execute(
-            "DELETE FROM addresses WHERE leased_by = $1",
+            "UPDATE addresses SET leased_until = 0 WHERE leased_by = $1",
             &[&self.crawler],
+        )?;
+        tx.execute(
+            &format!(
+                "DELETE FROM addresses
+                 WHERE leased_until < {DB_NOW} AND COALESCE(next_at_ms, 0) < {DB_NOW_MS}"
+            ),
+            &[],
         )?;
         release_expired(&mut tx)?;
         tx.commit()?;

@@ -3,14 +3,15 @@
 //! crawlers starting at once take turns on a transaction-level advisory lock, so the schema is
 //! made once. Readers never migrate: they say what to run instead.
 //!
-//! Versions: 1 (the first, the SQLite store's schema 2 with leases held by named crawlers).
+//! Versions: 1 (the first, the SQLite store's schema 2 with leases held by named crawlers);
+//! 2 (`addresses.next_at_ms`: the earliest next request to an address, across crawlers).
 
 use postgres::Client;
 
 use super::{FrontierError, Result};
 
 /// The version this geode reads and writes.
-pub const CURRENT: i64 = 1;
+pub const CURRENT: i64 = 2;
 
 /// The advisory lock that migrations take in turn.
 const MIGRATE_LOCK: i64 = 0x6765_6f64_6530; // "geode0"
@@ -35,7 +36,14 @@ pub(super) fn prepare(conn: &mut Client) -> Result<()> {
                 supported: CURRENT,
             })
         }
-        // No older version exists yet: the steps from one will go here.
+        Some(1) => {
+            tx.batch_execute("ALTER TABLE addresses ADD COLUMN next_at_ms BIGINT")?;
+            tx.execute(
+                "UPDATE meta SET value = $1 WHERE key = 'schema_version'",
+                &[&CURRENT.to_string()],
+            )?;
+            tracing::info!("crawl database upgraded from schema 1 to {CURRENT}");
+        }
         Some(found) => {
             return Err(FrontierError::Outdated {
                 found,

@@ -205,6 +205,8 @@ fn hostname() -> String {
 
 /// The database's clock, in unix seconds: the one clock every crawler's leases are read by.
 const DB_NOW: &str = "EXTRACT(EPOCH FROM clock_timestamp())::BIGINT";
+/// The database's clock in unix milliseconds, for the gaps between requests to an address.
+const DB_NOW_MS: &str = "(EXTRACT(EPOCH FROM clock_timestamp()) * 1000)::BIGINT";
 
 impl PgFrontier {
     fn db(&self) -> MutexGuard<'_, Conn> {

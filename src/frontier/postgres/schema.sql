@@ -1,4 +1,4 @@
--- The shared crawl database on PostgreSQL, schema version 1 (meta key 'schema_version'). The
+-- The shared crawl database on PostgreSQL, schema version 2 (meta key 'schema_version'). The
 -- same tables as the SQLite store's schema.sql, in PostgreSQL's types, with leases in place of
 -- one crawl's claim marks: several crawlers share this database, so every claim says who holds
 -- it and until when, and a crawler that dies loses its claims when their lease runs out.
@@ -120,9 +120,13 @@ CREATE TABLE crawlers (
 
 -- IP addresses a crawler fetches from, leased like capsules: politeness is per IP address, and
 -- capsules that share one (virtual hosts) may be leased by different crawlers. A crawler
--- fetches from an address only while it holds its lease.
+-- fetches from an address only while it holds its lease, and not before `next_at_ms`, which
+-- the crawlers that fetched from it set (the gap after a request, the wait after a 44), so
+-- that the gap between requests holds when the address passes from one crawler to another.
+-- A row whose lease ran out (leased_until 0: let go) is free for anyone.
 CREATE TABLE addresses (
     ip           TEXT PRIMARY KEY,
     leased_by    TEXT NOT NULL,
-    leased_until BIGINT NOT NULL
+    leased_until BIGINT NOT NULL,
+    next_at_ms   BIGINT              -- no request before this (database clock, milliseconds)
 );

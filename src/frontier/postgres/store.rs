@@ -38,7 +38,7 @@ impl Frontier for PgFrontier {
         fn claim_ids(&mut self, ids: &[i64], now: i64) -> Result<Vec<QueuedUrl>>;
         fn release_capsule(&mut self, host_id: i64) -> Result<()>;
         fn next_wakeup(&self, now: i64) -> Result<Option<i64>>;
-        fn lease_address(&mut self, ip: &str) -> Result<bool>;
+        fn lease_address(&mut self, ip: &str) -> Result<Option<std::time::Duration>>;
         fn renew_leases(&mut self) -> Result<u64>;
         fn pending_index_ops(&self, after: i64, limit: usize) -> Result<Vec<PendingOp>>;
         fn anchor_updates(&self, after: i64, limit: usize) -> Result<Vec<AnchorUpdate>>;
@@ -73,6 +73,11 @@ impl Frontier for PgFrontier {
 impl Batch for PgBatch<'_> {
     fn commit(self: Box<Self>) -> Result<()> {
         blocking(|| PgBatch::commit(*self))
+    }
+
+    /// Only noted in memory until the commit: no call of the client.
+    fn hold_address(&mut self, ip: &str, wait: std::time::Duration) -> Result<()> {
+        PgBatch::hold_address(self, ip, wait)
     }
 
     delegate! { blocking;

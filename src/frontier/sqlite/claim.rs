@@ -168,8 +168,8 @@ impl SqliteFrontier {
     }
 
     /// Every address is this crawl's: one crawl at a time holds a SQLite store.
-    pub fn lease_address(&mut self, _ip: &str) -> Result<bool> {
-        Ok(true)
+    pub fn lease_address(&mut self, _ip: &str) -> Result<Option<std::time::Duration>> {
+        Ok(Some(std::time::Duration::ZERO))
     }
 
     /// Renews nothing: one crawl at a time holds a SQLite store (the data directory's lock), so
