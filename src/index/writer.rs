@@ -133,13 +133,19 @@ impl Indexer {
     /// page does not carry itself: the effective language (declared, else detected), stems,
     /// `site:` keys, URL words, extension, path depth and the hashes ranking looks up.
     pub fn upsert(&mut self, doc: &PageDoc) -> Result<(), IndexError> {
-        self.write(doc, true)
+        self.write(doc, true, None)
     }
 
     /// [`Self::upsert`], detecting the language when the page declares none only if `detect`:
     /// a refreshed document already had its text judged, and an empty stored language means
-    /// that no language was found (detection is most of the writer's own time).
-    fn write(&mut self, doc: &PageDoc, detect: bool) -> Result<(), IndexError> {
+    /// that no language was found (detection is most of the writer's own time). `known` is the
+    /// fingerprint and cluster the document already had, kept instead of computed again.
+    fn write(
+        &mut self,
+        doc: &PageDoc,
+        detect: bool,
+        known: Option<Known>,
+    ) -> Result<(), IndexError> {
         let f = &self.fields;
         let mut d = TantivyDocument::default();
         let url = Url::parse(&doc.url).ok();
@@ -200,9 +206,16 @@ impl Indexer {
         d.add_u64(f.depth, url.as_ref().map_or(0, path_depth));
         d.add_i64(f.fetched_at, doc.fetched_at);
         let own = url_hash(&doc.url);
-        let cluster = match neardup::page_fingerprint(&doc.body, &doc.link_labels) {
+        let (fingerprint, known_cluster) = match known {
+            Some(known) => (known.simhash, Some(known.cluster)),
+            None => (neardup::page_fingerprint(&doc.body, &doc.link_labels), None),
+        };
+        let cluster = match fingerprint {
             Some(hash) => {
-                let cluster = self.nearest_cluster(hash)?.unwrap_or(own);
+                let cluster = match known_cluster {
+                    Some(cluster) => cluster,
+                    None => self.nearest_cluster(hash)?.unwrap_or(own),
+                };
                 for band in neardup::bands(hash) {
                     d.add_text(f.dup_band, &band);
                     self.pending.entry(band).or_default().push((hash, cluster));
@@ -210,7 +223,7 @@ impl Indexer {
                 d.add_u64(f.simhash, hash);
                 cluster
             }
-            None => own,
+            None => known_cluster.unwrap_or(own),
         };
         d.add_u64(f.cluster, cluster);
         // Tantivy applies a delete to every document added before it (by opstamp), in this
@@ -254,6 +267,9 @@ impl Indexer {
             return Ok(false);
         };
         let doc: TantivyDocument = searcher.doc(address)?;
+        let fast = searcher.segment_reader(address.segment_ord).fast_fields();
+        let simhash = fast.u64("simhash")?.first(address.doc_id);
+        let cluster = fast.u64("cluster")?.first(address.doc_id);
         let text = |field| {
             doc.get_first(field)
                 .and_then(|v| v.as_str())
@@ -279,8 +295,15 @@ impl Indexer {
                 .and_then(|v| v.as_i64())
                 .unwrap_or(0),
         };
-        // A new body (a file known by its header) is new text to judge.
-        self.write(&page, body.is_some())?;
+        // The page is as it was fetched (a refresh only brings anchors; a page fetched again
+        // is upserted), so its fingerprint and cluster are kept as they were: computing them
+        // again from the labels as the frontier lists them could move the page to another
+        // cluster for nothing. A new body (a file known by its header) is new text to judge.
+        let known = match (body, cluster) {
+            (None, Some(cluster)) => Some(Known { simhash, cluster }),
+            _ => None,
+        };
+        self.write(&page, body.is_some(), known)?;
         Ok(true)
     }
 
@@ -424,6 +447,13 @@ fn path_depth(url: &Url) -> u64 {
     depth
 }
 
+/// What a document already had that a rewrite with the same body keeps.
+#[derive(Debug, Clone, Copy)]
+struct Known {
+    simhash: Option<u64>,
+    cluster: u64,
+}
+
 /// Detects a page's language from its title and the start of its body.
 fn detect_page_lang(doc: &PageDoc) -> Option<&'static str> {
     let mut sample = String::with_capacity(DETECT_SAMPLE_BYTES + doc.title.len() + 1);
@@ -560,6 +590,46 @@ mod tests {
         let si = SearchIndex::open(tmp.path()).expect("search index");
         assert_eq!(si.search("green torch", 10, 0).expect("search").total, 1);
         assert_eq!(si.search("amber", 10, 0).expect("search").total, 0);
+    }
+
+    #[test]
+    fn refresh_keeps_the_fingerprint_and_cluster_of_the_page() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let mut ix = Indexer::open_or_create(tmp.path()).expect("open");
+        let words = |seed: &str| {
+            (0..40)
+                .map(|i| format!("{seed}{i}"))
+                .collect::<Vec<_>>()
+                .join(" ")
+        };
+        let (a, b) = ("gemini://example.org/a", "gemini://mirror.example/a");
+        let mut doc = page(a, "Original", &words("word"));
+        ix.upsert(&doc).expect("upsert");
+        ix.commit(1).expect("commit");
+        doc.url = b.into();
+        doc.title = "Mirror".into();
+        ix.upsert(&doc).expect("upsert");
+        ix.commit(2).expect("commit");
+        let similar = |tmp: &std::path::Path| {
+            let si = SearchIndex::open(tmp).expect("search index");
+            si.search(&format!("similar:{a}"), 10, 0)
+                .expect("search")
+                .total
+        };
+        assert_eq!(
+            similar(tmp.path()),
+            2,
+            "the mirror joined the original's cluster"
+        );
+        // Labels that would move the fingerprint far if it were computed again: the page is
+        // as it was fetched, so its cluster stays.
+        assert!(ix
+            .refresh(b, "a new anchor", &words("label"), None)
+            .expect("refresh"));
+        ix.commit(3).expect("commit");
+        assert_eq!(similar(tmp.path()), 2, "a refresh keeps the cluster");
+        let si = SearchIndex::open(tmp.path()).expect("search index");
+        assert_eq!(si.search("anchor", 10, 0).expect("search").total, 1);
     }
 
     #[test]
