@@ -234,12 +234,16 @@ impl Crawl {
                 continue;
             }
             if idle && (!dispatching || (self.scheduler.queued() == 0 && !frontier_has_more)) {
-                // Retries and back-offs that come due soon are worth waiting for.
-                retry_at = if dispatching {
+                // Retries and back-offs that come due soon are worth waiting for. A wait already
+                // running is never pushed later: the loop also wakes for other reasons (lease
+                // renewals every third of `--lease`, progress), and a wait started afresh at
+                // each wake-up would never end when those come more often than it.
+                let due = if dispatching {
                     self.due_retry(frontier)?
                 } else {
                     None
                 };
+                retry_at = due.map(|due| retry_at.map_or(due, |running| running.min(due)));
                 if retry_at.is_none() {
                     break;
                 }

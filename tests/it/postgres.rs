@@ -1051,3 +1051,270 @@ async fn the_index_writer_killed_midway_loses_and_doubles_nothing() {
         "every page in the index once"
     );
 }
+
+/// Whether the crawler of process `pid` (its connections' application name) holds the write
+/// lock every crawler's write transactions take (`WRITE_LOCK` in
+/// `src/frontier/postgres/mod.rs`) with the database waiting for it, and a capsule lease
+/// that still runs (a crawler id ends with the `crawler-id` of its data directory).
+fn holds_write_lock_and_leases(url: &str, pid: i32, crawler_id: &str) -> bool {
+    const WRITE_LOCK: i64 = 0x6765_6f64_6531;
+    let url = url.to_string();
+    let holder = format!("geode pid {pid}");
+    let leaser = format!("%-{crawler_id}");
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            let mut client = postgres::Client::connect(&url, postgres::NoTls).expect("connect");
+            client
+                .query_one(
+                    "SELECT EXISTS (SELECT 1 FROM pg_locks l
+                                    JOIN pg_stat_activity a ON a.pid = l.pid
+                                    WHERE l.locktype = 'advisory' AND l.granted
+                                      AND a.state = 'idle in transaction'
+                                      AND a.application_name = $2
+                                      AND (l.classid::BIGINT << 32 | l.objid::BIGINT) = $1)
+                        AND EXISTS (SELECT 1 FROM hosts WHERE claimed != 0 AND leased_by LIKE $3
+                                      AND leased_until > EXTRACT(EPOCH FROM now()))",
+                    &[&WRITE_LOCK, &holder, &leaser],
+                )
+                .expect("read pg_locks")
+                .get(0)
+        })
+        .join()
+        .expect("pg_locks read")
+    })
+}
+
+/// Whether process `pid` is stopped (state T in /proc).
+fn stopped(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|stat| {
+            let (_, after) = stat.rsplit_once(')')?;
+            after.split_whitespace().next().map(|state| state == "T")
+        })
+        .unwrap_or(false)
+}
+
+/// Waits for a crawler at most `limit`; one still running then is killed, with the others,
+/// and its output comes back as the error.
+async fn wait_bounded(
+    child: std::process::Child,
+    limit: Duration,
+    others: &[i32],
+) -> Result<std::process::Output, std::process::Output> {
+    let pid = child.id() as i32;
+    let mut waiting = tokio::task::spawn_blocking(move || child.wait_with_output());
+    match tokio::time::timeout(limit, &mut waiting).await {
+        Ok(out) => Ok(out.unwrap().unwrap()),
+        Err(_) => {
+            for &other in others.iter().chain([&pid]) {
+                unsafe {
+                    libc::kill(other, libc::SIGKILL);
+                }
+            }
+            Err(waiting.await.unwrap().unwrap())
+        }
+    }
+}
+
+/// A crawler stopped (SIGSTOP) while it holds the write lock that every write transaction
+/// takes first does not freeze the shared crawl: the database ends its session once it has sat
+/// idle in its transaction for the bound (`--lease` here), its leases run out, and the two
+/// others finish the whole crawl, each page indexed once. Woken up again (SIGCONT), the
+/// stalled crawler ends with a clear error, and the index is still right.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stalled_crawler_does_not_stop_the_others() {
+    use crate::support::{self, Space};
+
+    let Some(cluster) = Cluster::start("a_stalled_crawler_does_not_stop_the_others") else {
+        return;
+    };
+    let url = cluster.database("stalled");
+    let space = Space::start().await;
+    let dirs = tempfile::tempdir().unwrap();
+    let mut args: Vec<String> = [
+        "--lease",
+        "2s",
+        "--min-delay-ms",
+        "250",
+        "--seed",
+        "gemini://alpha.test/",
+    ]
+    .map(String::from)
+    .to_vec();
+    args.extend(space.resolve_args());
+    // Crawler 1 starts first and leases the capsules; the two others join it while it works.
+    let crawler = |n: usize| shared_crawler(&url, &dirs.path().join(format!("crawler{n}")), &args);
+    let first = crawler(1);
+    let started = std::time::Instant::now();
+    while space.requests().len() < 4 {
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "the crawl started"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let mut crawlers = vec![crawler(0), first, crawler(2)];
+    let pids: Vec<i32> = crawlers.iter().map(|c| c.id() as i32).collect();
+    let victim_id = std::fs::read_to_string(dirs.path().join("crawler1").join("crawler-id"))
+        .expect("crawler 1's id")
+        .trim()
+        .to_string();
+
+    // Crawler 1 is stopped at a moment it holds the write lock and capsules (stopped, looked
+    // at, and let go on until such a moment comes).
+    let victim = pids[1];
+    let mut attempts = 0;
+    loop {
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "crawler 1 was never caught holding the write lock ({attempts} attempts)"
+        );
+        assert!(
+            crawlers[1].try_wait().unwrap().is_none(),
+            "crawler 1 ended before it was caught holding the write lock ({attempts} attempts)"
+        );
+        attempts += 1;
+        unsafe {
+            libc::kill(victim, libc::SIGSTOP);
+        }
+        while !stopped(victim) {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        // Held with the session waiting for the crawler, twice: a statement on its way (a
+        // COMMIT sent just before the stop) would have been read by the second look.
+        let url = url.clone();
+        let id = victim_id.clone();
+        let held = tokio::task::spawn_blocking(move || {
+            (0..2).all(|look| {
+                std::thread::sleep(Duration::from_millis(50 * look));
+                holds_write_lock_and_leases(&url, victim, &id)
+            })
+        })
+        .await
+        .unwrap();
+        if held {
+            break;
+        }
+        unsafe {
+            libc::kill(victim, libc::SIGCONT);
+        }
+        tokio::time::sleep(Duration::from_millis(attempts % 5)).await;
+    }
+    let stalled_at = std::time::Instant::now();
+    let requests_before = space.requests().len();
+    eprintln!("crawler 1 stopped holding the write lock after {attempts} attempts, {requests_before} requests");
+    let stalled = crawlers.remove(1);
+
+    // The two others finish the whole crawl in bounded time, taking the stalled crawler's
+    // capsules over.
+    let bound = Duration::from_secs(30);
+    let mut taken_over = false;
+    for (n, child) in [(0, crawlers.remove(0)), (2, crawlers.remove(0))] {
+        let left = bound.saturating_sub(stalled_at.elapsed());
+        let out = wait_bounded(child, left, &pids)
+            .await
+            .unwrap_or_else(|out| {
+                panic!(
+                    "crawler {n} did not finish within {bound:?} of crawler 1's stop: {}\n{}",
+                    String::from_utf8_lossy(&out.stderr),
+                    leases_in(&url)
+                )
+            });
+        assert!(
+            out.status.success(),
+            "crawler {n}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        eprintln!("crawler {n}: {}", String::from_utf8_lossy(&out.stdout));
+        taken_over |= String::from_utf8_lossy(&out.stderr)
+            .contains("taking over a capsule whose lease ran out");
+    }
+    assert!(
+        taken_over,
+        "the others took over the stalled crawler's capsules"
+    );
+    eprintln!(
+        "the two others finished {:?} after the stop, {} requests after it",
+        stalled_at.elapsed(),
+        space.requests().len() - requests_before
+    );
+
+    // Every page indexed once.
+    let index_dir = dirs.path().join("index");
+    write_index(&url, &index_dir).await;
+    let reference = dirs.path().join("reference");
+    support::crawl(support::config(&space, &reference, Duration::ZERO)).await;
+    let expected: std::collections::BTreeSet<String> =
+        support::indexed(&reference).into_iter().collect();
+    assert!(expected.len() > 20, "the fixture has pages to index");
+    let (urls, docs) = indexed_in(&url, &index_dir);
+    assert_eq!(
+        urls, expected,
+        "the others finished the stalled crawler's work"
+    );
+    assert_eq!(
+        docs as usize,
+        expected.len(),
+        "every page in the index once"
+    );
+
+    // Woken up, the stalled crawler ends, with a clear error: its session is gone.
+    unsafe {
+        libc::kill(victim, libc::SIGCONT);
+    }
+    let out = wait_bounded(stalled, Duration::from_secs(30), &[])
+        .await
+        .unwrap_or_else(|out| {
+            panic!(
+                "the stalled crawler did not end once woken up: {}",
+                String::from_utf8_lossy(&out.stderr)
+            )
+        });
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    eprintln!("crawler 1 ({}): {stderr}", out.status);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    if !out.status.success() {
+        assert_eq!(out.status.code(), Some(1), "{stderr}");
+        assert!(
+            stderr.contains("idle in a transaction"),
+            "the error says why: {stderr}"
+        );
+    }
+    write_index(&url, &index_dir).await;
+    let (urls, docs) = indexed_in(&url, &index_dir);
+    assert_eq!(urls, expected);
+    assert_eq!(
+        docs as usize,
+        expected.len(),
+        "every page in the index once"
+    );
+}
+
+/// The shared crawl's leases and claims, for a failure's message.
+fn leases_in(url: &str) -> String {
+    let url = url.to_string();
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            let mut client = postgres::Client::connect(&url, postgres::NoTls).expect("connect");
+            let mut out = String::new();
+            for query in [
+                "SELECT 'now ' || (EXTRACT(EPOCH FROM clock_timestamp()) * 1000)::BIGINT || ' ms'",
+                "SELECT 'host ' || row(id, name, claimed, leased_by, leased_until, next_due,
+                        backoff_until) FROM hosts WHERE next_due IS NOT NULL OR claimed != 0",
+                "SELECT 'address ' || row(a.*) FROM addresses a",
+                "SELECT 'crawler ' || row(c.*) FROM crawlers c",
+                "SELECT 'url ' || row(id, host_id, url, state, claimed, claimed_by, due_at)
+                 FROM urls WHERE claimed != 0 OR due_at <= EXTRACT(EPOCH FROM now())",
+            ] {
+                for row in client.query(query, &[]).expect("read the shared crawl") {
+                    out.push_str(&row.get::<_, String>(0));
+                    out.push('\n');
+                }
+            }
+            out
+        })
+        .join()
+        .expect("the shared crawl read")
+    })
+}

@@ -10,7 +10,12 @@
 //! once never wait for each other and never get the same capsule. A crawler renews its leases
 //! while it works ([`PgFrontier::renew_leases`]); one that dies stops renewing, and once its
 //! leases have run out (`--lease`, 5 minutes by default) another crawler takes its capsules
-//! over, with the URLs it had claimed.
+//! over, with the URLs it had claimed. A crawler stopped inside a transaction (SIGSTOP, a
+//! machine that died, a cut network) would hold [`WRITE_LOCK`] and stop every other crawler:
+//! the database ends a session idle in a transaction for longer than the lease (at most a
+//! minute, [`idle_in_transaction_bound`]), and TCP keepalives on both ends notice a dead peer
+//! within about a minute. The crawler whose session was ended fails with an error saying so
+//! when it runs again; what it had not committed is rolled back.
 //!
 //! **Blocking.** The client is the synchronous `postgres` crate, whose calls drive a runtime of
 //! their own; the crawl loop calls the frontier from inside tokio, so each call is run through
@@ -72,9 +77,10 @@ impl PgStore {
     /// upgrading its schema when `migrate` (writers; readers refuse an old or missing schema).
     /// Leases this crawler takes last `lease` unless renewed.
     pub fn connect(url: &str, lease: Duration, migrate: bool) -> Result<Self> {
-        let config: postgres::Config = url
+        let mut config: postgres::Config = url
             .parse()
             .map_err(|e: postgres::Error| FrontierError::Postgres(e.to_string()))?;
+        bound_sessions(&mut config, lease);
         let manager = PostgresConnectionManager::new(config, NoTls);
         let pool = blocking(|| {
             r2d2::Pool::builder()
@@ -137,6 +143,53 @@ impl PgStore {
 
 type Conn = r2d2::PooledConnection<PostgresConnectionManager<NoTls>>;
 
+/// The longest a session may sit idle inside a transaction before the database ends it: the
+/// lease, at most a minute. Every write transaction holds [`WRITE_LOCK`], so a crawler
+/// stopped inside one (SIGSTOP, a machine that died, a cut network) would otherwise stop every
+/// other crawler until TCP noticed, hours later. A working crawler's transactions are never
+/// idle for more than milliseconds (their statements follow one another, and the crawl loop
+/// waits at most a few milliseconds for more results to record in one); one idle for its whole
+/// lease is as dead as one that stopped renewing it, and the minute caps how long a crawl with
+/// long leases stands still.
+fn idle_in_transaction_bound(lease: Duration) -> Duration {
+    lease.clamp(Duration::from_secs(1), Duration::from_secs(60))
+}
+
+/// How long a connection may go without a sign of life from the other end before TCP
+/// keepalives probe it, the gap between probes, and how many unanswered probes end it: a dead
+/// database machine or a cut network is noticed within about a minute, by the client (which
+/// would wait for an answer forever) and by the server (which holds the session until then).
+const KEEPALIVE_IDLE: Duration = Duration::from_secs(30);
+const KEEPALIVE_INTERVAL: Duration = Duration::from_secs(10);
+const KEEPALIVE_RETRIES: u32 = 3;
+
+/// Sets what every connection of a crawler's pool is opened with: the bound on a session idle
+/// in a transaction ([`idle_in_transaction_bound`]), TCP keepalives on both ends, and an
+/// application name saying which process it is (`pg_stat_activity`, `pg_locks`). Settings in
+/// the URL's own `options` come after these, so they win.
+fn bound_sessions(config: &mut postgres::Config, lease: Duration) {
+    let idle_ms = idle_in_transaction_bound(lease).as_millis();
+    let ours = format!(
+        "-c idle_in_transaction_session_timeout={idle_ms} -c tcp_keepalives_idle={} \
+         -c tcp_keepalives_interval={} -c tcp_keepalives_count={KEEPALIVE_RETRIES}",
+        KEEPALIVE_IDLE.as_secs(),
+        KEEPALIVE_INTERVAL.as_secs(),
+    );
+    let options = match config.get_options() {
+        Some(theirs) if !theirs.trim().is_empty() => format!("{ours} {theirs}"),
+        _ => ours,
+    };
+    config
+        .options(&options)
+        .keepalives(true)
+        .keepalives_idle(KEEPALIVE_IDLE)
+        .keepalives_interval(KEEPALIVE_INTERVAL)
+        .keepalives_retries(KEEPALIVE_RETRIES);
+    if config.get_application_name().is_none() {
+        config.application_name(&format!("geode pid {}", std::process::id()));
+    }
+}
+
 /// A connection to the shared crawl database, held by one user in one crawler.
 pub struct PgFrontier {
     /// In a mutex because the client wants `&mut` and the frontier's readers take `&self`;
@@ -164,6 +217,23 @@ impl Drop for PgFrontier {
 
 impl From<postgres::Error> for FrontierError {
     fn from(e: postgres::Error) -> Self {
+        // A session ended under a crawler (see [`idle_in_transaction_bound`]) is seen as the
+        // database's message, or, once the socket is gone, as a closed connection.
+        if e.code() == Some(&postgres::error::SqlState::IDLE_IN_TRANSACTION_SESSION_TIMEOUT) {
+            return FrontierError::Postgres(format!(
+                "the database ended this crawler's session: it sat idle in a transaction \
+                 longer than its lease (--lease, at most a minute) allows: was the process \
+                 stopped? {ENDED}"
+            ));
+        }
+        if e.is_closed() {
+            return FrontierError::Postgres(format!(
+                "the connection to the database is closed: the database stopped, or it ended \
+                 this crawler's session, as it does to one idle in a transaction longer than \
+                 its lease (--lease, at most a minute) allows (was the process stopped?). \
+                 {ENDED}"
+            ));
+        }
         // The database's own message (with its detail) says more than the client's summary.
         let text = match e.as_db_error() {
             Some(db) => match db.detail() {
@@ -175,6 +245,10 @@ impl From<postgres::Error> for FrontierError {
         FrontierError::Postgres(text)
     }
 }
+
+/// What a crawler whose session was ended leaves behind.
+const ENDED: &str = "Nothing it had not committed was kept; its leases run out and the other \
+                     crawlers take its work over";
 
 /// Runs a call of the synchronous client, whose calls drive a runtime of their own and so may
 /// not run where tokio's runtime is entered (the crawl loop's thread). In a multi-threaded
@@ -376,4 +450,37 @@ fn status_of(row: &postgres::Row, i: usize) -> Option<u8> {
 /// Column `i` as a count; a negative number is 0.
 fn count_of(row: &postgres::Row, i: usize) -> u64 {
     row.get::<_, i64>(i).max(0) as u64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sessions_are_bounded_and_the_urls_own_options_come_last() {
+        let mut config: postgres::Config = "postgres://geode@127.0.0.1/crawl?options=-c%20idle_in_transaction_session_timeout%3D5000"
+            .parse()
+            .unwrap();
+        bound_sessions(&mut config, Duration::from_secs(300));
+        let options = config.get_options().unwrap();
+        assert!(options.starts_with("-c idle_in_transaction_session_timeout=60000 "));
+        assert!(options.ends_with("-c idle_in_transaction_session_timeout=5000"));
+        assert!(options.contains("-c tcp_keepalives_idle=30"));
+        assert_eq!(config.get_keepalives_idle(), KEEPALIVE_IDLE);
+        assert!(config
+            .get_application_name()
+            .unwrap()
+            .starts_with("geode pid "));
+
+        let mut config: postgres::Config = "postgres://geode@127.0.0.1/crawl".parse().unwrap();
+        bound_sessions(&mut config, Duration::from_secs(2));
+        assert!(config
+            .get_options()
+            .unwrap()
+            .starts_with("-c idle_in_transaction_session_timeout=2000 "));
+        assert_eq!(
+            idle_in_transaction_bound(Duration::from_millis(10)),
+            Duration::from_secs(1)
+        );
+    }
 }
