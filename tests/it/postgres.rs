@@ -247,6 +247,33 @@ fn crawlers_sharing_a_database_never_get_the_same_capsule() {
     eprintln!("{busy} of 3 crawlers got work");
 }
 
+/// A crawler slow to renew its own lease (a loaded machine) finds it run out when it claims
+/// again: it takes the capsule back without letting its claims go, so the URLs still in its
+/// queue are not handed to it a second time (they would be fetched twice).
+#[test]
+fn a_crawler_taking_back_its_own_lapsed_lease_is_not_given_its_claims_again() {
+    let Some(cluster) = Cluster::start("own_lapsed_lease") else {
+        return;
+    };
+    let url = cluster.database("own_lapsed_lease");
+    let store = PgStore::connect(&url, Duration::from_secs(1), true).unwrap();
+    let mut slow = store.frontier().unwrap();
+    for page in 0..4 {
+        seed(&mut slow, &format!("gemini://a.test/{page}"));
+    }
+    let (first, _) = slow.claim_capsules(4, 2, 1, &|_| true).unwrap();
+    assert_eq!(first.len(), 2, "two of a.test's four URLs");
+    std::thread::sleep(Duration::from_millis(2500));
+    let (again, _) = slow.claim_capsules(4, 2, 1, &|_| true).unwrap();
+    let first: Vec<&str> = first.iter().map(|u| u.url.as_str()).collect();
+    let again: Vec<&str> = again.iter().map(|u| u.url.as_str()).collect();
+    assert_eq!(again.len(), 2, "the two URLs it had not claimed: {again:?}");
+    assert!(
+        again.iter().all(|u| !first.contains(u)),
+        "claimed twice: {first:?} then {again:?}"
+    );
+}
+
 /// A crawler that dies keeps its capsules until its lease runs out; then another crawler takes
 /// them over, with the URLs it had claimed, and nothing it had visited is claimed again.
 #[test]
@@ -566,7 +593,7 @@ async fn three_crawlers_share_a_crawl_and_survive_one_killed() {
             .arg("crawl")
             .arg("--data")
             .arg(dirs.path().join(format!("crawler{n}")))
-            .args(["--frontier", &url, "--lease", "3s", "--min-delay-ms", "250"])
+            .args(["--frontier", &url, "--lease", "5s", "--min-delay-ms", "250"])
             .args(["--seed", "gemini://alpha.test/", "--json"])
             .args(space.resolve_args())
             .env("GEODE_LOG", "geode=info")

@@ -85,7 +85,7 @@ impl PgFrontier {
         let mut tx = write_tx(&mut conn)?;
         let hosts = tx.query(
             &format!(
-                "SELECT id, name, claimed FROM hosts
+                "SELECT id, name, claimed, leased_by = $4 FROM hosts
                  WHERE next_due IS NOT NULL AND next_due <= $1
                    AND (backoff_until IS NULL OR backoff_until <= $1)
                    AND (claimed = 0 OR leased_until < {DB_NOW})
@@ -93,13 +93,17 @@ impl PgFrontier {
                  ORDER BY next_due, id LIMIT $2
                  FOR UPDATE SKIP LOCKED"
             ),
-            &[&now, &(capsules as i64), &self.passed_over],
+            &[&now, &(capsules as i64), &self.passed_over, &self.crawler],
         )?;
         let examined = hosts.len();
         let mut claimed = Vec::new();
         for row in hosts {
             let (host_id, name, held): (i64, String, i64) = (row.get(0), row.get(1), row.get(2));
-            if held != 0 {
+            // This crawler's own lease that ran out (it was slow to renew it) is simply taken
+            // again: the URLs it claimed are still in its queue, and claiming them afresh
+            // would fetch them twice.
+            let own = row.get::<_, Option<bool>>(3).unwrap_or(false);
+            if held != 0 && !own {
                 // A lease that ran out: its holder stopped renewing it (it died). Its claims
                 // and visit marks go with it.
                 tracing::info!(capsule = %name, "taking over a capsule whose lease ran out");
