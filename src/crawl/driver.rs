@@ -133,6 +133,7 @@ impl Crawl {
         loop {
             if let Some(every) = renew_every.filter(|_| Instant::now() >= next_renew) {
                 frontier.renew_leases()?;
+                self.let_go_of_lost_leases(frontier)?;
                 next_renew = Instant::now() + every;
             }
             if dispatching {
@@ -492,6 +493,43 @@ impl Crawl {
                 self.follow_up(frontier)?;
             }
         }
+        Ok(())
+    }
+
+    /// Lets go of the capsules and addresses whose leases another crawler of a shared store
+    /// took over after this one let them run out (a stalled or overloaded machine): their
+    /// queued URLs are the other crawler's now, and a request from here to an address it
+    /// holds would be a second connection there. Requests in flight finish.
+    fn let_go_of_lost_leases(&mut self, frontier: &mut dyn Frontier) -> Result<(), CrawlError> {
+        let (capsules, ips) = self.scheduler.held();
+        let ips: Vec<String> = ips.iter().map(ToString::to_string).collect();
+        let (lost, lost_ips) = frontier.lost_leases(&capsules, &ips)?;
+        for host_id in lost {
+            let dropped = self.scheduler.drop_capsule(host_id);
+            tracing::warn!(
+                host_id,
+                urls = dropped.len(),
+                "another crawler took over a capsule whose lease ran out here; its URLs are left to it"
+            );
+        }
+        if lost_ips.is_empty() {
+            return Ok(());
+        }
+        let mut batch = frontier.batch(unix_now())?;
+        for ip in lost_ips {
+            let Ok(addr) = ip.parse::<std::net::IpAddr>() else {
+                continue;
+            };
+            tracing::warn!(%ip, "another crawler took over an address whose lease ran out here");
+            for host_id in self.scheduler.capsules_on(addr) {
+                batch.set_backoff(host_id, unix_now() + ADDRESS_BUSY_SECS)?;
+                for url in self.scheduler.drop_capsule(host_id) {
+                    batch.requeue(url.id)?;
+                }
+                batch.release_capsule(host_id)?;
+            }
+        }
+        batch.commit()?;
         Ok(())
     }
 

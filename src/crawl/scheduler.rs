@@ -360,6 +360,14 @@ impl<T: Queued> Scheduler<T> {
         })
     }
 
+    /// The capsules this crawl holds, and the addresses it sends requests to.
+    pub fn held(&self) -> (Vec<i64>, Vec<IpAddr>) {
+        (
+            self.capsules.keys().copied().collect(),
+            self.ips.keys().copied().collect(),
+        )
+    }
+
     /// The capsules known to be on `ip`.
     pub fn capsules_on(&self, ip: IpAddr) -> Vec<i64> {
         self.capsules

@@ -209,6 +209,13 @@ pub trait Frontier: Send {
     /// Keeps this crawler's leases from running out; called well within the lease while it
     /// works. Returns how many capsules it holds (SQLite: 0, its leases never run out).
     fn renew_leases(&mut self) -> Result<u64>;
+    /// Of the capsules and IP addresses this crawler works on, those whose lease another
+    /// crawler took over: this one let its lease run out (a stalled or overloaded machine),
+    /// and its queued URLs there are the other's now. SQLite: none (one crawler).
+    fn lost_leases(&mut self, capsules: &[i64], ips: &[String]) -> Result<(Vec<i64>, Vec<String>)> {
+        let _ = (capsules, ips);
+        Ok((Vec::new(), Vec::new()))
+    }
     /// Up to `limit` URLs after id `after`, in id order, whose index operation (upsert or
     /// delete) is recorded and not yet confirmed, with what the archive has of their content:
     /// the work of the one index writer of a shared store (`geode index`).

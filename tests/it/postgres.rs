@@ -274,6 +274,46 @@ fn a_crawler_taking_back_its_own_lapsed_lease_is_not_given_its_claims_again() {
     );
 }
 
+/// A crawler whose leases ran out while it was stalled learns, when it renews, which capsules
+/// and addresses another crawler took over, so that it stops working on them.
+#[test]
+fn a_stalled_crawler_learns_which_leases_it_lost() {
+    let Some(cluster) = Cluster::start("lost_leases") else {
+        return;
+    };
+    let url = cluster.database("lost_leases");
+    let stalled_store = PgStore::connect(&url, Duration::from_secs(1), true).unwrap();
+    let mut stalled = stalled_store.frontier().unwrap();
+    for capsule in ["a.test", "b.test"] {
+        seed(&mut stalled, &format!("gemini://{capsule}/"));
+    }
+    let (claimed, _) = stalled.claim_capsules(4, 2, 1, &|_| true).unwrap();
+    let hosts: Vec<i64> = claimed.iter().map(|u| u.host_id).collect();
+    assert_eq!(hosts.len(), 2, "a.test and b.test");
+    let ips = vec!["127.0.1.20".to_string(), "127.0.1.21".to_string()];
+    for ip in &ips {
+        assert!(stalled.lease_address(ip).unwrap().is_some());
+    }
+    assert_eq!(
+        stalled.lost_leases(&hosts, &ips).unwrap(),
+        (vec![], vec![]),
+        "nothing lost while its leases run"
+    );
+    std::thread::sleep(Duration::from_millis(2500));
+    let other_store = PgStore::connect(&url, Duration::from_secs(300), true).unwrap();
+    let mut other = other_store.frontier().unwrap();
+    let (taken, _) = other.claim_capsules(1, 2, 1, &|c| c == "a.test").unwrap();
+    assert_eq!(taken.len(), 1, "a.test taken over");
+    assert!(other.lease_address("127.0.1.21").unwrap().is_some());
+    let (lost, lost_ips) = stalled.lost_leases(&hosts, &ips).unwrap();
+    assert_eq!(
+        lost,
+        vec![taken[0].host_id],
+        "a.test only: b.test is still its own"
+    );
+    assert_eq!(lost_ips, vec!["127.0.1.21".to_string()]);
+}
+
 /// A crawler that dies keeps its capsules until its lease runs out; then another crawler takes
 /// them over, with the URLs it had claimed, and nothing it had visited is claimed again.
 #[test]

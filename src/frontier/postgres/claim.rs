@@ -234,6 +234,33 @@ impl PgFrontier {
         Ok(held)
     }
 
+    /// Of `capsules` and `ips`, those another crawler leases now (see
+    /// [`crate::frontier::Frontier::lost_leases`]).
+    pub fn lost_leases(
+        &mut self,
+        capsules: &[i64],
+        ips: &[String],
+    ) -> Result<(Vec<i64>, Vec<String>)> {
+        let mut db = self.db();
+        let hosts = db
+            .query(
+                "SELECT id FROM hosts WHERE id = ANY($1) AND claimed = 1 AND leased_by <> $2",
+                &[&capsules, &self.crawler],
+            )?
+            .iter()
+            .map(|r| r.get(0))
+            .collect();
+        let addresses = db
+            .query(
+                "SELECT ip FROM addresses WHERE ip = ANY($1) AND leased_by <> $2",
+                &[&ips, &self.crawler],
+            )?
+            .iter()
+            .map(|r| r.get(0))
+            .collect();
+        Ok((hosts, addresses))
+    }
+
     /// The earliest time after `now` at which this crawler may find work: a capsule coming due
     /// or out of back-off, a lease of another crawler that ran out (in a second), or, while
     /// other crawlers hold leases, a moment from now (their work may add URLs, or they may
