@@ -450,7 +450,6 @@ fn an_address_passes_to_the_next_crawler_with_the_wait_left() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn crawlers_taking_over_an_address_keep_its_gap() {
     use crate::support::{self, Space};
-    use std::process::Stdio;
 
     let _timing = support::TIMING.lock().await;
     let Some(cluster) = Cluster::start("crawlers_taking_over_an_address_keep_its_gap") else {
@@ -461,43 +460,30 @@ async fn crawlers_taking_over_an_address_keep_its_gap() {
     let dirs = tempfile::tempdir().unwrap();
     let delay = Duration::from_millis(700);
     let crawler = |n: usize, max_pages: Option<u64>| {
-        let mut command = std::process::Command::new(support::geode_bin());
-        command
-            .arg("crawl")
-            .arg("--data")
-            .arg(dirs.path().join(format!("crawler{n}")))
-            .args(["--frontier", &url, "--lease", "3s"])
-            .args(["--min-delay-ms", &delay.as_millis().to_string()])
-            .args(["--seed", "gemini://alpha.test/", "--json"])
-            .args(space.resolve_args())
-            .env("GEODE_LOG", "geode=info")
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
+        let mut args: Vec<String> = [
+            "--lease",
+            "3s",
+            "--min-delay-ms",
+            &delay.as_millis().to_string(),
+            "--seed",
+            "gemini://alpha.test/",
+        ]
+        .map(String::from)
+        .to_vec();
+        args.extend(space.resolve_args());
         if let Some(max) = max_pages {
-            command.args(["--max-pages", &max.to_string()]);
+            args.extend(["--max-pages".to_string(), max.to_string()]);
         }
-        command.spawn().expect("geode crawl starts")
+        shared_crawler(&url, &dirs.path().join(format!("crawler{n}")), &args)
     };
-    let finish = |child: std::process::Child, n: usize| {
-        let out = child.wait_with_output().unwrap();
-        assert!(
-            out.status.success(),
-            "crawler {n}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let summary: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-        summary["fetched"].as_u64().unwrap()
-    };
+    let fetched = |summary: serde_json::Value| summary["fetched"].as_u64().unwrap();
     let first = crawler(0, Some(8));
-    let fetched = tokio::task::spawn_blocking(move || finish(first, 0))
-        .await
-        .unwrap();
-    assert!(fetched > 0, "the first crawler fetched pages");
+    let first_fetched = fetched(crawl_summary(first, "crawler 0").await);
+    assert!(first_fetched > 0, "the first crawler fetched pages");
     let before = space.requests();
     let (second, third) = (crawler(1, Some(8)), crawler(2, None));
-    let fetched = tokio::task::spawn_blocking(move || finish(second, 1) + finish(third, 2))
-        .await
-        .unwrap();
+    let fetched = fetched(crawl_summary(second, "crawler 1").await)
+        + fetched(crawl_summary(third, "crawler 2").await);
     assert!(fetched > 0, "the crawlers that came next fetched pages");
     let log = space.requests();
     // The later crawlers took over addresses the first one fetched from last.
@@ -619,7 +605,6 @@ fn reading_an_empty_database_says_to_crawl_first() {
 async fn three_crawlers_share_a_crawl_and_survive_one_killed() {
     use crate::support::{self, Space};
     use std::collections::BTreeMap;
-    use std::process::Stdio;
 
     let Some(cluster) = Cluster::start("three_crawlers_share_a_crawl_and_survive_one_killed")
     else {
@@ -628,20 +613,18 @@ async fn three_crawlers_share_a_crawl_and_survive_one_killed() {
     let url = cluster.database("crawl3");
     let space = Space::start().await;
     let dirs = tempfile::tempdir().unwrap();
-    let crawler = |n: usize| {
-        std::process::Command::new(support::geode_bin())
-            .arg("crawl")
-            .arg("--data")
-            .arg(dirs.path().join(format!("crawler{n}")))
-            .args(["--frontier", &url, "--lease", "5s", "--min-delay-ms", "250"])
-            .args(["--seed", "gemini://alpha.test/", "--json"])
-            .args(space.resolve_args())
-            .env("GEODE_LOG", "geode=info")
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("geode crawl starts")
-    };
+    let mut args: Vec<String> = [
+        "--lease",
+        "5s",
+        "--min-delay-ms",
+        "250",
+        "--seed",
+        "gemini://alpha.test/",
+    ]
+    .map(String::from)
+    .to_vec();
+    args.extend(space.resolve_args());
+    let crawler = |n: usize| shared_crawler(&url, &dirs.path().join(format!("crawler{n}")), &args);
     // Crawler 1 starts first and leases the capsules; the two others join it while it works,
     // and it is killed while it holds them.
     let victim = crawler(1);
@@ -669,18 +652,9 @@ async fn three_crawlers_share_a_crawl_and_survive_one_killed() {
         if n == 1 {
             continue;
         }
-        let out = tokio::task::spawn_blocking(move || child.wait_with_output())
-            .await
-            .unwrap()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "crawler {n}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let summary: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let summary = crawl_summary(child, &format!("crawler {n}")).await;
         survivors_fetched += summary["fetched"].as_u64().unwrap();
-        eprintln!("crawler {n}: {}", String::from_utf8_lossy(&out.stdout));
+        eprintln!("crawler {n}: {summary}");
     }
     let log = space.requests();
     let pages_left = log.len() - before_kill.len();
@@ -690,40 +664,26 @@ async fn three_crawlers_share_a_crawl_and_survive_one_killed() {
     );
 
     let index_dir = dirs.path().join("index");
-    let out = std::process::Command::new(support::geode_bin())
-        .args(["index", "--frontier", &url, "--data"])
-        .arg(&index_dir)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "geode index: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    eprintln!("{}", String::from_utf8_lossy(&out.stdout));
+    write_index(&url, &index_dir).await;
 
     // What one crawler alone indexes, on SQLite.
     let reference = dirs.path().join("reference");
     support::crawl(support::config(&space, &reference, Duration::ZERO)).await;
-    let expected = support::indexed(&reference);
+    let expected: std::collections::BTreeSet<String> =
+        support::indexed(&reference).into_iter().collect();
     assert!(expected.len() > 20, "the fixture has pages to index");
 
-    let store = PgStore::connect(&url, Duration::from_secs(300), false).unwrap();
-    let shared = store.frontier().unwrap();
+    let (urls, docs) = indexed_in(&url, &index_dir);
     assert_eq!(
-        Frontier::indexed_urls(&shared).unwrap(),
-        expected,
+        urls, expected,
         "the shared crawl indexed what one crawler indexes"
     );
-    assert!(Frontier::pending_index_ops(&shared, 0, 10)
-        .unwrap()
-        .is_empty());
-    let index = geode::index::SearchIndex::open(&geode::datadir::index_path(&index_dir)).unwrap();
     assert_eq!(
-        index.num_docs(),
+        docs,
         expected.len() as u64,
         "every page is in the index once"
     );
+    let store = PgStore::connect(&url, Duration::from_secs(300), false).unwrap();
 
     // The index writer computed link authority from the shared link graph, as a crawl does.
     let authority =
