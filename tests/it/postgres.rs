@@ -628,14 +628,7 @@ async fn three_crawlers_share_a_crawl_and_survive_one_killed() {
     // Crawler 1 starts first and leases the capsules; the two others join it while it works,
     // and it is killed while it holds them.
     let victim = crawler(1);
-    let started = std::time::Instant::now();
-    while space.requests().len() < 6 {
-        assert!(
-            started.elapsed() < Duration::from_secs(30),
-            "the crawl started"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    wait_for_requests(&space, 6).await;
     let mut crawlers = vec![crawler(0), victim, crawler(2)];
     tokio::time::sleep(Duration::from_millis(500)).await;
     let before_kill = space.requests();
@@ -667,10 +660,7 @@ async fn three_crawlers_share_a_crawl_and_survive_one_killed() {
     write_index(&url, &index_dir).await;
 
     // What one crawler alone indexes, on SQLite.
-    let reference = dirs.path().join("reference");
-    support::crawl(support::config(&space, &reference, Duration::ZERO)).await;
-    let expected: std::collections::BTreeSet<String> =
-        support::indexed(&reference).into_iter().collect();
+    let expected = reference_index(&space, &dirs.path().join("reference")).await;
     assert!(expected.len() > 20, "the fixture has pages to index");
 
     let (urls, docs) = indexed_in(&url, &index_dir);
@@ -832,6 +822,27 @@ fn shared_crawler(url: &str, data: &std::path::Path, args: &[String]) -> std::pr
         .stderr(std::process::Stdio::piped())
         .spawn()
         .expect("geode crawl starts")
+}
+
+/// Waits until the fixture has answered `n` requests: the crawl has started (at most 30 s).
+async fn wait_for_requests(space: &crate::support::Space, n: usize) {
+    let started = std::time::Instant::now();
+    while space.requests().len() < n {
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "the crawl started"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// What one crawler alone indexes of the fixture, on SQLite, in the data directory `dir`.
+async fn reference_index(
+    space: &crate::support::Space,
+    dir: &std::path::Path,
+) -> std::collections::BTreeSet<String> {
+    crate::support::crawl(crate::support::config(space, dir, Duration::ZERO)).await;
+    crate::support::indexed(dir).into_iter().collect()
 }
 
 /// Waits for a crawler that must succeed, and returns its summary.
@@ -1032,9 +1043,7 @@ async fn the_index_writer_killed_midway_loses_and_doubles_nothing() {
     args.extend(space.resolve_args());
     let crawl = shared_crawler(&url, &dirs.path().join("crawler"), &args);
     // The writer starts once the crawl has recorded pages.
-    while space.requests().len() < 4 {
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    wait_for_requests(&space, 4).await;
     let mut writer = std::process::Command::new(support::geode_bin())
         .args(["index", "--follow", "--frontier", &url, "--data"])
         .arg(&index_dir)
@@ -1066,10 +1075,7 @@ async fn the_index_writer_killed_midway_loses_and_doubles_nothing() {
     );
 
     write_index(&url, &index_dir).await;
-    let reference = dirs.path().join("reference");
-    support::crawl(support::config(&space, &reference, Duration::ZERO)).await;
-    let expected: std::collections::BTreeSet<String> =
-        support::indexed(&reference).into_iter().collect();
+    let expected = reference_index(&space, &dirs.path().join("reference")).await;
     let (urls, docs) = indexed_in(&url, &index_dir);
     assert_eq!(urls, expected);
     assert_eq!(
@@ -1151,7 +1157,7 @@ async fn wait_bounded(
 /// stalled crawler ends with a clear error, and the index is still right.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stalled_crawler_does_not_stop_the_others() {
-    use crate::support::{self, Space};
+    use crate::support::Space;
 
     let Some(cluster) = Cluster::start("a_stalled_crawler_does_not_stop_the_others") else {
         return;
@@ -1174,13 +1180,7 @@ async fn a_stalled_crawler_does_not_stop_the_others() {
     let crawler = |n: usize| shared_crawler(&url, &dirs.path().join(format!("crawler{n}")), &args);
     let first = crawler(1);
     let started = std::time::Instant::now();
-    while space.requests().len() < 4 {
-        assert!(
-            started.elapsed() < Duration::from_secs(30),
-            "the crawl started"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    wait_for_requests(&space, 4).await;
     let mut crawlers = vec![crawler(0), first, crawler(2)];
     let pids: Vec<i32> = crawlers.iter().map(|c| c.id() as i32).collect();
     let victim_id = std::fs::read_to_string(dirs.path().join("crawler1").join("crawler-id"))
@@ -1270,10 +1270,7 @@ async fn a_stalled_crawler_does_not_stop_the_others() {
     // Every page indexed once.
     let index_dir = dirs.path().join("index");
     write_index(&url, &index_dir).await;
-    let reference = dirs.path().join("reference");
-    support::crawl(support::config(&space, &reference, Duration::ZERO)).await;
-    let expected: std::collections::BTreeSet<String> =
-        support::indexed(&reference).into_iter().collect();
+    let expected = reference_index(&space, &dirs.path().join("reference")).await;
     assert!(expected.len() > 20, "the fixture has pages to index");
     let (urls, docs) = indexed_in(&url, &index_dir);
     assert_eq!(
