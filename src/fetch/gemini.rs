@@ -44,11 +44,9 @@ impl GeminiFetcher {
             .dangerous()
             .with_custom_certificate_verifier(verifier)
             .with_no_client_auth();
-        // Sessions are resumed (see tickets.rs); the certificate of a resumed session is the
+        // Sessions are resumed (see `resumption`); the certificate of a resumed session is the
         // one pinned when it was made, and a capsule's next run begins with a full handshake.
-        config.resumption = rustls::client::Resumption::store(Arc::new(
-            super::tickets::SessionTickets::new(super::tickets::SERVERS),
-        ));
+        config.resumption = super::resumption();
         GeminiFetcher {
             connector: TlsConnector::from(Arc::new(config)),
             limits,

@@ -106,9 +106,7 @@ impl HttpFetcher {
             .with_root_certificates(roots)
             .with_no_client_auth();
         config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
-        config.resumption = rustls::client::Resumption::store(Arc::new(
-            super::tickets::SessionTickets::new(super::tickets::SERVERS),
-        ));
+        config.resumption = super::resumption();
         HttpFetcher {
             connector: TlsConnector::from(Arc::new(config)),
             limits,
