@@ -460,11 +460,7 @@ impl Crawl {
                     // capsule goes back, to be claimed again (by whichever crawler) a little
                     // later.
                     let mut batch = frontier.batch(unix_now())?;
-                    batch.set_backoff(host_id, unix_now() + ADDRESS_BUSY_SECS)?;
-                    for url in self.scheduler.drop_capsule(host_id) {
-                        batch.requeue(url.id)?;
-                    }
-                    batch.release_capsule(host_id)?;
+                    self.put_back_capsule(&mut *batch, host_id, unix_now() + ADDRESS_BUSY_SECS)?;
                     batch.commit()?;
                     return Ok(());
                 };
@@ -522,11 +518,7 @@ impl Crawl {
             };
             tracing::warn!(%ip, "another crawler took over an address whose lease ran out here");
             for host_id in self.scheduler.capsules_on(addr) {
-                batch.set_backoff(host_id, unix_now() + ADDRESS_BUSY_SECS)?;
-                for url in self.scheduler.drop_capsule(host_id) {
-                    batch.requeue(url.id)?;
-                }
-                batch.release_capsule(host_id)?;
+                self.put_back_capsule(&mut *batch, host_id, unix_now() + ADDRESS_BUSY_SECS)?;
             }
         }
         batch.commit()?;

@@ -73,6 +73,18 @@ impl Crawl {
         until: i64,
     ) -> Result<(), CrawlError> {
         self.summary.capsules_backed_off += 1;
+        self.put_back_capsule(batch, host_id, until)
+    }
+
+    /// Gives a capsule back to the frontier, not to be claimed before `until`: its queued URLs
+    /// go back untouched and its lease is let go (not counted as a back-off: [`Self::defer_capsule`]
+    /// counts those).
+    pub(in crate::crawl) fn put_back_capsule(
+        &mut self,
+        batch: &mut dyn Batch,
+        host_id: i64,
+        until: i64,
+    ) -> Result<(), CrawlError> {
         batch.set_backoff(host_id, until)?;
         for url in self.scheduler.drop_capsule(host_id) {
             batch.requeue(url.id)?;
