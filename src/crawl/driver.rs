@@ -157,7 +157,6 @@ impl Crawl {
                 }
                 for (host_id, host) in self.scheduler.unresolved() {
                     if resolving.insert(host_id) {
-                        self.tried.insert(host_id);
                         lookups.spawn(lookup(
                             host_id,
                             host.to_string(),
@@ -444,6 +443,15 @@ impl Crawl {
             frontier.release_capsule(host_id)?;
             more = true;
         }
+        if self.config.shared.is_some() {
+            // An address held with nothing left to do there is let go at once: another
+            // crawler may have capsules on it, and would otherwise put them back again and
+            // again until this one's run ends. Its gap stays recorded with it.
+            for ip in self.scheduler.idle_addresses() {
+                frontier.release_address(&ip.to_string())?;
+                more = true;
+            }
+        }
         Ok(more)
     }
 
@@ -482,6 +490,9 @@ impl Crawl {
                 }
             }
             Err(e) => {
+                // A capsule counts as tried once a request went to it or its name did not
+                // resolve; one put back because another crawler holds its address was not.
+                self.tried.insert(host_id);
                 tracing::debug!(host_id, error = %e, "no address");
                 self.effects
                     .unreachable
@@ -518,8 +529,11 @@ impl Crawl {
             };
             tracing::warn!(%ip, "another crawler took over an address whose lease ran out here");
             for host_id in self.scheduler.capsules_on(addr) {
-                self.put_back_capsule(&mut *batch, host_id, unix_now() + ADDRESS_BUSY_SECS)?;
+                if self.scheduler.is_leased(host_id) {
+                    self.put_back_capsule(&mut *batch, host_id, unix_now() + ADDRESS_BUSY_SECS)?;
+                }
             }
+            self.scheduler.forget_address(addr);
         }
         batch.commit()?;
         Ok(())

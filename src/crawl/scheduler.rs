@@ -80,6 +80,8 @@ struct IpSlot {
     slow_downs: u32,
     /// Capsules on this IP that have work, taking turns.
     rotation: VecDeque<i64>,
+    /// The crawl holds the frontier's lease on this address (see [`Scheduler::set_address`]).
+    leased: bool,
 }
 
 /// Something for the crawl loop to do.
@@ -222,12 +224,51 @@ impl<T: Queued> Scheduler<T> {
         self.capsules.get(&host_id).is_some_and(|c| c.leased)
     }
 
-    /// Sets the address a capsule is fetched from.
+    /// Sets the address a capsule is fetched from; the crawl holds that address's lease.
     pub fn set_address(&mut self, host_id: i64, addr: SocketAddr, now: Instant) {
         if let Some(c) = self.capsules.get_mut(&host_id) {
             c.addr = Some(addr);
         }
+        self.slot(addr.ip(), now).leased = true;
         self.enter_rotation(host_id, now);
+    }
+
+    /// Addresses whose lease the crawl holds with nothing left to do there: no leased capsule,
+    /// nothing queued and no request in flight. They are marked not held, and the capsules
+    /// known on them forget the address, so that a capsule claimed again later leases it
+    /// afresh. The gap each IP keeps stays.
+    pub fn idle_addresses(&mut self) -> Vec<IpAddr> {
+        let mut idle: Vec<IpAddr> = self
+            .ips
+            .iter()
+            .filter(|(_, slot)| slot.leased && !slot.busy)
+            .map(|(&ip, _)| ip)
+            .collect();
+        idle.retain(|ip| {
+            !self.capsules.values().any(|c| {
+                c.addr.is_some_and(|a| a.ip() == *ip)
+                    && (c.leased || !c.urls.is_empty() || c.in_flight > 0)
+            })
+        });
+        for ip in &idle {
+            self.forget_address(*ip);
+        }
+        idle
+    }
+
+    /// Marks an address not held (its lease was let go, or another crawler took it over):
+    /// capsules known on it forget it and leave its rotation.
+    pub fn forget_address(&mut self, ip: IpAddr) {
+        if let Some(slot) = self.ips.get_mut(&ip) {
+            slot.leased = false;
+            slot.rotation.clear();
+        }
+        for c in self.capsules.values_mut() {
+            if c.addr.is_some_and(|a| a.ip() == ip) {
+                c.addr = None;
+                c.in_rotation = false;
+            }
+        }
     }
 
     /// Drops a capsule that cannot be crawled now (no address, robots.txt unavailable) and
@@ -360,11 +401,15 @@ impl<T: Queued> Scheduler<T> {
         })
     }
 
-    /// The capsules this crawl holds, and the addresses it sends requests to.
+    /// The capsules this crawl holds, and the addresses whose leases it holds.
     pub fn held(&self) -> (Vec<i64>, Vec<IpAddr>) {
         (
             self.capsules.keys().copied().collect(),
-            self.ips.keys().copied().collect(),
+            self.ips
+                .iter()
+                .filter(|(_, slot)| slot.leased)
+                .map(|(&ip, _)| ip)
+                .collect(),
         )
     }
 
@@ -468,6 +513,7 @@ impl<T: Queued> Scheduler<T> {
             gap: min_delay,
             slow_downs: 0,
             rotation: VecDeque::new(),
+            leased: false,
         })
     }
 
@@ -639,6 +685,52 @@ mod tests {
         let back = s.drop_capsule(1);
         assert_eq!(back.len(), 2);
         assert_eq!(s.queued(), 0);
+    }
+
+    #[test]
+    fn an_address_with_nothing_left_to_do_is_let_go_and_leased_again_when_needed() {
+        let t0 = Instant::now();
+        let ms = Duration::from_millis;
+        let mut s = Scheduler::new(ms(100));
+        s.push(url(1, 1, "a.test", "/"), false, t0);
+        s.push(url(2, 2, "b.test", "/"), false, t0);
+        s.set_address(1, addr(1), t0);
+        s.set_address(2, addr(1), t0);
+        s.set_robots(1, Robots::allow_all(), t0, t0);
+        s.set_robots(2, Robots::allow_all(), t0, t0);
+        let ip = addr(1).ip();
+        assert_eq!(s.held().1, vec![ip]);
+        assert!(s.idle_addresses().is_empty(), "work queued there");
+        let Some(Job::Page { url: first, .. }) = s.next_job(t0) else {
+            panic!("a page of one of the two capsules");
+        };
+        s.finished(ip, first.host_id, t0, Duration::ZERO);
+        s.set_exhausted(first.host_id, true);
+        assert_eq!(s.take_finished(), vec![first.host_id]);
+        assert!(
+            s.idle_addresses().is_empty(),
+            "the other capsule there still has a page queued"
+        );
+        let Some(Job::Page { url: second, .. }) = s.next_job(t0 + ms(100)) else {
+            panic!("the other capsule's page");
+        };
+        assert!(s.idle_addresses().is_empty(), "a request in flight there");
+        s.finished(ip, second.host_id, t0 + ms(100), Duration::ZERO);
+        s.set_exhausted(second.host_id, true);
+        s.take_finished();
+        assert_eq!(s.idle_addresses(), vec![ip]);
+        assert!(s.held().1.is_empty());
+        assert!(s.idle_addresses().is_empty(), "let go once");
+        // A capsule claimed again must lease its address again before any request.
+        s.push(url(3, 1, "a.test", "/again"), false, t0 + ms(100));
+        assert_eq!(s.unresolved().map(|(id, _)| id).collect::<Vec<_>>(), [1]);
+        assert_eq!(s.next_job(t0 + ms(500)), None);
+        s.set_address(1, addr(1), t0 + ms(500));
+        assert!(
+            s.next_job(t0 + ms(150)).is_none(),
+            "the address keeps its gap after the last request"
+        );
+        assert!(matches!(s.next_job(t0 + ms(500)), Some(Job::Page { url, .. }) if url.id == 3));
     }
 
     #[test]

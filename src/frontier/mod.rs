@@ -197,8 +197,10 @@ pub trait Frontier: Send {
     fn claim_ids(&mut self, ids: &[i64], now: i64) -> Result<Vec<QueuedUrl>>;
     /// Lets go of a capsule this crawl leased: it is claimable again when its next URL is due.
     fn release_capsule(&mut self, host_id: i64) -> Result<()>;
-    /// The earliest time after `now` at which a capsule that is not leased has work it may do:
-    /// a retry or a revisit coming due, or a back-off ending.
+    /// The earliest time at which a capsule that is not leased has work it may do (a retry
+    /// or a revisit coming due, or a back-off ending), and never before `now`: a capsule that
+    /// came due since the last claim gives `now`, so that the crawl claims again instead of
+    /// ending with work left.
     fn next_wakeup(&self, now: i64) -> Result<Option<i64>>;
     /// Leases the IP address a capsule this crawler holds resolved to, so that no two crawlers
     /// fetch from one address at once. `None`: another crawler holds it now (the capsule is
@@ -206,6 +208,13 @@ pub trait Frontier: Send {
     /// may start only once `wait` has passed, since the crawler that held it before asked
     /// for that much (see [`Batch::hold_address`]). SQLite: always `Some(0)` (one crawler).
     fn lease_address(&mut self, ip: &str) -> Result<Option<std::time::Duration>>;
+    /// Lets go of an address this crawler leased and has nothing left to do at, so that
+    /// another crawler with capsules there may lease it; the gap asked for there stays with
+    /// the address. SQLite: nothing to do (one crawler).
+    fn release_address(&mut self, ip: &str) -> Result<()> {
+        let _ = ip;
+        Ok(())
+    }
     /// Keeps this crawler's leases from running out; called well within the lease while it
     /// works. Returns how many capsules it holds (SQLite: 0, its leases never run out).
     fn renew_leases(&mut self) -> Result<u64>;

@@ -441,6 +441,54 @@ fn an_address_passes_to_the_next_crawler_with_the_wait_left() {
         Some(Duration::ZERO),
         "the wait has passed"
     );
+
+    // A crawler lets go of an address it has nothing left to do at, without ending its run.
+    let mut d = second.frontier().unwrap();
+    assert_eq!(d.lease_address("127.0.1.9").unwrap(), None, "c holds it");
+    d.release_address("127.0.1.9").unwrap();
+    assert_eq!(
+        d.lease_address("127.0.1.9").unwrap(),
+        None,
+        "only its holder lets an address go"
+    );
+    let mut batch = Frontier::batch(&mut c, 2).unwrap();
+    batch
+        .hold_address("127.0.1.9", Duration::from_millis(1000))
+        .unwrap();
+    batch.commit().unwrap();
+    c.release_address("127.0.1.9").unwrap();
+    let wait = d
+        .lease_address("127.0.1.9")
+        .unwrap()
+        .expect("let go by c, which still runs");
+    assert!(
+        wait > Duration::from_millis(500),
+        "the gap c asked for stays with the address: {wait:?}"
+    );
+}
+
+/// A capsule whose back-off ends between two claims is work still: the crawler asking when to
+/// look again is told "now", not that nothing is left (crawlers used to end with such a
+/// capsule never fetched).
+#[test]
+fn a_capsule_coming_out_of_back_off_between_claims_is_not_forgotten() {
+    let Some(cluster) = Cluster::start("a_capsule_coming_out_of_back_off_between_claims") else {
+        return;
+    };
+    let url = cluster.database("backoff");
+    let store = PgStore::connect(&url, Duration::from_secs(300), true).unwrap();
+    let mut f = store.frontier().unwrap();
+    seed(&mut f, "gemini://a.test/");
+    let mut batch = Frontier::batch(&mut f, 0).unwrap();
+    let host = batch.host_id("a.test").unwrap();
+    batch.set_backoff(host, 500).unwrap();
+    batch.commit().unwrap();
+    assert!(f.claim_capsules(4, 8, 499, &|_| true).unwrap().0.is_empty());
+    assert_eq!(f.next_wakeup(499).unwrap(), Some(500));
+    assert_eq!(f.next_wakeup(500).unwrap(), Some(500));
+    assert_eq!(f.next_wakeup(501).unwrap(), Some(501));
+    assert_eq!(f.claim_capsules(4, 8, 501, &|_| true).unwrap().0.len(), 1);
+    assert_eq!(f.next_wakeup(501).unwrap(), None, "leased by this crawler");
 }
 
 /// Politeness across crawlers: a crawler stops (`--max-pages`) while the gap after its last

@@ -213,6 +213,16 @@ impl PgFrontier {
         Ok(got.map(|row| Duration::from_millis(row.get::<_, i64>(0).max(0) as u64)))
     }
 
+    /// Lets go of an address this crawler leased: whoever leases it next waits out the gap
+    /// recorded with it (`next_at_ms`).
+    pub fn release_address(&mut self, ip: &str) -> Result<()> {
+        self.db().execute(
+            "UPDATE addresses SET leased_until = 0 WHERE ip = $1 AND leased_by = $2",
+            &[&ip, &self.crawler],
+        )?;
+        Ok(())
+    }
+
     /// Keeps this crawler's leases from running out: called well within `--lease` while it
     /// works. Returns how many capsules it holds.
     pub fn renew_leases(&mut self) -> Result<u64> {
@@ -261,26 +271,26 @@ impl PgFrontier {
         Ok((hosts, addresses))
     }
 
-    /// The earliest time after `now` at which this crawler may find work: a capsule coming due
-    /// or out of back-off, a lease of another crawler that ran out (in a second), or, while
-    /// other crawlers hold leases, a moment from now (their work may add URLs, or they may
-    /// die), so that a crawler ends only when no work is left anywhere.
+    /// The earliest time, not before `now`, at which this crawler may find work: a capsule
+    /// coming due or out of back-off (`now` for one that did since the last claim), a lease
+    /// of another crawler that ran out (in a second), or, while other crawlers hold leases, a
+    /// moment from now (their work may add URLs, or they may die), so that a crawler ends
+    /// only when no work is left anywhere.
     pub fn next_wakeup(&self, now: i64) -> Result<Option<i64>> {
         let row = self.db().query_one(
             &format!(
                 "SELECT
                    (SELECT MIN(GREATEST(next_due, COALESCE(backoff_until, 0))) FROM hosts
                     WHERE (claimed = 0 OR leased_until < {DB_NOW}) AND next_due IS NOT NULL
-                      AND GREATEST(next_due, COALESCE(backoff_until, 0)) > $1
-                      AND id <> ALL($2)),
+                      AND id <> ALL($1)),
                    EXISTS (SELECT 1 FROM hosts WHERE claimed != 0 AND leased_until < {DB_NOW}
-                           AND next_due IS NOT NULL AND id <> ALL($2)),
-                   EXISTS (SELECT 1 FROM hosts WHERE claimed != 0 AND leased_by <> $3
+                           AND next_due IS NOT NULL AND id <> ALL($1)),
+                   EXISTS (SELECT 1 FROM hosts WHERE claimed != 0 AND leased_by <> $2
                            AND leased_until >= {DB_NOW})"
             ),
-            &[&now, &self.passed_over, &self.crawler],
+            &[&self.passed_over, &self.crawler],
         )?;
-        let due: Option<i64> = row.get(0);
+        let due: Option<i64> = row.get::<_, Option<i64>>(0).map(|at| at.max(now));
         let orphaned: bool = row.get(1);
         let others_working: bool = row.get(2);
         let soon = if orphaned {

@@ -39,6 +39,7 @@ impl Frontier for PgFrontier {
         fn release_capsule(&mut self, host_id: i64) -> Result<()>;
         fn next_wakeup(&self, now: i64) -> Result<Option<i64>>;
         fn lease_address(&mut self, ip: &str) -> Result<Option<std::time::Duration>>;
+        fn release_address(&mut self, ip: &str) -> Result<()>;
         fn renew_leases(&mut self) -> Result<u64>;
         fn lost_leases(&mut self, capsules: &[i64], ips: &[String]) -> Result<(Vec<i64>, Vec<String>)>;
         fn pending_index_ops(&self, after: i64, limit: usize) -> Result<Vec<PendingOp>>;

@@ -178,16 +178,17 @@ impl SqliteFrontier {
         Ok(0)
     }
 
-    /// The earliest time after `now` at which a capsule that is not leased has work it may do:
-    /// a retry or a revisit coming due, or a back-off ending.
+    /// The earliest time, not before `now`, at which a capsule that is not leased has work it
+    /// may do: a retry or a revisit coming due, or a back-off ending (`now` for one that did
+    /// since the last claim). Capsules passed over for this run are leased (`claimed = 2`).
     pub fn next_wakeup(&self, now: i64) -> Result<Option<i64>> {
-        Ok(self.conn.query_row(
+        let at: Option<i64> = self.conn.query_row(
             "SELECT MIN(MAX(next_due, COALESCE(backoff_until, 0))) FROM hosts
-             WHERE claimed = 0 AND next_due IS NOT NULL
-               AND MAX(next_due, COALESCE(backoff_until, 0)) > ?1",
-            [now],
+             WHERE claimed = 0 AND next_due IS NOT NULL",
+            [],
             |r| r.get(0),
-        )?)
+        )?;
+        Ok(at.map(|at| at.max(now)))
     }
 }
 
