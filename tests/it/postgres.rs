@@ -508,17 +508,7 @@ async fn crawlers_taking_over_an_address_keep_its_gap() {
     let dirs = tempfile::tempdir().unwrap();
     let delay = Duration::from_millis(700);
     let crawler = |n: usize, max_pages: Option<u64>| {
-        let mut args: Vec<String> = [
-            "--lease",
-            "3s",
-            "--min-delay-ms",
-            &delay.as_millis().to_string(),
-            "--seed",
-            "gemini://alpha.test/",
-        ]
-        .map(String::from)
-        .to_vec();
-        args.extend(space.resolve_args());
+        let mut args = shared_args(&space, "3s", delay.as_millis() as u64);
         if let Some(max) = max_pages {
             args.extend(["--max-pages".to_string(), max.to_string()]);
         }
@@ -661,17 +651,7 @@ async fn three_crawlers_share_a_crawl_and_survive_one_killed() {
     let url = cluster.database("crawl3");
     let space = Space::start().await;
     let dirs = tempfile::tempdir().unwrap();
-    let mut args: Vec<String> = [
-        "--lease",
-        "5s",
-        "--min-delay-ms",
-        "250",
-        "--seed",
-        "gemini://alpha.test/",
-    ]
-    .map(String::from)
-    .to_vec();
-    args.extend(space.resolve_args());
+    let args = shared_args(&space, "5s", 250);
     let crawler = |n: usize| shared_crawler(&url, &dirs.path().join(format!("crawler{n}")), &args);
     // Crawler 1 starts first and leases the capsules; the two others join it while it works,
     // and it is killed while it holds them.
@@ -858,6 +838,23 @@ async fn three_crawlers_share_a_crawl_and_survive_one_killed() {
 
 /// `geode crawl --frontier URL` in a data directory of its own (so a crawler id of its own),
 /// its `--json` summary on stdout and its log on stderr.
+/// The arguments of a shared crawl of the fixture geminispace from alpha.test: `--lease`,
+/// `--min-delay-ms` and the space's `--resolve` mappings.
+fn shared_args(space: &crate::support::Space, lease: &str, min_delay_ms: u64) -> Vec<String> {
+    let mut args: Vec<String> = [
+        "--lease",
+        lease,
+        "--min-delay-ms",
+        &min_delay_ms.to_string(),
+        "--seed",
+        "gemini://alpha.test/",
+    ]
+    .map(String::from)
+    .to_vec();
+    args.extend(space.resolve_args());
+    args
+}
+
 fn shared_crawler(url: &str, data: &std::path::Path, args: &[String]) -> std::process::Child {
     std::process::Command::new(crate::support::geode_bin())
         .arg("crawl")
@@ -1213,17 +1210,7 @@ async fn a_stalled_crawler_does_not_stop_the_others() {
     let url = cluster.database("stalled");
     let space = Space::start().await;
     let dirs = tempfile::tempdir().unwrap();
-    let mut args: Vec<String> = [
-        "--lease",
-        "2s",
-        "--min-delay-ms",
-        "250",
-        "--seed",
-        "gemini://alpha.test/",
-    ]
-    .map(String::from)
-    .to_vec();
-    args.extend(space.resolve_args());
+    let args = shared_args(&space, "2s", 250);
     // Crawler 1 starts first and leases the capsules; the two others join it while it works.
     let crawler = |n: usize| shared_crawler(&url, &dirs.path().join(format!("crawler{n}")), &args);
     let first = crawler(1);
