@@ -14,7 +14,7 @@
 //! knows which capsules to refill and which to let go.
 
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap, VecDeque};
+use std::collections::{BinaryHeap, HashMap, HashSet, VecDeque};
 use std::net::{IpAddr, SocketAddr};
 use std::time::{Duration, Instant};
 
@@ -241,15 +241,19 @@ impl<T: Queued> Scheduler<T> {
         let mut idle: Vec<IpAddr> = self
             .ips
             .iter()
-            .filter(|(_, slot)| slot.leased && !slot.busy)
+            .filter(|(_, slot)| slot.leased && !slot.busy && slot.rotation.is_empty())
             .map(|(&ip, _)| ip)
             .collect();
-        idle.retain(|ip| {
-            !self.capsules.values().any(|c| {
-                c.addr.is_some_and(|a| a.ip() == *ip)
-                    && (c.leased || !c.urls.is_empty() || c.in_flight > 0)
-            })
-        });
+        if idle.is_empty() {
+            return idle;
+        }
+        let in_use: HashSet<IpAddr> = self
+            .capsules
+            .values()
+            .filter(|c| c.leased || !c.urls.is_empty() || c.in_flight > 0)
+            .filter_map(|c| c.addr.map(|a| a.ip()))
+            .collect();
+        idle.retain(|ip| !in_use.contains(ip));
         for ip in &idle {
             self.forget_address(*ip);
         }
