@@ -4,17 +4,18 @@
 //! may both create (capsules, URLs, bodies) are inserted with `ON CONFLICT`, so a crawler never
 //! fails on another's insert.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::HashMap;
 use std::time::Duration;
 
 use postgres::types::ToSql;
 use postgres::{Row, Statement, Transaction};
 
+mod links;
+
+use links::Wanted;
+
 use super::{Result, DB_NOW_MS};
-use crate::frontier::{
-    ArchiveRecord, FetchResult, IndexOp, LinkOut, LinkReport, NewUrl, Pin, UrlState, VisitRecord,
-};
-use crate::revisit::Priority;
+use crate::frontier::{ArchiveRecord, FetchResult, IndexOp, LinkOut, NewUrl, Pin, VisitRecord};
 
 /// Ids of capsules and URLs by name, as rows of the store have them.
 #[derive(Debug, Default)]
@@ -105,30 +106,7 @@ impl<'a> PgBatch<'a> {
 
     /// The id of a capsule, created when new.
     pub fn host_id(&mut self, name: &str) -> Result<i64> {
-        if let Some(&id) = self
-            .ids
-            .hosts
-            .get(name)
-            .or_else(|| self.new_ids.hosts.get(name))
-        {
-            return Ok(id);
-        }
-        if let Some(row) = self.opt_row("SELECT id FROM hosts WHERE name = $1", &[&name])? {
-            let id = row.get(0);
-            self.ids.hosts.insert(name.to_string(), id);
-            return Ok(id);
-        }
-        // Another crawler may insert it at the same moment: the insert then does nothing and
-        // the select finds its row.
-        let row = self.row(
-            "WITH ins AS (INSERT INTO hosts(name) VALUES ($1) ON CONFLICT (name) DO NOTHING
-                          RETURNING id)
-             SELECT id FROM ins UNION ALL SELECT id FROM hosts WHERE name = $1 LIMIT 1",
-            &[&name],
-        )?;
-        let id = row.get(0);
-        self.new_ids.hosts.insert(name.to_string(), id);
-        Ok(id)
+        Ok(self.host_ids(&[name])?[0])
     }
 
     /// The id of a URL, inserting it when unknown (see the SQLite store's `ensure_url`).
@@ -138,66 +116,11 @@ impl<'a> PgBatch<'a> {
         excluded: Option<&str>,
         budget: u64,
     ) -> Result<Option<(i64, bool)>> {
-        if let Some(&id) = self
-            .ids
-            .urls
-            .get(new.url)
-            .or_else(|| self.new_ids.urls.get(new.url))
-        {
-            return Ok(Some((id, false)));
-        }
-        if let Some(row) = self.opt_row("SELECT id FROM urls WHERE url = $1", &[&new.url])? {
-            // Not made by this transaction (those are in `new_ids`), so committed: cacheable.
-            let id = row.get(0);
-            self.ids.urls.insert(new.url.to_string(), id);
-            return Ok(Some((id, false)));
-        }
-        let host_id = self.host_id(new.host)?;
-        let counted = self.opt_row(
-            "UPDATE hosts SET url_count = url_count + 1 WHERE id = $1 AND url_count < $2
-             RETURNING url_count",
-            &[&host_id, &(budget.min(i64::MAX as u64) as i64)],
-        )?;
-        if counted.is_none() {
-            return Ok(None);
-        }
-        let (state, due_at) = match excluded {
-            Some(_) => (UrlState::Excluded, None),
-            None => (UrlState::New, Some(self.now)),
+        let wanted = Wanted {
+            new: *new,
+            excluded,
         };
-        let inserted = self.opt_row(
-            "INSERT INTO urls(url, host_id, state, depth, hops, discovered_from, alias_of,
-                              error, prio, due_at)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
-             ON CONFLICT (url) DO NOTHING RETURNING id",
-            &[
-                &new.url,
-                &host_id,
-                &state.as_str(),
-                &i64::from(new.depth),
-                &i64::from(new.hops),
-                &new.from,
-                &new.alias_of,
-                &excluded,
-                &(new.prio as i64),
-                &due_at,
-            ],
-        )?;
-        let Some(row) = inserted else {
-            // Another crawler inserted it meanwhile (and counted it).
-            self.exec(
-                "UPDATE hosts SET url_count = url_count - 1 WHERE id = $1",
-                &[&host_id],
-            )?;
-            let row = self.row("SELECT id FROM urls WHERE url = $1", &[&new.url])?;
-            return Ok(Some((row.get(0), false)));
-        };
-        let id: i64 = row.get(0);
-        self.new_ids.urls.insert(new.url.to_string(), id);
-        if let Some(due) = due_at {
-            self.lower_next_due(host_id, due)?;
-        }
-        Ok(Some((id, true)))
+        Ok(self.ensure_urls(&[wanted], budget)?[0])
     }
 
     /// Makes fetchable the web URLs recorded as `excluded` by runs that did not follow the web.
@@ -251,114 +174,9 @@ impl<'a> PgBatch<'a> {
         Ok(())
     }
 
-    /// Records the links of a page, replacing the links it had (see the SQLite store).
-    pub fn set_links(
-        &mut self,
-        source: i64,
-        depth: u32,
-        links: &[LinkOut],
-        budget: u64,
-    ) -> Result<LinkReport> {
-        let old: BTreeSet<(i64, String)> = self
-            .rows(
-                "SELECT target, label FROM links WHERE source = $1",
-                &[&source],
-            )?
-            .iter()
-            .map(|r| (r.get(0), r.get(1)))
-            .collect();
-        let mut report = LinkReport::default();
-        let mut current: BTreeSet<(i64, String)> = BTreeSet::new();
-        for link in links {
-            let new = NewUrl {
-                url: &link.url,
-                host: &link.host,
-                depth: depth + 1,
-                hops: 0,
-                from: Some(source),
-                alias_of: None,
-                prio: link.prio,
-            };
-            let Some((target, is_new)) = self.ensure_url(&new, link.excluded, budget)? else {
-                continue;
-            };
-            if is_new {
-                report.added += 1;
-                if link.excluded.is_none() {
-                    let host_id = self.host_id(&link.host)?;
-                    report.hosts_with_new.insert(host_id);
-                    if link.prio == Priority::Hub {
-                        report.new_hubs.push((target, host_id));
-                    }
-                }
-            }
-            let key = (target, link.label.clone());
-            if !current.insert(key.clone()) || old.contains(&key) {
-                continue;
-            }
-            self.exec(
-                "INSERT INTO links(source, target, label) VALUES ($1, $2, $3)
-                 ON CONFLICT DO NOTHING",
-                &[&source, &target, &link.label],
-            )?;
-            if !is_new && !link.label.is_empty() && self.label_count(target, &link.label)? == 1 {
-                self.mark_anchor_update(target)?;
-            }
-        }
-        for (target, label) in old.difference(&current) {
-            self.remove_link(source, *target, label)?;
-        }
-        Ok(report)
-    }
-
-    /// Removes every link of a page, marking the pages whose anchors lose a label.
-    pub fn drop_links(&mut self, source: i64) -> Result<()> {
-        let old: Vec<(i64, String)> = self
-            .rows(
-                "SELECT target, label FROM links WHERE source = $1",
-                &[&source],
-            )?
-            .iter()
-            .map(|r| (r.get(0), r.get(1)))
-            .collect();
-        for (target, label) in old {
-            self.remove_link(source, target, &label)?;
-        }
-        Ok(())
-    }
-
-    fn remove_link(&mut self, source: i64, target: i64, label: &str) -> Result<()> {
-        self.exec(
-            "DELETE FROM links WHERE source = $1 AND target = $2 AND label = $3",
-            &[&source, &target, &label],
-        )?;
-        if !label.is_empty() && self.label_count(target, label)? == 0 {
-            self.mark_anchor_update(target)?;
-        }
-        Ok(())
-    }
-
-    fn label_count(&mut self, target: i64, label: &str) -> Result<i64> {
-        Ok(self
-            .row(
-                "SELECT COUNT(*) FROM (SELECT 1 FROM links WHERE target = $1 AND label = $2
-                                       LIMIT 2) AS l",
-                &[&target, &label],
-            )?
-            .get(0))
-    }
-
     /// Forgets a page's pending anchor update: its document is being written now.
     pub fn forget_anchor_update(&mut self, url_id: i64) -> Result<()> {
         self.exec("DELETE FROM anchor_updates WHERE url_id = $1", &[&url_id])?;
-        Ok(())
-    }
-
-    fn mark_anchor_update(&mut self, url_id: i64) -> Result<()> {
-        self.exec(
-            "INSERT INTO anchor_updates(url_id) VALUES ($1) ON CONFLICT DO NOTHING",
-            &[&url_id],
-        )?;
         Ok(())
     }
 
