@@ -585,6 +585,10 @@ fn the_postgres_store_keeps_what_a_crawl_records() {
             previous: "aa".into()
         }
     );
+    assert_eq!(
+        b.pin_certificate(host, "bb", 3).unwrap(),
+        geode::frontier::Pin::Same
+    );
     let links = [geode::frontier::LinkOut {
         url: "gemini://b.test/".into(),
         host: "b.test".into(),
@@ -756,6 +760,90 @@ fn record_links(f: &mut dyn Frontier) -> Vec<String> {
     b.commit().unwrap();
     step(f, "links dropped", LinkReport::default());
 
+    // b.test/3 redirects to b.test/4: the labels of links to b.test/3 are b.test/4's too.
+    // The root page is archived and visited twice with new content: the first body goes.
+    let (b3, b4) = (id(f, "gemini://b.test/3"), id(f, "gemini://b.test/4"));
+    let mut b = f.batch(16).unwrap();
+    let redirect = FetchResult {
+        status: Some(31),
+        meta: "gemini://b.test/4".into(),
+        fetched_at: 16,
+        ..FetchResult::default()
+    };
+    b.record_visit(
+        b3,
+        &VisitRecord {
+            state: UrlState::Fetched,
+            result: &redirect,
+            due_at: Some(100),
+            revisit_secs: 84,
+            first_failed_at: None,
+            prio: Priority::Revisit,
+            feed: false,
+            changed: false,
+            index_op: None,
+            redirect_to: Some(b4),
+        },
+    )
+    .unwrap();
+    for (at, body) in [(17, &b"# One\n"[..]), (18, &b"# Two\n"[..])] {
+        let hash = format!("hash{at}");
+        let zstd = geode::frontier::archive::compress(body);
+        b.archive(
+            root,
+            &geode::frontier::ArchiveRecord {
+                status: 20,
+                meta: "text/gemini",
+                fetched_at: at,
+                cert_sha256: None,
+                body: Some(geode::frontier::ArchivedBody {
+                    hash: &hash,
+                    size: body.len() as u64,
+                    zstd: &zstd,
+                }),
+            },
+        )
+        .unwrap();
+        let result = FetchResult {
+            status: Some(20),
+            meta: "text/gemini".into(),
+            fetched_at: at,
+            content_hash: Some(hash.clone()),
+            size: Some(body.len() as u64),
+            mime: Some("text/gemini".into()),
+            ..FetchResult::default()
+        };
+        b.record_visit(
+            root,
+            &VisitRecord {
+                state: UrlState::Indexed,
+                result: &result,
+                due_at: Some(100),
+                revisit_secs: 84,
+                first_failed_at: None,
+                prio: Priority::Revisit,
+                feed: false,
+                changed: true,
+                index_op: Some(geode::frontier::IndexOp::Upsert),
+                redirect_to: None,
+            },
+        )
+        .unwrap();
+        assert_eq!(b.inbound_labels(b4, 10).unwrap(), ["three"]);
+    }
+    b.commit().unwrap();
+    let mut out = vec![
+        format!(
+            "labels of b.test/4: {:?}",
+            f.inbound_labels(b4, 10).unwrap()
+        ),
+        format!(
+            "labels of a.test/: {:?}",
+            f.inbound_labels(root, 1).unwrap()
+        ),
+        format!("archive: {:?}", f.archive_stats().unwrap()),
+    ];
+
     let urls = [
         "gemini://a.test/",
         "gemini://a.test/x",
@@ -774,7 +862,6 @@ fn record_links(f: &mut dyn Frontier) -> Vec<String> {
     ];
     let hosts = ["a.test", "b.test", "c.test", "d.test", "e.test"];
     let mut url_of = std::collections::HashMap::new();
-    let mut out = Vec::new();
     for url in urls {
         let details = f.url_details(url).unwrap();
         if let Some(d) = &details {
@@ -785,7 +872,7 @@ fn record_links(f: &mut dyn Frontier) -> Vec<String> {
             details.map(|d| geode::frontier::UrlDetails { id: 0, ..d })
         ));
     }
-    let mut b = f.batch(16).unwrap();
+    let mut b = f.batch(19).unwrap();
     let mut host_of = std::collections::HashMap::new();
     for host in hosts {
         let host_id = b.host_id(host).unwrap();

@@ -2,7 +2,9 @@
 //! the SQLite store's batch (see `sqlite/batch.rs`): visits, links, redirects, retries,
 //! back-offs, robots.txt answers, certificate pins and archived responses. Rows two crawlers
 //! may both create (capsules, URLs, bodies) are inserted with `ON CONFLICT`, so a crawler never
-//! fails on another's insert.
+//! fails on another's insert. Each statement is a round trip to the database, so what SQLite
+//! does in a few statements a visit is one statement here where it can be, and the links of a
+//! page are recorded a page at a time (`links.rs`).
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -216,20 +218,23 @@ impl<'a> PgBatch<'a> {
 
     /// The distinct labels of the links that point to a URL, as this transaction sees them.
     pub fn inbound_labels(&mut self, id: i64, limit: usize) -> Result<Vec<String>> {
-        super::read::inbound_labels(self.tx(), id, limit)
+        let (limit, hops) = super::read::inbound_labels_params(limit);
+        let rows = self.rows(super::read::INBOUND_LABELS, &[&id, &limit, &hops])?;
+        Ok(rows.iter().map(|r| r.get(0)).collect())
     }
 
     /// Records a visit (see the SQLite store's `record_visit`).
     pub fn record_visit(&mut self, id: i64, visit: &VisitRecord<'_>) -> Result<()> {
         let r = visit.result;
-        let replaced = self.replaced_content(id, r.content_hash.as_deref())?;
         let (has_validators, etag, last_modified) = match &r.validators {
             Some((etag, modified)) => (true, etag.clone(), modified.clone()),
             None => (false, None, None),
         };
         let crawler = self.crawler.clone();
-        self.exec(
-            "UPDATE urls SET state = $2, status = $3, meta = $4, error = $5,
+        // The hash it had comes back from the statement's snapshot, taken before the update.
+        let before = self.opt_row(
+            "WITH before AS (SELECT content_hash FROM urls WHERE id = $1)
+             UPDATE urls SET state = $2, status = $3, meta = $4, error = $5,
                     mime = COALESCE($6, mime), size = COALESCE($7, size),
                     content_hash = COALESCE($8, content_hash),
                     content_meta = COALESCE($18, content_meta), fetched_at = $9,
@@ -241,7 +246,8 @@ impl<'a> PgBatch<'a> {
                     visits = visits + 1, attempts = 0, claimed = 2, claimed_by = $22,
                     index_op = COALESCE($16, index_op), redirect_to = $17,
                     batch = CASE WHEN $16::TEXT IS NULL THEN batch END
-             WHERE id = $1",
+             WHERE id = $1
+             RETURNING (SELECT content_hash FROM before)",
             &[
                 &id,
                 &visit.state.as_str(),
@@ -267,27 +273,28 @@ impl<'a> PgBatch<'a> {
                 &crawler,
             ],
         )?;
-        if let Some(old) = replaced {
-            self.forget_body_if_unused(&old)?;
-        }
-        Ok(())
+        self.forget_replaced_content(before, r.content_hash.as_deref())
     }
 
-    fn replaced_content(&mut self, id: i64, new: Option<&str>) -> Result<Option<String>> {
-        let Some(new) = new else { return Ok(None) };
-        let old: Option<String> = self
-            .opt_row("SELECT content_hash FROM urls WHERE id = $1", &[&id])?
-            .and_then(|r| r.get(0));
-        Ok(old.filter(|old| old != new))
+    /// Forgets the body of the content a URL had before (`before`, a row holding its hash),
+    /// when `new` content replaced it and nothing else needs it.
+    fn forget_replaced_content(&mut self, before: Option<Row>, new: Option<&str>) -> Result<()> {
+        let Some(new) = new else { return Ok(()) };
+        let old: Option<String> = before.and_then(|r| r.get(0));
+        match old {
+            Some(old) if old != new => self.forget_body_if_unused(&old),
+            _ => Ok(()),
+        }
     }
 
     /// Sends content to the index under `id`, the URL a temporary redirect keeps canonical.
     pub fn record_alias_content(&mut self, id: i64, result: &FetchResult) -> Result<()> {
-        let replaced = self.replaced_content(id, result.content_hash.as_deref())?;
-        self.exec(
-            "UPDATE urls SET state = 'indexed', mime = $2, size = $3, content_hash = $4,
+        let before = self.opt_row(
+            "WITH before AS (SELECT content_hash FROM urls WHERE id = $1)
+             UPDATE urls SET state = 'indexed', mime = $2, size = $3, content_hash = $4,
                     content_meta = $5, index_op = 'upsert', first_failed_at = NULL, batch = NULL
-             WHERE id = $1",
+             WHERE id = $1
+             RETURNING (SELECT content_hash FROM before)",
             &[
                 &id,
                 &result.mime,
@@ -296,10 +303,7 @@ impl<'a> PgBatch<'a> {
                 &result.content_meta,
             ],
         )?;
-        if let Some(old) = replaced {
-            self.forget_body_if_unused(&old)?;
-        }
-        Ok(())
+        self.forget_replaced_content(before, result.content_hash.as_deref())
     }
 
     /// Schedules a URL that failed temporarily for another try at `due_at`.
@@ -411,66 +415,62 @@ impl<'a> PgBatch<'a> {
 
     /// Compares a capsule's certificate with its pin, pinning a changed one.
     pub fn pin_certificate(&mut self, host_id: i64, sha256: &str, now: i64) -> Result<Pin> {
+        // One statement: the pin before comes from the row locked first, and the update
+        // writes what the comparison decides (first pin, same, or a change counted).
         let pinned: Option<String> = self
             .opt_row(
-                "SELECT cert_sha256 FROM hosts WHERE id = $1 FOR UPDATE",
-                &[&host_id],
+                "UPDATE hosts h SET cert_sha256 = $2, cert_last_seen = $3,
+                        cert_first_seen = CASE WHEN p.pin IS DISTINCT FROM $2 THEN $3
+                                               ELSE h.cert_first_seen END,
+                        cert_changes = h.cert_changes
+                                       + CASE WHEN p.pin != $2 THEN 1 ELSE 0 END
+                 FROM (SELECT cert_sha256 AS pin FROM hosts WHERE id = $1 FOR UPDATE) p
+                 WHERE h.id = $1
+                 RETURNING p.pin",
+                &[&host_id, &sha256, &now],
             )?
             .and_then(|r| r.get(0));
-        let pin = match pinned {
+        Ok(match pinned {
             None => Pin::First,
             Some(p) if p == sha256 => Pin::Same,
             Some(previous) => Pin::Changed { previous },
-        };
-        let sql = match pin {
-            Pin::First => {
-                "UPDATE hosts SET cert_sha256 = $2, cert_first_seen = $3, cert_last_seen = $3
-                 WHERE id = $1"
-            }
-            Pin::Same => {
-                "UPDATE hosts SET cert_last_seen = $3 WHERE id = $1 AND $2::text IS NOT NULL"
-            }
-            Pin::Changed { .. } => {
-                "UPDATE hosts SET cert_sha256 = $2, cert_first_seen = $3, cert_last_seen = $3,
-                        cert_changes = cert_changes + 1
-                 WHERE id = $1"
-            }
-        };
-        self.exec(sql, &[&host_id, &sha256, &now])?;
-        Ok(pin)
+        })
     }
 
     /// Archives the latest response of a URL, replacing the one before.
     pub fn archive(&mut self, url_id: i64, record: &ArchiveRecord<'_>) -> Result<()> {
-        if let Some(body) = &record.body {
-            self.exec(
-                "INSERT INTO bodies(hash, size, zstd) VALUES ($1, $2, $3)
-                 ON CONFLICT (hash) DO NOTHING",
-                &[&body.hash, &(body.size as i64), &body.zstd],
-            )?;
-        }
-        let previous: Option<String> = self
-            .opt_row(
-                "SELECT body_hash FROM responses WHERE url_id = $1",
-                &[&url_id],
-            )?
-            .and_then(|r| r.get(0));
         let hash = record.body.map(|b| b.hash);
-        self.exec(
-            "INSERT INTO responses(url_id, status, meta, fetched_at, cert_sha256, body_hash)
-             VALUES ($1, $2, $3, $4, $5, $6)
-             ON CONFLICT (url_id) DO UPDATE SET status = excluded.status,
-                 meta = excluded.meta, fetched_at = excluded.fetched_at,
-                 cert_sha256 = excluded.cert_sha256, body_hash = excluded.body_hash",
-            &[
-                &url_id,
-                &i64::from(record.status),
-                &record.meta,
-                &record.fetched_at,
-                &record.cert_sha256,
-                &hash,
-            ],
-        )?;
+        let size = record.body.map(|b| b.size as i64);
+        let zstd = record.body.map(|b| b.zstd);
+        // The body hash archived before comes from the statement's snapshot, taken before
+        // the response is replaced.
+        let previous: Option<String> = self
+            .row(
+                "WITH previous AS (SELECT body_hash FROM responses WHERE url_id = $1),
+                 body AS (
+                     INSERT INTO bodies(hash, size, zstd)
+                     SELECT $6::TEXT, $7::BIGINT, $8::BYTEA WHERE $6::TEXT IS NOT NULL
+                     ON CONFLICT (hash) DO NOTHING),
+                 response AS (
+                     INSERT INTO responses(url_id, status, meta, fetched_at, cert_sha256,
+                                           body_hash)
+                     VALUES ($1, $2, $3, $4, $5, $6)
+                     ON CONFLICT (url_id) DO UPDATE SET status = excluded.status,
+                         meta = excluded.meta, fetched_at = excluded.fetched_at,
+                         cert_sha256 = excluded.cert_sha256, body_hash = excluded.body_hash)
+                 SELECT (SELECT body_hash FROM previous)",
+                &[
+                    &url_id,
+                    &i64::from(record.status),
+                    &record.meta,
+                    &record.fetched_at,
+                    &record.cert_sha256,
+                    &hash,
+                    &size,
+                    &zstd,
+                ],
+            )?
+            .get(0);
         if let Some(previous) = previous.filter(|p| Some(p.as_str()) != hash) {
             self.forget_body_if_unused(&previous)?;
         }

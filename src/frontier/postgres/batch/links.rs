@@ -26,6 +26,7 @@ pub(in crate::frontier::postgres) struct Wanted<'u> {
 /// the order given (`n`), as one insert after the other would. The count grows by what was
 /// really inserted: a URL another crawler inserted meanwhile conflicts, is not counted, and
 /// comes back with `granted` but no id. Each capsule that got URLs due now is due no later.
+/// (The room is NUMERIC so that an unlimited budget, `i64::MAX`, cannot overflow.)
 const INSERT_URLS: &str = "
 WITH wanted AS (
     SELECT * FROM unnest($1::TEXT[], $2::BIGINT[], $3::TEXT[], $4::TEXT[], $5::BIGINT[],
@@ -34,7 +35,7 @@ WITH wanted AS (
                              alias_of, due_at, n)
 ),
 room AS (
-    SELECT id, GREATEST($11 - url_count, 0) AS room FROM hosts
+    SELECT id, GREATEST($11::BIGINT::NUMERIC - url_count, 0) AS room FROM hosts
     WHERE id IN (SELECT host_id FROM wanted) ORDER BY id FOR UPDATE
 ),
 ranked AS (
