@@ -218,9 +218,7 @@ impl<'a> PgBatch<'a> {
 
     /// The distinct labels of the links that point to a URL, as this transaction sees them.
     pub fn inbound_labels(&mut self, id: i64, limit: usize) -> Result<Vec<String>> {
-        let (limit, hops) = super::read::inbound_labels_params(limit);
-        let rows = self.rows(super::read::INBOUND_LABELS, &[&id, &limit, &hops])?;
-        Ok(rows.iter().map(|r| r.get(0)).collect())
+        super::read::inbound_labels(|sql, params| self.rows(sql, params), id, limit)
     }
 
     /// Records a visit (see the SQLite store's `record_visit`).

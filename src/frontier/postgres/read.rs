@@ -3,7 +3,10 @@
 //! means what the SQLite store's does (`sqlite/anchors.rs`, `archive.rs`, `graph.rs`,
 //! `seeds.rs`, `stats.rs`).
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
+
+use postgres::types::ToSql;
+use postgres::Row;
 
 use super::{count_of, lock, status_of, write_tx, PgFrontier, Result};
 use crate::frontier::archive::decompress;
@@ -16,25 +19,36 @@ use crate::frontier::{
 };
 use crate::rank::{LinkGraph, LinkGraphBuilder};
 
-/// The distinct labels of links to `$1` or to URLs redirecting to it (at most
-/// `$3` = [`MAX_REDIRECT_CHAIN`] redirects away), `$2` at most: one statement, one round trip.
-/// The chain is handed to `links` as an array: joined with it (`IN (SELECT ...)`), the
-/// planner reads every link (a hash join over a sequential scan, milliseconds a call).
-pub(super) const INBOUND_LABELS: &str = "
-WITH RECURSIVE chain(id, hops) AS (
-    SELECT $1::BIGINT, 0::BIGINT
-    UNION
-    SELECT u.id, c.hops + 1 FROM urls u JOIN chain c ON u.redirect_to = c.id WHERE c.hops < $3::BIGINT
-)
-SELECT DISTINCT label COLLATE \"C\" FROM links
-WHERE target = ANY(ARRAY(SELECT id FROM chain)) AND label != '' ORDER BY 1 LIMIT $2";
-
-/// The parameters of [`INBOUND_LABELS`].
-pub(super) fn inbound_labels_params(limit: usize) -> (i64, i64) {
-    (
-        i64::try_from(limit).unwrap_or(i64::MAX),
-        MAX_REDIRECT_CHAIN as i64,
-    )
+/// The distinct labels of links to `id` or to URLs redirecting to it, walked a level at a time,
+/// each statement run by `query` (a batch runs them prepared: one round trip each). One
+/// recursive statement instead took 0.3 ms a call on the shared-crawl bench
+/// (pg_stat_statements), where these two (the usual walk meets no redirect) take 0.03 ms.
+pub(super) fn inbound_labels(
+    mut query: impl FnMut(&str, &[&(dyn ToSql + Sync)]) -> Result<Vec<Row>>,
+    id: i64,
+    limit: usize,
+) -> Result<Vec<String>> {
+    let mut chain = BTreeSet::from([id]);
+    let mut level = vec![id];
+    for _ in 0..MAX_REDIRECT_CHAIN {
+        let rows = query("SELECT id FROM urls WHERE redirect_to = ANY($1)", &[&level])?;
+        let next: Vec<i64> = rows
+            .iter()
+            .map(|r| r.get::<_, i64>(0))
+            .filter(|source| chain.insert(*source))
+            .collect();
+        if next.is_empty() {
+            break;
+        }
+        level = next;
+    }
+    let targets: Vec<i64> = chain.into_iter().collect();
+    let rows = query(
+        "SELECT DISTINCT label COLLATE \"C\" FROM links
+         WHERE target = ANY($1) AND label != '' ORDER BY 1 LIMIT $2",
+        &[&targets, &i64::try_from(limit).unwrap_or(i64::MAX)],
+    )?;
+    Ok(rows.iter().map(|r| r.get(0)).collect())
 }
 
 impl PgFrontier {
@@ -135,9 +149,8 @@ impl PgFrontier {
 
     /// The distinct labels of the links that point to a URL or to URLs redirecting to it.
     pub fn inbound_labels(&self, id: i64, limit: usize) -> Result<Vec<String>> {
-        let (limit, hops) = inbound_labels_params(limit);
-        let rows = self.db().query(INBOUND_LABELS, &[&id, &limit, &hops])?;
-        Ok(rows.iter().map(|r| r.get(0)).collect())
+        let mut db = self.db();
+        inbound_labels(|sql, params| Ok(db.query(sql, params)?), id, limit)
     }
 
     /// The archived response of a URL, body included.
