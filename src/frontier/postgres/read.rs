@@ -29,9 +29,10 @@ pub(super) fn inbound_labels(
     let mut chain = BTreeSet::from([id]);
     let mut level = vec![id];
     for _ in 0..MAX_REDIRECT_CHAIN {
-        // `IS NOT NULL` lets a prepared statement's generic plan use the partial index
-        // `urls_redirected` (`redirect_to = ANY($1)` alone does not prove it: the array
-        // could be empty), instead of reading every URL.
+        // `IS NOT NULL` says outright what the partial index `urls_redirected` needs, which
+        // `redirect_to = ANY($1)` alone does not prove (the array could be empty). Prepared,
+        // this statement still costs about 0.2 ms a call on the bench, against 0.002 ms sent
+        // as text: its generic plan is yet to be looked at.
         let rows = query(
             "SELECT id FROM urls WHERE redirect_to = ANY($1) AND redirect_to IS NOT NULL",
             &[&level],
