@@ -8,7 +8,11 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::time::Duration;
 
-use geode::frontier::{Batch, FetchResult, Frontier, PgStore, UrlState, VisitRecord};
+use std::collections::BTreeSet;
+
+use geode::frontier::{
+    Batch, FetchResult, Frontier, LinkOut, LinkReport, PgStore, UrlState, VisitRecord,
+};
 use geode::revisit::Priority;
 
 /// A PostgreSQL cluster in a scratch directory, stopped when dropped.
@@ -571,6 +575,10 @@ fn the_postgres_store_keeps_what_a_crawl_records() {
             previous: "aa".into()
         }
     );
+    assert_eq!(
+        b.pin_certificate(host, "bb", 3).unwrap(),
+        geode::frontier::Pin::Same
+    );
     let links = [geode::frontier::LinkOut {
         url: "gemini://b.test/".into(),
         host: "b.test".into(),
@@ -621,6 +629,366 @@ fn the_postgres_store_keeps_what_a_crawl_records() {
         geode::frontier::Suggested::New
     );
     f.end_run().unwrap();
+}
+
+/// A link of a page to `url` (its capsule is the URL's host).
+fn link(url: &str, label: &str, excluded: Option<&'static str>, prio: Priority) -> LinkOut {
+    let host = url
+        .trim_start_matches("gemini://")
+        .split('/')
+        .next()
+        .unwrap();
+    LinkOut {
+        url: url.into(),
+        host: host.into(),
+        label: label.into(),
+        excluded,
+        prio,
+    }
+}
+
+/// What a store records of the links of a few pages, told in URLs and capsule names (ids
+/// differ between stores: PostgreSQL does not take back the ids of a rolled-back insert).
+/// Every report, the anchor updates each step caused, every URL as `geode show` tells it, and
+/// how full each capsule is.
+fn record_links(f: &mut dyn Frontier) -> Vec<String> {
+    use Priority::{Fresh, Hub};
+    const BUDGET: u64 = 5;
+    let mut steps: Vec<(String, LinkReport, Vec<i64>)> = Vec::new();
+    let mut step = |f: &mut dyn Frontier, name: &str, report: LinkReport| {
+        let marked = f
+            .anchor_updates(0, 100)
+            .unwrap()
+            .iter()
+            .map(|u| u.dirty_id)
+            .collect();
+        f.clear_all_anchor_updates().unwrap();
+        steps.push((name.to_string(), report, marked));
+    };
+    seed(f, "gemini://a.test/");
+    let id = |f: &dyn Frontier, url: &str| f.url_id(url).unwrap().unwrap();
+    let root = id(f, "gemini://a.test/");
+
+    // Repeats with the same label and another one, excluded targets, hubs, a link to the page
+    // itself, and more new URLs in b.test than its budget: b.test/6 and b.test/7 are refused.
+    let mut b = f.batch(10).unwrap();
+    let page = [
+        link("gemini://b.test/1", "one", None, Fresh),
+        link("gemini://b.test/2", "", None, Fresh),
+        link("gemini://b.test/1", "uno", None, Fresh),
+        link("gemini://b.test/2", "", None, Fresh),
+        link("gemini://a.test/x", "X", Some("too-deep"), Fresh),
+        link("gemini://b.test/3", "three", None, Hub),
+        link("gemini://c.test/", "sea", None, Hub),
+        link("gemini://b.test/4", "", None, Fresh),
+        link("gemini://b.test/5", "", Some("robots"), Hub),
+        link("gemini://b.test/6", "six", None, Fresh),
+        link("gemini://b.test/1", "one", None, Fresh),
+        link("gemini://b.test/7", "seven", None, Hub),
+        link("gemini://a.test/", "self", None, Hub),
+    ];
+    let report = b.set_links(root, 0, &page, BUDGET).unwrap();
+    b.commit().unwrap();
+    step(f, "first page", report);
+
+    // A page of b.test: known targets gain labels, one of them twice; b.test is full.
+    let b1 = id(f, "gemini://b.test/1");
+    let mut b = f.batch(11).unwrap();
+    let page = [
+        link("gemini://a.test/", "home", None, Hub),
+        link("gemini://b.test/2", "two", None, Fresh),
+        link("gemini://b.test/2", "deux", None, Fresh),
+        link("gemini://b.test/8", "", None, Fresh),
+        link("gemini://c.test/", "sea", None, Hub),
+        link("gemini://d.test/", "", None, Hub),
+    ];
+    let report = b.set_links(b1, 1, &page, BUDGET).unwrap();
+    b.commit().unwrap();
+    step(f, "page of b.test", report);
+
+    // A redirect to a capsule never seen, then a page linking to the same URL in the same
+    // batch (known by then), then a rollback: the next batch makes them anew.
+    let c = id(f, "gemini://c.test/");
+    let page = [
+        link("gemini://e.test/", "ee", None, Hub),
+        link("gemini://e.test/z", "", None, Fresh),
+        link("gemini://e.test/", "ee", None, Hub),
+    ];
+    let mut b = f.batch(12).unwrap();
+    let target = link("gemini://e.test/", "", None, Hub);
+    assert!(
+        b.add_redirect(c, 1, 1, &target, None, BUDGET)
+            .unwrap()
+            .unwrap()
+            .1
+    );
+    let report = b.set_links(c, 1, &page, BUDGET).unwrap();
+    assert_eq!(report.added, 1, "e.test/ was added by the redirect");
+    drop(b);
+    let mut b = f.batch(13).unwrap();
+    let report = b.set_links(c, 1, &page, BUDGET).unwrap();
+    b.commit().unwrap();
+    step(f, "after a rollback", report);
+
+    // The first page again: "one" is gone while "uno" stays, "X" is gone, b.test/2 gets the
+    // label the page of b.test gives it.
+    let mut b = f.batch(14).unwrap();
+    let page = [
+        link("gemini://b.test/1", "uno", None, Fresh),
+        link("gemini://b.test/2", "two", None, Fresh),
+        link("gemini://a.test/", "self", None, Hub),
+        link("gemini://c.test/", "sea", None, Hub),
+        link("gemini://b.test/3", "three", None, Hub),
+    ];
+    let report = b.set_links(root, 0, &page, BUDGET).unwrap();
+    b.commit().unwrap();
+    step(f, "first page again", report);
+
+    // The page of b.test leaves the index.
+    let mut b = f.batch(15).unwrap();
+    b.drop_links(b1).unwrap();
+    b.commit().unwrap();
+    step(f, "links dropped", LinkReport::default());
+
+    // b.test/3 redirects to b.test/4: the labels of links to b.test/3 are b.test/4's too.
+    // The root page is archived and visited twice with new content: the first body goes.
+    let (b3, b4) = (id(f, "gemini://b.test/3"), id(f, "gemini://b.test/4"));
+    let mut b = f.batch(16).unwrap();
+    let redirect = FetchResult {
+        status: Some(31),
+        meta: "gemini://b.test/4".into(),
+        fetched_at: 16,
+        ..FetchResult::default()
+    };
+    b.record_visit(
+        b3,
+        &VisitRecord {
+            state: UrlState::Fetched,
+            result: &redirect,
+            due_at: Some(100),
+            revisit_secs: 84,
+            first_failed_at: None,
+            prio: Priority::Revisit,
+            feed: false,
+            changed: false,
+            index_op: None,
+            redirect_to: Some(b4),
+        },
+    )
+    .unwrap();
+    for (at, body) in [(17, &b"# One\n"[..]), (18, &b"# Two\n"[..])] {
+        let hash = format!("hash{at}");
+        let zstd = geode::frontier::archive::compress(body);
+        b.archive(
+            root,
+            &geode::frontier::ArchiveRecord {
+                status: 20,
+                meta: "text/gemini",
+                fetched_at: at,
+                cert_sha256: None,
+                body: Some(geode::frontier::ArchivedBody {
+                    hash: &hash,
+                    size: body.len() as u64,
+                    zstd: &zstd,
+                }),
+            },
+        )
+        .unwrap();
+        let result = FetchResult {
+            status: Some(20),
+            meta: "text/gemini".into(),
+            fetched_at: at,
+            content_hash: Some(hash.clone()),
+            size: Some(body.len() as u64),
+            mime: Some("text/gemini".into()),
+            ..FetchResult::default()
+        };
+        b.record_visit(
+            root,
+            &VisitRecord {
+                state: UrlState::Indexed,
+                result: &result,
+                due_at: Some(100),
+                revisit_secs: 84,
+                first_failed_at: None,
+                prio: Priority::Revisit,
+                feed: false,
+                changed: true,
+                index_op: Some(geode::frontier::IndexOp::Upsert),
+                redirect_to: None,
+            },
+        )
+        .unwrap();
+        assert_eq!(b.inbound_labels(b4, 10).unwrap(), ["three"]);
+    }
+    b.commit().unwrap();
+    let mut out = vec![
+        format!(
+            "labels of b.test/4: {:?}",
+            f.inbound_labels(b4, 10).unwrap()
+        ),
+        format!(
+            "labels of a.test/: {:?}",
+            f.inbound_labels(root, 1).unwrap()
+        ),
+        format!("archive: {:?}", f.archive_stats().unwrap()),
+    ];
+
+    let urls = [
+        "gemini://a.test/",
+        "gemini://a.test/x",
+        "gemini://b.test/1",
+        "gemini://b.test/2",
+        "gemini://b.test/3",
+        "gemini://b.test/4",
+        "gemini://b.test/5",
+        "gemini://b.test/6",
+        "gemini://b.test/7",
+        "gemini://b.test/8",
+        "gemini://c.test/",
+        "gemini://d.test/",
+        "gemini://e.test/",
+        "gemini://e.test/z",
+    ];
+    let hosts = ["a.test", "b.test", "c.test", "d.test", "e.test"];
+    let mut url_of = std::collections::HashMap::new();
+    for url in urls {
+        let details = f.url_details(url).unwrap();
+        if let Some(d) = &details {
+            url_of.insert(d.id, url);
+        }
+        out.push(format!(
+            "{url}: {:?}",
+            details.map(|d| geode::frontier::UrlDetails { id: 0, ..d })
+        ));
+    }
+    let mut b = f.batch(19).unwrap();
+    let mut host_of = std::collections::HashMap::new();
+    for host in hosts {
+        let host_id = b.host_id(host).unwrap();
+        host_of.insert(host_id, host);
+        out.push(format!(
+            "{host}: full at 4 {}, at 5 {}, at 6 {}",
+            b.capsule_full(host_id, 4).unwrap(),
+            b.capsule_full(host_id, 5).unwrap(),
+            b.capsule_full(host_id, 6).unwrap()
+        ));
+    }
+    drop(b);
+    for (name, report, marked) in steps {
+        let hubs: Vec<_> = report
+            .new_hubs
+            .iter()
+            .map(|(u, h)| (url_of[u], host_of[h]))
+            .collect();
+        let hosts: Vec<_> = report.hosts_with_new.iter().map(|h| host_of[h]).collect();
+        let marked: BTreeSet<_> = marked.iter().map(|u| url_of[u]).collect();
+        out.push(format!(
+            "{name}: added {}, new hubs {hubs:?}, capsules with new {hosts:?}, anchor updates \
+             {marked:?}",
+            report.added
+        ));
+    }
+    out
+}
+
+/// The PostgreSQL store records links, new URLs, capsule budgets and anchor updates as the
+/// SQLite store does, call for call (PostgreSQL records a page's links a few statements at a
+/// time, SQLite one link at a time), and its capsules' URL counts are exact.
+#[test]
+fn links_are_recorded_as_the_sqlite_store_records_them() {
+    let Some(cluster) = Cluster::start("links_are_recorded_as_the_sqlite_store_records_them")
+    else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let mut sqlite = geode::frontier::open(&dir.path().join("crawl.db")).unwrap();
+    let expected = record_links(&mut *sqlite);
+    let url = cluster.database("links");
+    let store = PgStore::connect(&url, Duration::from_secs(300), true).unwrap();
+    let mut pg: Box<dyn Frontier> = Box::new(store.frontier().unwrap());
+    let got = record_links(&mut *pg);
+    assert_eq!(got, expected);
+    // What the reference says, for whoever reads this test.
+    let last = expected.len() - 1;
+    assert!(expected[last].contains("anchor updates {\"gemini://a.test/\", \"gemini://b.test/2\"}"));
+    assert!(
+        expected[last - 4].contains("added 7,"),
+        "{}",
+        expected[last - 4]
+    );
+    assert!(expected
+        .iter()
+        .any(|l| l == "b.test: full at 4 true, at 5 true, at 6 false"));
+    let mut client = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    let wrong = client
+        .query(
+            "SELECT h.name FROM hosts h
+             WHERE url_count != (SELECT COUNT(*) FROM urls u WHERE u.host_id = h.id)",
+            &[],
+        )
+        .unwrap();
+    assert!(
+        wrong.is_empty(),
+        "capsules counted wrong: {} of them",
+        wrong.len()
+    );
+}
+
+/// Two crawlers adding URLs of one capsule at the same moment, a page each: the capsule gets
+/// exactly its budget of URLs, and counts them exactly.
+#[test]
+fn two_crawlers_filling_one_capsule_stop_at_its_budget() {
+    let Some(cluster) = Cluster::start("two_crawlers_filling_one_capsule_stop_at_its_budget")
+    else {
+        return;
+    };
+    let url = cluster.database("budget");
+    let store = PgStore::connect(&url, Duration::from_secs(300), true).unwrap();
+    let mut f = store.frontier().unwrap();
+    seed(&mut f, "gemini://a.test/");
+    seed(&mut f, "gemini://b.test/");
+    let sources = [
+        f.url_id("gemini://a.test/").unwrap().unwrap(),
+        f.url_id("gemini://b.test/").unwrap().unwrap(),
+    ];
+    let reports: Vec<LinkReport> = std::thread::scope(|s| {
+        let crawlers: Vec<_> = sources
+            .iter()
+            .enumerate()
+            .map(|(n, &source)| {
+                let store = PgStore::connect(&url, Duration::from_secs(300), true).unwrap();
+                s.spawn(move || {
+                    let mut f = store.frontier().unwrap();
+                    let links: Vec<LinkOut> = (0..30)
+                        .map(|i| {
+                            link(
+                                &format!("gemini://z.test/{n}/{i}"),
+                                "",
+                                None,
+                                Priority::Fresh,
+                            )
+                        })
+                        .collect();
+                    let mut b = f.batch(1).unwrap();
+                    let report = b.set_links(source, 0, &links, 40).unwrap();
+                    b.commit().unwrap();
+                    report
+                })
+            })
+            .collect();
+        crawlers.into_iter().map(|c| c.join().unwrap()).collect()
+    });
+    assert_eq!(reports.iter().map(|r| r.added).sum::<usize>(), 40);
+    let mut client = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    let row = client
+        .query_one(
+            "SELECT h.url_count, (SELECT COUNT(*) FROM urls u WHERE u.host_id = h.id)
+             FROM hosts h WHERE name = 'z.test'",
+            &[],
+        )
+        .unwrap();
+    assert_eq!((row.get::<_, i64>(0), row.get::<_, i64>(1)), (40, 40));
 }
 
 /// A read-only open of a database without a crawl says so.

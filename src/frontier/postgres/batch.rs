@@ -2,19 +2,22 @@
 //! the SQLite store's batch (see `sqlite/batch.rs`): visits, links, redirects, retries,
 //! back-offs, robots.txt answers, certificate pins and archived responses. Rows two crawlers
 //! may both create (capsules, URLs, bodies) are inserted with `ON CONFLICT`, so a crawler never
-//! fails on another's insert.
+//! fails on another's insert. Each statement is a round trip to the database, so what SQLite
+//! does in a few statements a visit is one statement here where it can be, and the links of a
+//! page are recorded a page at a time (`links.rs`).
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::HashMap;
 use std::time::Duration;
 
 use postgres::types::ToSql;
 use postgres::{Row, Statement, Transaction};
 
+mod links;
+
+use links::Wanted;
+
 use super::{Result, DB_NOW_MS};
-use crate::frontier::{
-    ArchiveRecord, FetchResult, IndexOp, LinkOut, LinkReport, NewUrl, Pin, UrlState, VisitRecord,
-};
-use crate::revisit::Priority;
+use crate::frontier::{ArchiveRecord, FetchResult, IndexOp, LinkOut, NewUrl, Pin, VisitRecord};
 
 /// Ids of capsules and URLs by name, as rows of the store have them.
 #[derive(Debug, Default)]
@@ -105,30 +108,7 @@ impl<'a> PgBatch<'a> {
 
     /// The id of a capsule, created when new.
     pub fn host_id(&mut self, name: &str) -> Result<i64> {
-        if let Some(&id) = self
-            .ids
-            .hosts
-            .get(name)
-            .or_else(|| self.new_ids.hosts.get(name))
-        {
-            return Ok(id);
-        }
-        if let Some(row) = self.opt_row("SELECT id FROM hosts WHERE name = $1", &[&name])? {
-            let id = row.get(0);
-            self.ids.hosts.insert(name.to_string(), id);
-            return Ok(id);
-        }
-        // Another crawler may insert it at the same moment: the insert then does nothing and
-        // the select finds its row.
-        let row = self.row(
-            "WITH ins AS (INSERT INTO hosts(name) VALUES ($1) ON CONFLICT (name) DO NOTHING
-                          RETURNING id)
-             SELECT id FROM ins UNION ALL SELECT id FROM hosts WHERE name = $1 LIMIT 1",
-            &[&name],
-        )?;
-        let id = row.get(0);
-        self.new_ids.hosts.insert(name.to_string(), id);
-        Ok(id)
+        Ok(self.host_ids(&[name])?[0])
     }
 
     /// The id of a URL, inserting it when unknown (see the SQLite store's `ensure_url`).
@@ -138,66 +118,11 @@ impl<'a> PgBatch<'a> {
         excluded: Option<&str>,
         budget: u64,
     ) -> Result<Option<(i64, bool)>> {
-        if let Some(&id) = self
-            .ids
-            .urls
-            .get(new.url)
-            .or_else(|| self.new_ids.urls.get(new.url))
-        {
-            return Ok(Some((id, false)));
-        }
-        if let Some(row) = self.opt_row("SELECT id FROM urls WHERE url = $1", &[&new.url])? {
-            // Not made by this transaction (those are in `new_ids`), so committed: cacheable.
-            let id = row.get(0);
-            self.ids.urls.insert(new.url.to_string(), id);
-            return Ok(Some((id, false)));
-        }
-        let host_id = self.host_id(new.host)?;
-        let counted = self.opt_row(
-            "UPDATE hosts SET url_count = url_count + 1 WHERE id = $1 AND url_count < $2
-             RETURNING url_count",
-            &[&host_id, &(budget.min(i64::MAX as u64) as i64)],
-        )?;
-        if counted.is_none() {
-            return Ok(None);
-        }
-        let (state, due_at) = match excluded {
-            Some(_) => (UrlState::Excluded, None),
-            None => (UrlState::New, Some(self.now)),
+        let wanted = Wanted {
+            new: *new,
+            excluded,
         };
-        let inserted = self.opt_row(
-            "INSERT INTO urls(url, host_id, state, depth, hops, discovered_from, alias_of,
-                              error, prio, due_at)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
-             ON CONFLICT (url) DO NOTHING RETURNING id",
-            &[
-                &new.url,
-                &host_id,
-                &state.as_str(),
-                &i64::from(new.depth),
-                &i64::from(new.hops),
-                &new.from,
-                &new.alias_of,
-                &excluded,
-                &(new.prio as i64),
-                &due_at,
-            ],
-        )?;
-        let Some(row) = inserted else {
-            // Another crawler inserted it meanwhile (and counted it).
-            self.exec(
-                "UPDATE hosts SET url_count = url_count - 1 WHERE id = $1",
-                &[&host_id],
-            )?;
-            let row = self.row("SELECT id FROM urls WHERE url = $1", &[&new.url])?;
-            return Ok(Some((row.get(0), false)));
-        };
-        let id: i64 = row.get(0);
-        self.new_ids.urls.insert(new.url.to_string(), id);
-        if let Some(due) = due_at {
-            self.lower_next_due(host_id, due)?;
-        }
-        Ok(Some((id, true)))
+        Ok(self.ensure_urls(&[wanted], budget)?[0])
     }
 
     /// Makes fetchable the web URLs recorded as `excluded` by runs that did not follow the web.
@@ -251,114 +176,9 @@ impl<'a> PgBatch<'a> {
         Ok(())
     }
 
-    /// Records the links of a page, replacing the links it had (see the SQLite store).
-    pub fn set_links(
-        &mut self,
-        source: i64,
-        depth: u32,
-        links: &[LinkOut],
-        budget: u64,
-    ) -> Result<LinkReport> {
-        let old: BTreeSet<(i64, String)> = self
-            .rows(
-                "SELECT target, label FROM links WHERE source = $1",
-                &[&source],
-            )?
-            .iter()
-            .map(|r| (r.get(0), r.get(1)))
-            .collect();
-        let mut report = LinkReport::default();
-        let mut current: BTreeSet<(i64, String)> = BTreeSet::new();
-        for link in links {
-            let new = NewUrl {
-                url: &link.url,
-                host: &link.host,
-                depth: depth + 1,
-                hops: 0,
-                from: Some(source),
-                alias_of: None,
-                prio: link.prio,
-            };
-            let Some((target, is_new)) = self.ensure_url(&new, link.excluded, budget)? else {
-                continue;
-            };
-            if is_new {
-                report.added += 1;
-                if link.excluded.is_none() {
-                    let host_id = self.host_id(&link.host)?;
-                    report.hosts_with_new.insert(host_id);
-                    if link.prio == Priority::Hub {
-                        report.new_hubs.push((target, host_id));
-                    }
-                }
-            }
-            let key = (target, link.label.clone());
-            if !current.insert(key.clone()) || old.contains(&key) {
-                continue;
-            }
-            self.exec(
-                "INSERT INTO links(source, target, label) VALUES ($1, $2, $3)
-                 ON CONFLICT DO NOTHING",
-                &[&source, &target, &link.label],
-            )?;
-            if !is_new && !link.label.is_empty() && self.label_count(target, &link.label)? == 1 {
-                self.mark_anchor_update(target)?;
-            }
-        }
-        for (target, label) in old.difference(&current) {
-            self.remove_link(source, *target, label)?;
-        }
-        Ok(report)
-    }
-
-    /// Removes every link of a page, marking the pages whose anchors lose a label.
-    pub fn drop_links(&mut self, source: i64) -> Result<()> {
-        let old: Vec<(i64, String)> = self
-            .rows(
-                "SELECT target, label FROM links WHERE source = $1",
-                &[&source],
-            )?
-            .iter()
-            .map(|r| (r.get(0), r.get(1)))
-            .collect();
-        for (target, label) in old {
-            self.remove_link(source, target, &label)?;
-        }
-        Ok(())
-    }
-
-    fn remove_link(&mut self, source: i64, target: i64, label: &str) -> Result<()> {
-        self.exec(
-            "DELETE FROM links WHERE source = $1 AND target = $2 AND label = $3",
-            &[&source, &target, &label],
-        )?;
-        if !label.is_empty() && self.label_count(target, label)? == 0 {
-            self.mark_anchor_update(target)?;
-        }
-        Ok(())
-    }
-
-    fn label_count(&mut self, target: i64, label: &str) -> Result<i64> {
-        Ok(self
-            .row(
-                "SELECT COUNT(*) FROM (SELECT 1 FROM links WHERE target = $1 AND label = $2
-                                       LIMIT 2) AS l",
-                &[&target, &label],
-            )?
-            .get(0))
-    }
-
     /// Forgets a page's pending anchor update: its document is being written now.
     pub fn forget_anchor_update(&mut self, url_id: i64) -> Result<()> {
         self.exec("DELETE FROM anchor_updates WHERE url_id = $1", &[&url_id])?;
-        Ok(())
-    }
-
-    fn mark_anchor_update(&mut self, url_id: i64) -> Result<()> {
-        self.exec(
-            "INSERT INTO anchor_updates(url_id) VALUES ($1) ON CONFLICT DO NOTHING",
-            &[&url_id],
-        )?;
         Ok(())
     }
 
@@ -398,20 +218,21 @@ impl<'a> PgBatch<'a> {
 
     /// The distinct labels of the links that point to a URL, as this transaction sees them.
     pub fn inbound_labels(&mut self, id: i64, limit: usize) -> Result<Vec<String>> {
-        super::read::inbound_labels(self.tx(), id, limit)
+        super::read::inbound_labels(|sql, params| self.rows(sql, params), id, limit)
     }
 
     /// Records a visit (see the SQLite store's `record_visit`).
     pub fn record_visit(&mut self, id: i64, visit: &VisitRecord<'_>) -> Result<()> {
         let r = visit.result;
-        let replaced = self.replaced_content(id, r.content_hash.as_deref())?;
         let (has_validators, etag, last_modified) = match &r.validators {
             Some((etag, modified)) => (true, etag.clone(), modified.clone()),
             None => (false, None, None),
         };
         let crawler = self.crawler.clone();
-        self.exec(
-            "UPDATE urls SET state = $2, status = $3, meta = $4, error = $5,
+        // The hash it had comes back from the statement's snapshot, taken before the update.
+        let before = self.opt_row(
+            "WITH before AS (SELECT content_hash FROM urls WHERE id = $1)
+             UPDATE urls SET state = $2, status = $3, meta = $4, error = $5,
                     mime = COALESCE($6, mime), size = COALESCE($7, size),
                     content_hash = COALESCE($8, content_hash),
                     content_meta = COALESCE($18, content_meta), fetched_at = $9,
@@ -423,7 +244,8 @@ impl<'a> PgBatch<'a> {
                     visits = visits + 1, attempts = 0, claimed = 2, claimed_by = $22,
                     index_op = COALESCE($16, index_op), redirect_to = $17,
                     batch = CASE WHEN $16::TEXT IS NULL THEN batch END
-             WHERE id = $1",
+             WHERE id = $1
+             RETURNING (SELECT content_hash FROM before)",
             &[
                 &id,
                 &visit.state.as_str(),
@@ -449,27 +271,28 @@ impl<'a> PgBatch<'a> {
                 &crawler,
             ],
         )?;
-        if let Some(old) = replaced {
-            self.forget_body_if_unused(&old)?;
-        }
-        Ok(())
+        self.forget_replaced_content(before, r.content_hash.as_deref())
     }
 
-    fn replaced_content(&mut self, id: i64, new: Option<&str>) -> Result<Option<String>> {
-        let Some(new) = new else { return Ok(None) };
-        let old: Option<String> = self
-            .opt_row("SELECT content_hash FROM urls WHERE id = $1", &[&id])?
-            .and_then(|r| r.get(0));
-        Ok(old.filter(|old| old != new))
+    /// Forgets the body of the content a URL had before (`before`, a row holding its hash),
+    /// when `new` content replaced it and nothing else needs it.
+    fn forget_replaced_content(&mut self, before: Option<Row>, new: Option<&str>) -> Result<()> {
+        let Some(new) = new else { return Ok(()) };
+        let old: Option<String> = before.and_then(|r| r.get(0));
+        match old {
+            Some(old) if old != new => self.forget_body_if_unused(&old),
+            _ => Ok(()),
+        }
     }
 
     /// Sends content to the index under `id`, the URL a temporary redirect keeps canonical.
     pub fn record_alias_content(&mut self, id: i64, result: &FetchResult) -> Result<()> {
-        let replaced = self.replaced_content(id, result.content_hash.as_deref())?;
-        self.exec(
-            "UPDATE urls SET state = 'indexed', mime = $2, size = $3, content_hash = $4,
+        let before = self.opt_row(
+            "WITH before AS (SELECT content_hash FROM urls WHERE id = $1)
+             UPDATE urls SET state = 'indexed', mime = $2, size = $3, content_hash = $4,
                     content_meta = $5, index_op = 'upsert', first_failed_at = NULL, batch = NULL
-             WHERE id = $1",
+             WHERE id = $1
+             RETURNING (SELECT content_hash FROM before)",
             &[
                 &id,
                 &result.mime,
@@ -478,10 +301,7 @@ impl<'a> PgBatch<'a> {
                 &result.content_meta,
             ],
         )?;
-        if let Some(old) = replaced {
-            self.forget_body_if_unused(&old)?;
-        }
-        Ok(())
+        self.forget_replaced_content(before, result.content_hash.as_deref())
     }
 
     /// Schedules a URL that failed temporarily for another try at `due_at`.
@@ -593,66 +413,62 @@ impl<'a> PgBatch<'a> {
 
     /// Compares a capsule's certificate with its pin, pinning a changed one.
     pub fn pin_certificate(&mut self, host_id: i64, sha256: &str, now: i64) -> Result<Pin> {
+        // One statement: the pin before comes from the row locked first, and the update
+        // writes what the comparison decides (first pin, same, or a change counted).
         let pinned: Option<String> = self
             .opt_row(
-                "SELECT cert_sha256 FROM hosts WHERE id = $1 FOR UPDATE",
-                &[&host_id],
+                "UPDATE hosts h SET cert_sha256 = $2, cert_last_seen = $3,
+                        cert_first_seen = CASE WHEN p.pin IS DISTINCT FROM $2 THEN $3
+                                               ELSE h.cert_first_seen END,
+                        cert_changes = h.cert_changes
+                                       + CASE WHEN p.pin != $2 THEN 1 ELSE 0 END
+                 FROM (SELECT cert_sha256 AS pin FROM hosts WHERE id = $1 FOR UPDATE) p
+                 WHERE h.id = $1
+                 RETURNING p.pin",
+                &[&host_id, &sha256, &now],
             )?
             .and_then(|r| r.get(0));
-        let pin = match pinned {
+        Ok(match pinned {
             None => Pin::First,
             Some(p) if p == sha256 => Pin::Same,
             Some(previous) => Pin::Changed { previous },
-        };
-        let sql = match pin {
-            Pin::First => {
-                "UPDATE hosts SET cert_sha256 = $2, cert_first_seen = $3, cert_last_seen = $3
-                 WHERE id = $1"
-            }
-            Pin::Same => {
-                "UPDATE hosts SET cert_last_seen = $3 WHERE id = $1 AND $2::text IS NOT NULL"
-            }
-            Pin::Changed { .. } => {
-                "UPDATE hosts SET cert_sha256 = $2, cert_first_seen = $3, cert_last_seen = $3,
-                        cert_changes = cert_changes + 1
-                 WHERE id = $1"
-            }
-        };
-        self.exec(sql, &[&host_id, &sha256, &now])?;
-        Ok(pin)
+        })
     }
 
     /// Archives the latest response of a URL, replacing the one before.
     pub fn archive(&mut self, url_id: i64, record: &ArchiveRecord<'_>) -> Result<()> {
-        if let Some(body) = &record.body {
-            self.exec(
-                "INSERT INTO bodies(hash, size, zstd) VALUES ($1, $2, $3)
-                 ON CONFLICT (hash) DO NOTHING",
-                &[&body.hash, &(body.size as i64), &body.zstd],
-            )?;
-        }
-        let previous: Option<String> = self
-            .opt_row(
-                "SELECT body_hash FROM responses WHERE url_id = $1",
-                &[&url_id],
-            )?
-            .and_then(|r| r.get(0));
         let hash = record.body.map(|b| b.hash);
-        self.exec(
-            "INSERT INTO responses(url_id, status, meta, fetched_at, cert_sha256, body_hash)
-             VALUES ($1, $2, $3, $4, $5, $6)
-             ON CONFLICT (url_id) DO UPDATE SET status = excluded.status,
-                 meta = excluded.meta, fetched_at = excluded.fetched_at,
-                 cert_sha256 = excluded.cert_sha256, body_hash = excluded.body_hash",
-            &[
-                &url_id,
-                &i64::from(record.status),
-                &record.meta,
-                &record.fetched_at,
-                &record.cert_sha256,
-                &hash,
-            ],
-        )?;
+        let size = record.body.map(|b| b.size as i64);
+        let zstd = record.body.map(|b| b.zstd);
+        // The body hash archived before comes from the statement's snapshot, taken before
+        // the response is replaced.
+        let previous: Option<String> = self
+            .row(
+                "WITH previous AS (SELECT body_hash FROM responses WHERE url_id = $1),
+                 body AS (
+                     INSERT INTO bodies(hash, size, zstd)
+                     SELECT $6::TEXT, $7::BIGINT, $8::BYTEA WHERE $6::TEXT IS NOT NULL
+                     ON CONFLICT (hash) DO NOTHING),
+                 response AS (
+                     INSERT INTO responses(url_id, status, meta, fetched_at, cert_sha256,
+                                           body_hash)
+                     VALUES ($1, $2, $3, $4, $5, $6)
+                     ON CONFLICT (url_id) DO UPDATE SET status = excluded.status,
+                         meta = excluded.meta, fetched_at = excluded.fetched_at,
+                         cert_sha256 = excluded.cert_sha256, body_hash = excluded.body_hash)
+                 SELECT (SELECT body_hash FROM previous)",
+                &[
+                    &url_id,
+                    &i64::from(record.status),
+                    &record.meta,
+                    &record.fetched_at,
+                    &record.cert_sha256,
+                    &hash,
+                    &size,
+                    &zstd,
+                ],
+            )?
+            .get(0);
         if let Some(previous) = previous.filter(|p| Some(p.as_str()) != hash) {
             self.forget_body_if_unused(&previous)?;
         }

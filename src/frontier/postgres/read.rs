@@ -5,7 +5,8 @@
 
 use std::collections::{BTreeSet, HashMap};
 
-use postgres::GenericClient;
+use postgres::types::ToSql;
+use postgres::Row;
 
 use super::{count_of, lock, status_of, write_tx, PgFrontier, Result};
 use crate::frontier::archive::decompress;
@@ -18,16 +19,24 @@ use crate::frontier::{
 };
 use crate::rank::{LinkGraph, LinkGraphBuilder};
 
-/// The distinct labels of links to `id` or to URLs redirecting to it, walked a level at a time.
+/// The distinct labels of links to `id` or to URLs redirecting to it, walked a level at a time,
+/// each statement run by `query` (a batch runs them prepared: one round trip each).
 pub(super) fn inbound_labels(
-    conn: &mut impl GenericClient,
+    mut query: impl FnMut(&str, &[&(dyn ToSql + Sync)]) -> Result<Vec<Row>>,
     id: i64,
     limit: usize,
 ) -> Result<Vec<String>> {
     let mut chain = BTreeSet::from([id]);
     let mut level = vec![id];
     for _ in 0..MAX_REDIRECT_CHAIN {
-        let rows = conn.query("SELECT id FROM urls WHERE redirect_to = ANY($1)", &[&level])?;
+        // `IS NOT NULL` says outright what the partial index `urls_redirected` needs, which
+        // `redirect_to = ANY($1)` alone does not prove (the array could be empty). Prepared,
+        // this statement still costs about 0.2 ms a call on the bench, against 0.002 ms sent
+        // as text: its generic plan is yet to be looked at.
+        let rows = query(
+            "SELECT id FROM urls WHERE redirect_to = ANY($1) AND redirect_to IS NOT NULL",
+            &[&level],
+        )?;
         let next: Vec<i64> = rows
             .iter()
             .map(|r| r.get::<_, i64>(0))
@@ -39,7 +48,7 @@ pub(super) fn inbound_labels(
         level = next;
     }
     let targets: Vec<i64> = chain.into_iter().collect();
-    let rows = conn.query(
+    let rows = query(
         "SELECT DISTINCT label COLLATE \"C\" FROM links
          WHERE target = ANY($1) AND label != '' ORDER BY 1 LIMIT $2",
         &[&targets, &i64::try_from(limit).unwrap_or(i64::MAX)],
@@ -145,7 +154,8 @@ impl PgFrontier {
 
     /// The distinct labels of the links that point to a URL or to URLs redirecting to it.
     pub fn inbound_labels(&self, id: i64, limit: usize) -> Result<Vec<String>> {
-        inbound_labels(&mut **self.db(), id, limit)
+        let mut db = self.db();
+        inbound_labels(|sql, params| Ok(db.query(sql, params)?), id, limit)
     }
 
     /// The archived response of a URL, body included.

@@ -1,0 +1,402 @@
+//! The set-based half of [`PgBatch`]: the URLs a page links to and its links, a page at a time.
+//! One statement resolves every URL the batch has no id for, one creates the capsules it never
+//! saw, one inserts the unknown URLs within their capsules' budgets, and one replaces the
+//! page's links and marks the anchor updates they cause: a handful of round trips a page,
+//! where one link at a time took several per link. The meaning is the SQLite store's
+//! (`sqlite/batch.rs`), which records the same things one link at a time; what each statement
+//! computes at once is what that sequence of calls leaves behind.
+
+use std::collections::{BTreeSet, HashMap};
+
+use super::PgBatch;
+use crate::frontier::postgres::Result;
+use crate::frontier::{LinkOut, LinkReport, NewUrl, UrlState};
+use crate::revisit::Priority;
+
+/// A URL to know the id of, inserted when unknown: as [`PgBatch::ensure_url`] takes it.
+pub(in crate::frontier::postgres) struct Wanted<'u> {
+    pub new: NewUrl<'u>,
+    /// Why it may not be fetched, if it may not: it is then inserted `excluded`.
+    pub excluded: Option<&'u str>,
+}
+
+/// Inserts URLs not known before, each only if its capsule has room (`url_count < budget`).
+/// Room is read from the capsule's row locked `FOR UPDATE`, so two crawlers inserting into one
+/// capsule at once take turns and its count stays exact; a capsule's URLs take its room in
+/// the order given (`n`), as one insert after the other would. The count grows by what was
+/// really inserted: a URL another crawler inserted meanwhile conflicts, is not counted, and
+/// comes back with `granted` but no id. Each capsule that got URLs due now is due no later.
+/// (The room is NUMERIC so that an unlimited budget, `i64::MAX`, cannot overflow.)
+const INSERT_URLS: &str = "
+WITH wanted AS (
+    SELECT * FROM unnest($1::TEXT[], $2::BIGINT[], $3::TEXT[], $4::TEXT[], $5::BIGINT[],
+                         $6::BIGINT[], $7::BIGINT[], $8::BIGINT[], $9::BIGINT[], $10::BIGINT[])
+        WITH ORDINALITY AS w(url, host_id, state, error, prio, depth, hops, discovered_from,
+                             alias_of, due_at, n)
+),
+room AS (
+    SELECT id, GREATEST($11::BIGINT::NUMERIC - url_count, 0) AS room FROM hosts
+    WHERE id IN (SELECT host_id FROM wanted) ORDER BY id FOR UPDATE
+),
+ranked AS (
+    SELECT w.*, row_number() OVER (PARTITION BY w.host_id ORDER BY w.n) <= r.room AS granted
+    FROM wanted w JOIN room r ON r.id = w.host_id
+),
+inserted AS (
+    INSERT INTO urls(url, host_id, state, depth, hops, discovered_from, alias_of, error, prio,
+                     due_at)
+    SELECT url, host_id, state, depth, hops, discovered_from, alias_of, error, prio, due_at
+    FROM ranked WHERE granted ORDER BY n
+    ON CONFLICT (url) DO NOTHING
+    RETURNING id, url, host_id, due_at
+),
+counted AS (
+    UPDATE hosts h SET url_count = h.url_count + c.added,
+           next_due = CASE WHEN c.due IS NOT NULL AND (h.next_due IS NULL OR h.next_due > c.due)
+                           THEN c.due ELSE h.next_due END
+    FROM (SELECT host_id, COUNT(*) AS added, MIN(due_at) AS due FROM inserted GROUP BY host_id) c
+    WHERE h.id = c.host_id
+)
+SELECT r.n, r.granted, i.id FROM ranked r LEFT JOIN inserted i ON i.url = r.url";
+
+/// Replaces the links of page `$1` by `$2`, `$3` (targets and labels, each pair once) and
+/// marks for an anchor update every target that gains its first link with a label (`$4`: the
+/// target was not new) or loses its last one. The links of other pages decide "first" and
+/// "last": the statement's snapshot does not see its own changes, and those are all links
+/// of `$1`.
+const REPLACE_LINKS: &str = "
+WITH current AS (
+    SELECT * FROM unnest($2::BIGINT[], $3::TEXT[], $4::BOOLEAN[]) AS c(target, label, known)
+),
+gone AS (
+    DELETE FROM links l WHERE l.source = $1
+      AND NOT EXISTS (SELECT 1 FROM current c WHERE c.target = l.target AND c.label = l.label)
+    RETURNING l.target, l.label
+),
+added AS (
+    INSERT INTO links(source, target, label) SELECT $1, target, label FROM current
+    ON CONFLICT DO NOTHING
+    RETURNING target, label
+),
+changed AS (
+    SELECT target, label FROM gone
+    UNION ALL
+    SELECT a.target, a.label FROM added a JOIN current c USING (target, label) WHERE c.known
+)
+INSERT INTO anchor_updates(url_id)
+SELECT DISTINCT ch.target FROM changed ch
+WHERE ch.label != ''
+  AND NOT EXISTS (SELECT 1 FROM links o
+                  WHERE o.target = ch.target AND o.label = ch.label AND o.source != $1)
+ON CONFLICT DO NOTHING";
+
+impl PgBatch<'_> {
+    /// The ids of capsules, creating those that are new, in one statement for all the names
+    /// not cached (capsules are created in the order named).
+    pub(in crate::frontier::postgres) fn host_ids(&mut self, names: &[&str]) -> Result<Vec<i64>> {
+        let mut missing: Vec<&str> = Vec::new();
+        for &name in names {
+            if self.cached_host(name).is_none() && !missing.contains(&name) {
+                missing.push(name);
+            }
+        }
+        if !missing.is_empty() {
+            // Only names no row has are inserted, so that no id is drawn for nothing.
+            let rows = self.rows(
+                "WITH wanted AS (SELECT * FROM unnest($1::TEXT[]) WITH ORDINALITY AS w(name, n)),
+                 inserted AS (
+                     INSERT INTO hosts(name)
+                     SELECT name FROM wanted w
+                     WHERE NOT EXISTS (SELECT 1 FROM hosts h WHERE h.name = w.name) ORDER BY n
+                     ON CONFLICT (name) DO NOTHING RETURNING id, name)
+                 SELECT id, name, TRUE FROM inserted
+                 UNION ALL
+                 SELECT h.id, h.name, FALSE FROM hosts h JOIN wanted w ON w.name = h.name",
+                &[&missing],
+            )?;
+            for row in rows {
+                let (id, name, made): (i64, String, bool) = (row.get(0), row.get(1), row.get(2));
+                let cache = if made {
+                    &mut self.new_ids.hosts
+                } else {
+                    &mut self.ids.hosts
+                };
+                cache.insert(name, id);
+            }
+            // A capsule another crawler created after this statement began is in neither
+            // half of its answer; it is committed now (the insert waited for it).
+            let late: Vec<&str> = missing
+                .into_iter()
+                .filter(|name| self.cached_host(name).is_none())
+                .collect();
+            if !late.is_empty() {
+                for row in self.rows("SELECT id, name FROM hosts WHERE name = ANY($1)", &[&late])? {
+                    self.ids.hosts.insert(row.get(1), row.get(0));
+                }
+            }
+        }
+        names
+            .iter()
+            .map(|name| {
+                self.cached_host(name).ok_or_else(|| {
+                    crate::frontier::FrontierError::Postgres(format!("capsule {name} not created"))
+                })
+            })
+            .collect()
+    }
+
+    fn cached_host(&self, name: &str) -> Option<i64> {
+        self.ids
+            .hosts
+            .get(name)
+            .or_else(|| self.new_ids.hosts.get(name))
+            .copied()
+    }
+
+    fn cached_url(&self, url: &str) -> Option<i64> {
+        self.ids
+            .urls
+            .get(url)
+            .or_else(|| self.new_ids.urls.get(url))
+            .copied()
+    }
+
+    /// The ids of many URLs, inserting the unknown ones: for each, what [`PgBatch::ensure_url`]
+    /// called on each in turn returns. A URL is new (`true`) only where it first comes; a
+    /// capsule's room goes to its URLs in the order given; `None` where the capsule was full.
+    pub(in crate::frontier::postgres) fn ensure_urls(
+        &mut self,
+        wanted: &[Wanted<'_>],
+        budget: u64,
+    ) -> Result<Vec<Option<(i64, bool)>>> {
+        let mut found: HashMap<&str, Option<(i64, bool)>> = HashMap::new();
+        // The URLs without a cached id, each once, in order.
+        let mut unknown: Vec<&Wanted<'_>> = Vec::new();
+        for w in wanted {
+            if found.contains_key(w.new.url) {
+                continue;
+            }
+            match self.cached_url(w.new.url) {
+                Some(id) => {
+                    found.insert(w.new.url, Some((id, false)));
+                }
+                None => {
+                    found.insert(w.new.url, None);
+                    unknown.push(w);
+                }
+            }
+        }
+        if !unknown.is_empty() {
+            let urls: Vec<&str> = unknown.iter().map(|w| w.new.url).collect();
+            for row in self.rows("SELECT id, url FROM urls WHERE url = ANY($1)", &[&urls])? {
+                let (id, url): (i64, String) = (row.get(0), row.get(1));
+                // Not made by this transaction (those are in `new_ids`), so committed: cacheable.
+                if let Some(slot) = found.get_mut(url.as_str()) {
+                    *slot = Some((id, false));
+                }
+                self.ids.urls.insert(url, id);
+            }
+            unknown.retain(|w| found[w.new.url].is_none());
+        }
+        if !unknown.is_empty() {
+            let hosts: Vec<&str> = unknown.iter().map(|w| w.new.host).collect();
+            let host_ids = self.host_ids(&hosts)?;
+            let mut candidates: Vec<(&Wanted<'_>, i64)> =
+                unknown.into_iter().zip(host_ids).collect();
+            // Rounds: a URL another crawler inserted meanwhile leaves room to the capsule's
+            // next URLs, which the first round refused.
+            while !candidates.is_empty() {
+                let round = self.insert_urls(&candidates, budget)?;
+                for (url, id) in round.made {
+                    self.new_ids.urls.insert(url.to_string(), id);
+                    found.insert(url, Some((id, true)));
+                }
+                if round.conflicted.is_empty() {
+                    break;
+                }
+                let urls: Vec<&str> = round.conflicted.iter().map(|(w, _)| w.new.url).collect();
+                for row in self.rows("SELECT id, url FROM urls WHERE url = ANY($1)", &[&urls])? {
+                    let (id, url): (i64, String) = (row.get(0), row.get(1));
+                    if let Some(slot) = found.get_mut(url.as_str()) {
+                        *slot = Some((id, false));
+                    }
+                }
+                candidates = round.refused;
+            }
+        }
+        // A URL is new where it first comes only: after that, the batch knows it.
+        let mut seen: BTreeSet<&str> = BTreeSet::new();
+        Ok(wanted
+            .iter()
+            .map(|w| {
+                let first = seen.insert(w.new.url);
+                found[w.new.url].map(|(id, new)| (id, new && first))
+            })
+            .collect())
+    }
+
+    /// One round of [`INSERT_URLS`].
+    fn insert_urls<'w, 'u>(
+        &mut self,
+        candidates: &[(&'w Wanted<'u>, i64)],
+        budget: u64,
+    ) -> Result<Round<'w, 'u>> {
+        let mut columns = UrlColumns::default();
+        for (w, host_id) in candidates {
+            columns.push(w, *host_id, self.now);
+        }
+        let budget = budget.min(i64::MAX as u64) as i64;
+        let rows = self.rows(
+            INSERT_URLS,
+            &[
+                &columns.url,
+                &columns.host_id,
+                &columns.state,
+                &columns.error,
+                &columns.prio,
+                &columns.depth,
+                &columns.hops,
+                &columns.discovered_from,
+                &columns.alias_of,
+                &columns.due_at,
+                &budget,
+            ],
+        )?;
+        let mut round = Round {
+            made: Vec::new(),
+            conflicted: Vec::new(),
+            refused: Vec::new(),
+        };
+        let mut rows: Vec<(i64, bool, Option<i64>)> = rows
+            .iter()
+            .map(|r| (r.get(0), r.get(1), r.get(2)))
+            .collect();
+        rows.sort_unstable_by_key(|r| r.0);
+        for (n, granted, id) in rows {
+            let candidate = candidates[(n - 1) as usize];
+            match (granted, id) {
+                (true, Some(id)) => round.made.push((candidate.0.new.url, id)),
+                (true, None) => round.conflicted.push(candidate),
+                (false, _) => round.refused.push(candidate),
+            }
+        }
+        Ok(round)
+    }
+
+    /// Records the links of a page, replacing the links it had (see the SQLite store's
+    /// `set_links`, whose report this is, link for link).
+    pub fn set_links(
+        &mut self,
+        source: i64,
+        depth: u32,
+        links: &[LinkOut],
+        budget: u64,
+    ) -> Result<LinkReport> {
+        let wanted: Vec<Wanted<'_>> = links
+            .iter()
+            .map(|link| Wanted {
+                new: NewUrl {
+                    url: &link.url,
+                    host: &link.host,
+                    depth: depth + 1,
+                    hops: 0,
+                    from: Some(source),
+                    alias_of: None,
+                    prio: link.prio,
+                },
+                excluded: link.excluded,
+            })
+            .collect();
+        let resolved = self.ensure_urls(&wanted, budget)?;
+        let mut report = LinkReport::default();
+        let mut current: BTreeSet<(i64, &str)> = BTreeSet::new();
+        let (mut targets, mut labels, mut known) = (Vec::new(), Vec::new(), Vec::new());
+        for (link, resolved) in links.iter().zip(resolved) {
+            // Its capsule is full: the link is not kept either.
+            let Some((target, is_new)) = resolved else {
+                continue;
+            };
+            if is_new {
+                report.added += 1;
+                if link.excluded.is_none() {
+                    let host_id = self.host_id(&link.host)?;
+                    report.hosts_with_new.insert(host_id);
+                    if link.prio == Priority::Hub {
+                        report.new_hubs.push((target, host_id));
+                    }
+                }
+            }
+            // Repeated on the page: its first time decides.
+            if !current.insert((target, &link.label)) {
+                continue;
+            }
+            targets.push(target);
+            labels.push(link.label.as_str());
+            // A URL just added has no document yet: its anchors are read when it is indexed.
+            known.push(!is_new);
+        }
+        self.replace_links(source, &targets, &labels, &known)?;
+        Ok(report)
+    }
+
+    /// Removes every link of a page, marking the pages whose anchors lose a label.
+    pub fn drop_links(&mut self, source: i64) -> Result<()> {
+        self.replace_links(source, &[], &[], &[])
+    }
+
+    fn replace_links(
+        &mut self,
+        source: i64,
+        targets: &[i64],
+        labels: &[&str],
+        known: &[bool],
+    ) -> Result<()> {
+        self.exec(REPLACE_LINKS, &[&source, &targets, &labels, &known])?;
+        Ok(())
+    }
+}
+
+/// What one round of [`INSERT_URLS`] did with its candidates (URL and capsule id).
+struct Round<'w, 'u> {
+    /// Inserted, with their ids.
+    made: Vec<(&'u str, i64)>,
+    /// Inserted first by another crawler.
+    conflicted: Vec<(&'w Wanted<'u>, i64)>,
+    /// Their capsule had no room left.
+    refused: Vec<(&'w Wanted<'u>, i64)>,
+}
+
+/// The columns of [`INSERT_URLS`], one array each.
+#[derive(Default)]
+struct UrlColumns<'u> {
+    url: Vec<&'u str>,
+    host_id: Vec<i64>,
+    state: Vec<&'static str>,
+    error: Vec<Option<&'u str>>,
+    prio: Vec<i64>,
+    depth: Vec<i64>,
+    hops: Vec<i64>,
+    discovered_from: Vec<Option<i64>>,
+    alias_of: Vec<Option<i64>>,
+    due_at: Vec<Option<i64>>,
+}
+
+impl<'u> UrlColumns<'u> {
+    /// A URL to insert: due at `now`, or `excluded` (never due) with its reason.
+    fn push(&mut self, w: &Wanted<'u>, host_id: i64, now: i64) {
+        let (state, due_at) = match w.excluded {
+            Some(_) => (UrlState::Excluded, None),
+            None => (UrlState::New, Some(now)),
+        };
+        self.url.push(w.new.url);
+        self.host_id.push(host_id);
+        self.state.push(state.as_str());
+        self.error.push(w.excluded);
+        self.prio.push(w.new.prio as i64);
+        self.depth.push(i64::from(w.new.depth));
+        self.hops.push(i64::from(w.new.hops));
+        self.discovered_from.push(w.new.from);
+        self.alias_of.push(w.new.alias_of);
+        self.due_at.push(due_at);
+    }
+}
