@@ -36,7 +36,7 @@ pub struct GeminiFetcher {
 
 impl GeminiFetcher {
     pub fn new(limits: FetchLimits, budget: SocketBudget) -> Self {
-        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let provider = super::tls_provider();
         let verifier = Arc::new(TofuVerifier::new(&provider));
         let mut config = rustls::ClientConfig::builder_with_provider(provider)
             .with_safe_default_protocol_versions()

@@ -99,7 +99,7 @@ pub fn trust_roots(extra: &[rustls::pki_types::CertificateDer<'static>]) -> rust
 impl HttpFetcher {
     /// A client that trusts `roots` (see [`trust_roots`]).
     pub fn new(limits: FetchLimits, budget: SocketBudget, roots: rustls::RootCertStore) -> Self {
-        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let provider = super::tls_provider();
         let mut config = rustls::ClientConfig::builder_with_provider(provider)
             .with_safe_default_protocol_versions()
             .expect("the ring provider supports the default TLS versions")

@@ -107,6 +107,25 @@ pub struct Response {
     pub resumed: bool,
 }
 
+/// The crawl's TLS primitives: ring's, with the TLS 1.3 suites in the order AES-128-GCM with
+/// SHA-256, AES-256-GCM with SHA-384, then ChaCha20 (TLS 1.2 suites after them, as ring lists
+/// them). A server that follows the client's order (rustls servers do by default) then picks a
+/// suite whose key schedule hashes with SHA-256, which processors of the last decade run in
+/// hardware; SHA-384 ran in software and was about 1.7% of a crawl's CPU on the bench farm.
+/// Either suite is as safe as the other for a crawler.
+fn tls_provider() -> std::sync::Arc<rustls::crypto::CryptoProvider> {
+    let mut provider = rustls::crypto::ring::default_provider();
+    let rank = |suite: &rustls::SupportedCipherSuite| match suite.suite() {
+        rustls::CipherSuite::TLS13_AES_128_GCM_SHA256 => 0,
+        rustls::CipherSuite::TLS13_AES_256_GCM_SHA384 => 1,
+        rustls::CipherSuite::TLS13_CHACHA20_POLY1305_SHA256 => 2,
+        _ => 3,
+    };
+    // A stable sort: what ranks alike keeps ring's order.
+    provider.cipher_suites.sort_by_key(rank);
+    std::sync::Arc::new(provider)
+}
+
 /// Servers whose TLS sessions a client remembers for resumption: more than a crawl takes turns
 /// among (capsules are leased a few hundred at a time).
 const RESUMED_SERVERS: usize = 1024;
@@ -317,6 +336,26 @@ pub fn outcome_of(status: u8, meta: &str) -> Result<Outcome, FetchError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_tls_suites_are_ring_s_with_sha_256_first() {
+        let ours: Vec<_> = tls_provider()
+            .cipher_suites
+            .iter()
+            .map(|s| s.suite())
+            .collect();
+        assert_eq!(ours[0], rustls::CipherSuite::TLS13_AES_128_GCM_SHA256);
+        assert_eq!(ours[1], rustls::CipherSuite::TLS13_AES_256_GCM_SHA384);
+        let mut ring: Vec<_> = rustls::crypto::ring::default_provider()
+            .cipher_suites
+            .iter()
+            .map(|s| s.suite())
+            .collect();
+        let mut sorted = ours.clone();
+        ring.sort_by_key(|s| u16::from(*s));
+        sorted.sort_by_key(|s| u16::from(*s));
+        assert_eq!(sorted, ring, "the same suites, only reordered");
+    }
 
     #[test]
     fn only_text_bodies_are_wanted_and_an_empty_meta_is_gemtext() {

@@ -101,5 +101,8 @@ pub fn compress(body: &[u8]) -> Vec<u8> {
     })
 }
 
-/// The zstd level of archived bodies.
-const ARCHIVE_LEVEL: i32 = 3;
+/// The zstd level of archived bodies. Level 1 (zstd's fastest strategy) instead of the default
+/// 3: on 1,500 pages of the corpus the bodies came out 1.7% larger (2,981,715 bytes against
+/// 2,932,527, from 6.6 MB), and compression took 1.0% of a crawl's CPU on the bench farm
+/// against 1.8% at level 3.
+const ARCHIVE_LEVEL: i32 = 1;
