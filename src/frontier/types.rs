@@ -250,3 +250,24 @@ pub struct LinkReport {
     /// Capsules that got new URLs to fetch.
     pub hosts_with_new: BTreeSet<i64>,
 }
+
+impl LinkReport {
+    /// Counts `target`, a URL a page's `link` has just added to the frontier. `host_id` gives
+    /// the id of its capsule, and is asked only when the URL is fetchable (not excluded).
+    pub fn count_new<E>(
+        &mut self,
+        link: &LinkOut,
+        target: i64,
+        host_id: impl FnOnce() -> Result<i64, E>,
+    ) -> Result<(), E> {
+        self.added += 1;
+        if link.excluded.is_none() {
+            let host_id = host_id()?;
+            self.hosts_with_new.insert(host_id);
+            if link.prio == Priority::Hub {
+                self.new_hubs.push((target, host_id));
+            }
+        }
+        Ok(())
+    }
+}

@@ -9,7 +9,6 @@ use rusqlite::{params, OptionalExtension};
 use super::{
     FetchResult, IndexOp, LinkOut, LinkReport, NewUrl, Pin, Result, UrlState, VisitRecord,
 };
-use crate::revisit::Priority;
 
 /// The web URLs [`SqliteBatch::admit_web_urls`] admits; the partial index `urls_web_waiting` keeps
 /// this from reading every URL.
@@ -240,14 +239,7 @@ impl<'a> SqliteBatch<'a> {
                 continue;
             };
             if is_new {
-                report.added += 1;
-                if link.excluded.is_none() {
-                    let host_id = self.host_id(&link.host)?;
-                    report.hosts_with_new.insert(host_id);
-                    if link.prio == Priority::Hub {
-                        report.new_hubs.push((target, host_id));
-                    }
-                }
+                report.count_new(link, target, || self.host_id(&link.host))?;
             }
             let key = (target, link.label.clone());
             // Repeated on the page, or recorded at an earlier visit.

@@ -11,7 +11,6 @@ use std::collections::{BTreeSet, HashMap};
 use super::PgBatch;
 use crate::frontier::postgres::Result;
 use crate::frontier::{LinkOut, LinkReport, NewUrl, UrlState};
-use crate::revisit::Priority;
 
 /// A URL to know the id of, inserted when unknown: as [`PgBatch::ensure_url`] takes it.
 pub(in crate::frontier::postgres) struct Wanted<'u> {
@@ -317,14 +316,7 @@ impl PgBatch<'_> {
                 continue;
             };
             if is_new {
-                report.added += 1;
-                if link.excluded.is_none() {
-                    let host_id = self.host_id(&link.host)?;
-                    report.hosts_with_new.insert(host_id);
-                    if link.prio == Priority::Hub {
-                        report.new_hubs.push((target, host_id));
-                    }
-                }
+                report.count_new(link, target, || self.host_id(&link.host))?;
             }
             // Repeated on the page: its first time decides.
             if !current.insert((target, &link.label)) {
