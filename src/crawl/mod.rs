@@ -160,8 +160,10 @@ impl CrawlConfig {
             retry_horizon: Duration::from_secs(300),
             socket_budget: None,
             limits: FetchLimits::default(),
+            // On the bench farm (about 1,000 pages/s) 5,000 documents a commit took 9% less
+            // CPU than 1,000, with fewer segments to merge; slower crawls commit every 10 s.
             commit: CommitPolicy {
-                max_docs: 1000,
+                max_docs: 5000,
                 max_age: Duration::from_secs(10),
             },
             progress_every: Duration::from_secs(5),
