@@ -1209,8 +1209,6 @@ async fn three_crawlers_share_a_crawl_and_survive_one_killed() {
     );
 }
 
-/// `geode crawl --frontier URL` in a data directory of its own (so a crawler id of its own),
-/// its `--json` summary on stdout and its log on stderr.
 /// The arguments of a shared crawl of the fixture geminispace from alpha.test: `--lease`,
 /// `--min-delay-ms` and the space's `--resolve` mappings.
 fn shared_args(space: &crate::support::Space, lease: &str, min_delay_ms: u64) -> Vec<String> {
@@ -1228,6 +1226,8 @@ fn shared_args(space: &crate::support::Space, lease: &str, min_delay_ms: u64) ->
     args
 }
 
+/// `geode crawl --frontier URL` in a data directory of its own (so a crawler id of its own),
+/// its `--json` summary on stdout and its log on stderr.
 fn shared_crawler(url: &str, data: &std::path::Path, args: &[String]) -> std::process::Child {
     std::process::Command::new(crate::support::geode_bin())
         .arg("crawl")
