@@ -168,18 +168,18 @@ pub fn snippet_with(
         }
         let mut matches = Vec::new();
         if !hl.is_empty() {
-            analysis::for_each_index_token(text, |token| {
-                let terms = match seen.get(token.text.as_str()) {
+            analysis::for_each_index_word(text, |at, token| {
+                let terms = match seen.get(token) {
                     Some(&terms) => terms,
                     None => {
-                        let terms = hl.terms_of(&token.text, stem_lang);
-                        seen.insert(token.text.clone(), terms);
+                        let terms = hl.terms_of(token, stem_lang);
+                        seen.insert(token.to_string(), terms);
                         terms
                     }
                 };
                 if terms != 0 {
                     matches.push(Match {
-                        range: range.start + token.offset_from..range.start + token.offset_to,
+                        range: range.start + at.start..range.start + at.end,
                         terms,
                     });
                 }

@@ -39,6 +39,8 @@
 mod stem;
 mod tokenizer;
 
+use std::ops::Range;
+
 use tantivy::tokenizer::{
     AsciiFoldingFilter, LowerCaser, RemoveLongFilter, TextAnalyzer, Token, TokenFilter,
     TokenStream, Tokenizer,
@@ -75,6 +77,44 @@ pub(crate) fn for_each_index_token(text: &str, mut sink: impl FnMut(&Token)) {
     let mut stream = analyzer.token_stream(text);
     while let Some(token) = stream.next() {
         sink(token);
+    }
+}
+
+/// The byte range and analysed text of every token of `text`, as [`for_each_index_token`]
+/// gives them, for callers that need nothing else. ASCII text (most of geminispace) is split
+/// here, without a token stream: a token is a run of ASCII letters and digits shorter than
+/// [`MAX_TOKEN_BYTES`], lowercased, which is what the analyzer makes of it (a test holds the
+/// two equal); other text goes through the analyzer.
+pub(crate) fn for_each_index_word(text: &str, mut sink: impl FnMut(Range<usize>, &str)) {
+    if !text.is_ascii() {
+        for_each_index_token(text, |token| {
+            sink(token.offset_from..token.offset_to, &token.text)
+        });
+        return;
+    }
+    let bytes = text.as_bytes();
+    let mut lower = [0u8; MAX_TOKEN_BYTES];
+    let mut at = 0;
+    while at < bytes.len() {
+        if !bytes[at].is_ascii_alphanumeric() {
+            at += 1;
+            continue;
+        }
+        let start = at;
+        while at < bytes.len() && bytes[at].is_ascii_alphanumeric() {
+            at += 1;
+        }
+        let word = &bytes[start..at];
+        if word.len() < MAX_TOKEN_BYTES {
+            let lower = &mut lower[..word.len()];
+            for (to, from) in lower.iter_mut().zip(word) {
+                *to = from.to_ascii_lowercase();
+            }
+            // ASCII bytes are always UTF-8.
+            if let Ok(word) = std::str::from_utf8(lower) {
+                sink(start..at, word);
+            }
+        }
     }
 }
 

@@ -394,3 +394,53 @@ fn stem_query_word_covers_every_language() {
     assert!(stem_query_word("日本語").is_empty());
     assert!(stem_query_word("").is_empty());
 }
+
+#[test]
+fn the_ascii_word_path_gives_the_analyzer_s_tokens() {
+    let words = |text: &str| {
+        let mut out = Vec::new();
+        for_each_index_word(text, |at, word| {
+            out.push((word.to_string(), at.start, at.end))
+        });
+        out
+    };
+    let analyzed = |text: &str| {
+        index_tokens(text)
+            .into_iter()
+            .map(|(word, _, from, to)| (word, from, to))
+            .collect::<Vec<_>>()
+    };
+    let long = |n: usize| "Ab9".repeat(n).chars().take(n).collect::<String>();
+    let mut texts: Vec<String> = vec![
+        String::new(),
+        "Hello, World! gemini://Example.ORG/a_b-c?d=1".to_string(),
+        format!("x {} y {} z {}", long(39), long(40), long(41)),
+        "tab\there\r\nCRLF 3.14 don't e-mail".to_string(),
+        "café Straße".to_string(), // not ASCII: the analyzer's path, still equal
+    ];
+    // Pseudo-random ASCII with words of every length around the limit.
+    let alphabet = b"aZ09 .-_/'\t!qQ";
+    let mut state = 7u64;
+    for _ in 0..500 {
+        let mut text = String::new();
+        state = state
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1);
+        let len = (state >> 40) % 200;
+        for _ in 0..len {
+            state = state
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1);
+            let pick = (state >> 33) as usize;
+            if pick % 17 == 0 {
+                text.push_str(&long(36 + pick % 8));
+            } else {
+                text.push(alphabet[pick % alphabet.len()] as char);
+            }
+        }
+        texts.push(text);
+    }
+    for text in &texts {
+        assert_eq!(words(text), analyzed(text), "{text:?}");
+    }
+}

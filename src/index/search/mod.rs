@@ -11,6 +11,8 @@
 //! the best candidates. The first
 //! [`DIVERSITY_WINDOW`] results are then reordered so that no capsule takes more than
 //! [`PER_CAPSULE`] places in any block of [`BLOCK`] results; the others move down, never out.
+//! The head of the window ([`FIRST_WINDOW`]) is ranked first and nearly always settles the page
+//! asked for; the whole window is ranked only when it does not (`diversity::diversify_head`).
 //!
 //! Snippets are plain text, matched words wrapped in `**`..`**`; rendering them as gemtext or
 //! a terminal line is the caller's business.
@@ -26,12 +28,12 @@ mod score;
 #[cfg(test)]
 mod tests;
 
-use diversity::{diversify, BLOCK, DIVERSITY_WINDOW, PER_CAPSULE};
+use diversity::{diversify, diversify_head, BLOCK, DIVERSITY_WINDOW, FIRST_WINDOW, PER_CAPSULE};
 use lexicon::{IndexLexicon, SnapshotCache};
 use priors::Priors;
 use score::{annotate, Coverage, Ranked, Ranker, WordChecks};
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -39,7 +41,7 @@ use std::time::{Duration, Instant};
 use tantivy::collector::Count;
 use tantivy::query::TermQuery;
 use tantivy::schema::{IndexRecordOption, Value};
-use tantivy::{Index, IndexReader, ReloadPolicy, Searcher, TantivyDocument, Term};
+use tantivy::{DocAddress, Index, IndexReader, ReloadPolicy, Searcher, TantivyDocument, Term};
 
 use crate::index::authority::Authority;
 use crate::index::compile::{compile, relax, Relaxed};
@@ -137,6 +139,26 @@ pub struct SearchResults {
     /// the index, when some word is unknown or nothing holds all the words.
     pub did_you_mean: Option<String>,
     pub hits: Vec<Hit>,
+}
+
+/// What [`SearchIndex::rank`] is asked for.
+struct RankRequest<'a> {
+    relaxed: Option<&'a Relaxed>,
+    full: bool,
+    collapse: bool,
+    /// The results that must come out as from the whole window: those up to the end of the
+    /// page asked for.
+    settle: usize,
+}
+
+/// The ranked window of a search, folded and reordered.
+struct RankedWindow {
+    /// Pages matching, with all the words or some.
+    total: usize,
+    with_all_words: usize,
+    ranked: Vec<(Ranked, DocAddress)>,
+    /// Whether the pages were scored by coverage (else each holds every essential word).
+    covered: bool,
 }
 
 /// A read-only view of the index; cheap to query many times, from several threads.
@@ -277,68 +299,38 @@ impl SearchIndex {
         }
         let end = offset.saturating_add(page);
         // Diversity and near-duplicate folding reorder a fixed window, so that every page of
-        // results comes from the same order.
+        // results comes from the same order. Most searches ask for the first page, which the
+        // head of that window nearly always settles: the whole window is ranked only when the
+        // head falls short.
         let window = if full || collapse {
             end.max(DIVERSITY_WINDOW).min(num_docs)
         } else {
             end
         };
-        let priors = self.current_priors();
-        priors.retain(&searcher);
-        let ranker = |coverage| Ranker {
-            limit: window,
-            priors: Arc::clone(&priors),
+        let ask = RankRequest {
+            relaxed: relaxed.as_ref(),
             full,
-            coverage,
+            collapse,
+            settle: end,
         };
-
-        // Whether the pages were scored by coverage (else each holds every essential word).
-        let mut covered = false;
-        // One ranking for pages with all the words and pages with some: a page lacking words
-        // scores its text relevance times its coverage cubed, so it follows the pages with all
-        // the words unless those match them only faintly (a bookmark list of 12,000 links holds
-        // every word of most queries, each drowned in its length).
-        let (total, with_all_words, ranked) = match &relaxed {
-            None => {
-                let (n, ranked) = searcher.search(&*compiled, &(Count, ranker(None)))?;
-                (n, n, ranked)
-            }
-            Some(r) => {
-                // Pages with all the words first: when a thousand of them fill the window, a
-                // page lacking words would need to beat them all on a third or less of its
-                // score, so the costlier scoring of every page with some word is skipped.
-                let (complete, ranked) =
-                    searcher.search(&*r.all_words(), &(Count, ranker(None)))?;
-                if complete >= window.max(DIVERSITY_WINDOW) {
-                    (searcher.search(&*r.any_word(), &Count)?, complete, ranked)
-                } else {
-                    covered = true;
-                    let coverage = Arc::new(Coverage::new(&searcher, r)?);
-                    let (total, ranked) =
-                        searcher.search(&*r.any_word(), &(Count, ranker(Some(coverage))))?;
-                    (total, complete, ranked)
-                }
-            }
+        let head = end.max(FIRST_WINDOW).min(window);
+        let mut ranking = match head < window {
+            true => self.rank(&searcher, &*compiled, &ask, head, false)?,
+            false => None,
         };
-        // The best-ranked member of a cluster of near-duplicates stands for it; then no capsule
-        // takes more than its share of each block.
-        let mut ranked = ranked;
-        annotate(&searcher, &mut ranked)?;
-        if collapse {
-            let mut seen = HashSet::new();
-            ranked.retain(|(r, _)| seen.insert(r.cluster));
+        if ranking.is_none() {
+            ranking = self.rank(&searcher, &*compiled, &ask, window, true)?;
         }
-        if full {
-            let head = ranked.len().min(DIVERSITY_WINDOW);
-            let reordered = diversify(
-                &ranked[..head],
-                |(r, _)| r.capsule,
-                |(r, _)| r.score,
-                PER_CAPSULE,
-                BLOCK,
-            );
-            ranked.splice(..head, reordered);
-        }
+        let Some(RankedWindow {
+            total,
+            with_all_words,
+            ranked,
+            covered,
+        }) = ranking
+        else {
+            // Unreachable: the whole window always settles.
+            return Err(IndexError::Query("the ranking fell short".to_string()));
+        };
 
         // A page may lack words when its coverage says so, or when it was only asked to hold
         // the essential ones.
@@ -347,21 +339,31 @@ impl SearchIndex {
             Some(_) if covered => r.parts.coverage < 1.0,
             Some(rel) => rel.words.iter().any(|w| !w.essential),
         };
-        let mut checks = None;
+        let shown: Vec<(Ranked, DocAddress)> = ranked.into_iter().skip(offset).take(page).collect();
+        // Which words the shown pages lack, looked up together: one cursor per word, moving
+        // forward through the pages in index order.
+        let mut missing = match &relaxed {
+            Some(r) if shown.iter().any(|(ranked, _)| may_lack(ranked)) => {
+                // Without coverage every page holds the essential words: only the others are
+                // in question.
+                let checks = WordChecks::new(&searcher, r, !covered)?;
+                let lacking: Vec<DocAddress> = shown
+                    .iter()
+                    .filter(|(ranked, _)| may_lack(ranked))
+                    .map(|&(_, address)| address)
+                    .collect();
+                let found = checks.missing(&searcher, &lacking)?;
+                lacking.into_iter().zip(found).collect()
+            }
+            _ => HashMap::new(),
+        };
         let highlighter = Highlighter::new(&parsed.highlight_words(), &[]);
         let mut terms = TermCache::default();
         let mut hits = Vec::with_capacity(page);
-        for (ranked, address) in ranked.into_iter().skip(offset).take(page) {
+        for (ranked, address) in shown {
             let doc: TantivyDocument = searcher.doc(address)?;
             let mut hit = self.hit(&doc, ranked, &highlighter, &mut terms);
-            if let (Some(r), true) = (&relaxed, may_lack(&ranked)) {
-                if checks.is_none() {
-                    checks = Some(WordChecks::new(&searcher, r)?);
-                }
-                if let Some(checks) = &checks {
-                    hit.missing = checks.missing(&searcher, address)?;
-                }
-            }
+            hit.missing = missing.remove(&address).unwrap_or_default();
             hit.similar = self.similar_count(&searcher, ranked.cluster)?;
             hits.push(hit);
         }
@@ -373,6 +375,94 @@ impl SearchIndex {
                 .and_then(|r| suggestion(text, r, with_all_words)),
             hits,
         })
+    }
+
+    /// The best `limit` pages for a query, folded and reordered; `None` when they are only the
+    /// head of the window (`whole` false) and do not settle the first `ask.settle` results as
+    /// the whole window would.
+    fn rank(
+        &self,
+        searcher: &Searcher,
+        compiled: &dyn tantivy::query::Query,
+        ask: &RankRequest,
+        limit: usize,
+        whole: bool,
+    ) -> Result<Option<RankedWindow>, IndexError> {
+        let priors = self.current_priors();
+        priors.retain(searcher);
+        let ranker = |coverage| Ranker {
+            limit,
+            priors: Arc::clone(&priors),
+            full: ask.full,
+            coverage,
+        };
+        // Whether the pages were scored by coverage (else each holds every essential word).
+        let mut covered = false;
+        // One ranking for pages with all the words and pages with some: a page lacking words
+        // scores its text relevance times its coverage cubed, so it follows the pages with all
+        // the words unless those match them only faintly (a bookmark list of 12,000 links holds
+        // every word of most queries, each drowned in its length).
+        let (total, with_all_words, mut ranked) = match ask.relaxed {
+            None => {
+                let (n, ranked) = searcher.search(compiled, &(Count, ranker(None)))?;
+                (n, n, ranked)
+            }
+            Some(r) => {
+                // Pages with all the words first: when a thousand of them fill the window, a
+                // page lacking words would need to beat them all on a third or less of its
+                // score, so the costlier scoring of every page with some word is skipped.
+                let (complete, ranked) =
+                    searcher.search(&*r.all_words(), &(Count, ranker(None)))?;
+                if complete >= DIVERSITY_WINDOW.max(limit) {
+                    (searcher.search(&*r.any_word(), &Count)?, complete, ranked)
+                } else {
+                    covered = true;
+                    let coverage = Arc::new(Coverage::new(searcher, r)?);
+                    let (total, ranked) =
+                        searcher.search(&*r.any_word(), &(Count, ranker(Some(coverage))))?;
+                    (total, complete, ranked)
+                }
+            }
+        };
+        // Fewer pages than asked for: they are every match, as the whole window would hold.
+        let every_match = whole || ranked.len() < limit;
+        // The best-ranked member of a cluster of near-duplicates stands for it; then no capsule
+        // takes more than its share of each block.
+        annotate(searcher, &mut ranked)?;
+        if ask.collapse {
+            let mut seen = HashSet::new();
+            ranked.retain(|(r, _)| seen.insert(r.cluster));
+        }
+        if ask.full {
+            let head = ranked.len().min(DIVERSITY_WINDOW);
+            let capsule = |(r, _): &(Ranked, DocAddress)| r.capsule;
+            let score = |(r, _): &(Ranked, DocAddress)| r.score;
+            let reordered = match every_match {
+                true => diversify(&ranked[..head], capsule, score, PER_CAPSULE, BLOCK),
+                false => {
+                    match diversify_head(
+                        &ranked[..head],
+                        capsule,
+                        score,
+                        PER_CAPSULE,
+                        BLOCK,
+                        ask.settle,
+                    ) {
+                        Some(reordered) => reordered,
+                        None => return Ok(None),
+                    }
+                }
+            };
+            ranked.splice(..head, reordered);
+        } else if !every_match && ranked.len() < ask.settle {
+            return Ok(None);
+        }
+        Ok(Some(RankedWindow {
+            total,
+            with_all_words,
+            ranked,
+            covered,
+        }))
     }
 
     /// How many other pages share a cluster of near-duplicates.

@@ -329,38 +329,65 @@ impl SegmentCoverage {
     }
 }
 
-/// Which words of a relaxed query a shown result lacks.
+/// Which words of a relaxed query shown results lack.
 pub(super) struct WordChecks {
     words: Vec<(String, Box<dyn Weight>)>,
 }
 
 impl WordChecks {
-    pub(super) fn new(searcher: &Searcher, relaxed: &Relaxed) -> tantivy::Result<WordChecks> {
+    /// Checks for the words of `relaxed`; only for those a page may lack without failing the
+    /// query when `optional_only`.
+    pub(super) fn new(
+        searcher: &Searcher,
+        relaxed: &Relaxed,
+        optional_only: bool,
+    ) -> tantivy::Result<WordChecks> {
         let scoring = EnableScoring::disabled_from_searcher(searcher);
         let mut words = Vec::with_capacity(relaxed.words.len());
         for w in &relaxed.words {
-            words.push((w.text.clone(), w.query.weight(scoring)?));
+            if !(optional_only && w.essential) {
+                words.push((w.text.clone(), w.query.weight(scoring)?));
+            }
         }
         Ok(WordChecks { words })
     }
 
+    /// The words each page lacks, as typed and in the query's order, in the order of
+    /// `addresses`. A segment's cursors are made once and only move forward.
     pub(super) fn missing(
         &self,
         searcher: &Searcher,
-        address: DocAddress,
-    ) -> tantivy::Result<Vec<String>> {
-        let segment = searcher.segment_reader(address.segment_ord);
-        let mut missing = Vec::new();
-        for (text, weight) in &self.words {
-            let mut scorer = weight.scorer(segment, 1.0)?;
-            if scorer.doc() < address.doc_id {
-                scorer.seek(address.doc_id);
-            }
-            if scorer.doc() != address.doc_id && !missing.contains(text) {
-                missing.push(text.clone());
+        addresses: &[DocAddress],
+    ) -> tantivy::Result<Vec<Vec<String>>> {
+        let mut out = vec![Vec::new(); addresses.len()];
+        let mut order: Vec<usize> = (0..addresses.len()).collect();
+        order.sort_by_key(|&i| addresses[i]);
+        let mut cursors: Option<(SegmentOrdinal, Vec<Box<dyn Scorer>>)> = None;
+        for i in order {
+            let address = addresses[i];
+            let scorers = match &mut cursors {
+                Some((ord, scorers)) if *ord == address.segment_ord => scorers,
+                _ => {
+                    let segment = searcher.segment_reader(address.segment_ord);
+                    let scorers = self
+                        .words
+                        .iter()
+                        .map(|(_, weight)| weight.scorer(segment, 1.0))
+                        .collect::<tantivy::Result<Vec<_>>>()?;
+                    &mut cursors.insert((address.segment_ord, scorers)).1
+                }
+            };
+            let lacking = &mut out[i];
+            for ((text, _), scorer) in self.words.iter().zip(scorers.iter_mut()) {
+                if scorer.doc() < address.doc_id {
+                    scorer.seek(address.doc_id);
+                }
+                if scorer.doc() != address.doc_id && !lacking.contains(text) {
+                    lacking.push(text.clone());
+                }
             }
         }
-        Ok(missing)
+        Ok(out)
     }
 }
 

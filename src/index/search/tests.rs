@@ -424,6 +424,52 @@ fn diversify_caps_capsules_per_block_and_keeps_every_item() {
 }
 
 #[test]
+fn the_head_of_a_list_settles_the_first_results_as_the_whole_list_would() {
+    // Pseudo-random lists of (capsule, score), best first: few capsules, so that results wait,
+    // and falling scores, so that faint ones are not promoted.
+    let mut state = 0x9e37_79b9_u64;
+    let mut next = |n: u64| {
+        state = state
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1);
+        (state >> 33) % n
+    };
+    let (mut settled, mut short) = (0, 0);
+    for round in 0..300 {
+        let len = 1 + next(120) as usize;
+        let capsules = 1 + next(if round % 3 == 0 { 2 } else { 8 });
+        let mut score = 100.0f32;
+        let items: Vec<(u64, f32)> = (0..len)
+            .map(|_| {
+                score *= 1.0 - next(20) as f32 / 100.0;
+                (next(capsules), score)
+            })
+            .collect();
+        let whole = diversify(&items, |&(c, _)| c, |&(_, s)| s, 2, 10);
+        for head in [1, 5, 10, 25, 60, len] {
+            let head = head.min(len);
+            for want in [1, 10, 20] {
+                let want = want.min(len);
+                let got = diversify_head(&items[..head], |&(c, _)| c, |&(_, s)| s, 2, 10, want);
+                match got {
+                    Some(got) => {
+                        settled += 1;
+                        assert_eq!(got[..want], whole[..want], "{items:?} head {head}");
+                    }
+                    // The head ran out (the caller then ranks the whole window).
+                    None => short += 1,
+                }
+            }
+        }
+    }
+    // Both outcomes were exercised.
+    assert!(
+        settled > 100 && short > 100,
+        "settled {settled}, short {short}"
+    );
+}
+
+#[test]
 fn diversity_does_not_promote_faint_results() {
     // (capsule, score), best first: capsule 1 has three strong results, capsule 3 a good
     // one, capsule 2 a faint one.
