@@ -75,7 +75,7 @@ const MAX_NEIGHBOURS: usize = 3;
 const BOOST_NEIGHBOUR_1: f32 = 0.5;
 const BOOST_NEIGHBOUR_2: f32 = 0.3;
 /// The words of a query near each other in a body (within this many positions of a phrase)
-/// earn a bonus, with this boost.
+/// earn a bonus, with this boost (the best pages only: `search` adds it after collecting).
 const PROXIMITY_SLOP: u32 = 3;
 const BOOST_PROXIMITY: f32 = 1.0;
 /// Proximity is checked for at most this many words.
@@ -124,7 +124,8 @@ pub(crate) struct Relaxed {
     required: Vec<Box<dyn TQuery>>,
     excluded: Vec<Box<dyn TQuery>>,
     pub words: Vec<Word>,
-    /// The words near each other, as a sloppy phrase over the body: a bonus only.
+    /// The words near each other, as a sloppy phrase over the body: a bonus only, added to the
+    /// best pages after they are collected.
     proximity: Option<Box<dyn TQuery>>,
 }
 
@@ -140,10 +141,13 @@ impl Relaxed {
             };
             clauses.push((occur, word.query.box_clone()));
         }
-        if let Some(p) = &self.proximity {
-            clauses.push((Occur::Should, p.box_clone()));
-        }
         Box::new(BooleanQuery::new(clauses))
+    }
+
+    /// The words near each other in the body, as a sloppy phrase: a bonus the best pages earn
+    /// when ranked (`search`), never a condition.
+    pub fn proximity(&self) -> Option<&dyn TQuery> {
+        self.proximity.as_deref()
     }
 
     /// Pages holding at least one essential word: both tiers.
@@ -285,7 +289,7 @@ impl Compiler<'_> {
     /// `None` when the node constrains nothing (a word without searchable tokens).
     fn node(&self, query: &Query) -> Option<Box<dyn TQuery>> {
         match query {
-            Query::Term { text, .. } => self.word(text),
+            Query::Term { text, .. } => self.word(text, &self.stems(text)),
             Query::Phrase { text, .. } => self.phrase(text, &self.text_fields()),
             Query::Filter { filter, .. } => self.filter(filter),
             Query::Not(inner) => {
@@ -351,8 +355,9 @@ impl Compiler<'_> {
         stems
     }
 
-    /// A bare word: exact in any text field (or the URL), or by stem.
-    fn word(&self, text: &str) -> Option<Box<dyn TQuery>> {
+    /// A bare word: exact in any text field (or the URL), or by one of its `stems` (from
+    /// [`Self::stems`]).
+    fn word(&self, text: &str, stems: &[String]) -> Option<Box<dyn TQuery>> {
         let tokens = analysis::query_tokens(text);
         match tokens.as_slice() {
             [] => None,
@@ -365,10 +370,10 @@ impl Compiler<'_> {
                     Occur::Should,
                     boosted(term(self.fields.url_text, token), self.url_boost),
                 ));
-                for stem in self.stems(text) {
+                for stem in stems {
                     clauses.push((
                         Occur::Should,
-                        boosted(term(self.fields.stem, &stem), BOOST_STEM),
+                        boosted(term(self.fields.stem, stem), BOOST_STEM),
                     ));
                 }
                 Some(Box::new(BooleanQuery::new(clauses)))
@@ -387,7 +392,8 @@ impl Compiler<'_> {
         num_docs: u64,
     ) -> Option<Word> {
         let tokens = analysis::query_tokens(text);
-        let mut query = self.word(text)?;
+        let stems = self.stems(text);
+        let mut query = self.word(text, &stems)?;
         // Pages holding the word: for a word analysed into several tokens (`e-mail`, CJK), the
         // rarest token bounds it; stems count as holding it.
         let f = self.fields;
@@ -402,8 +408,7 @@ impl Compiler<'_> {
             })
             .min()
             .unwrap_or(0);
-        let stem_df = self
-            .stems(text)
+        let stem_df = stems
             .iter()
             .map(|s| lexicon.doc_freq(f.stem, s))
             .max()

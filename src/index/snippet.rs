@@ -15,6 +15,8 @@
 
 use std::cmp::Reverse;
 use std::collections::HashMap;
+
+use foldhash::fast::RandomState;
 use std::ops::Range;
 
 use super::analysis::{self, StemLang};
@@ -42,9 +44,9 @@ const ELLIPSIS: char = '…';
 #[derive(Debug, Clone, Default)]
 pub struct Highlighter {
     /// Analysed token -> bit set of the terms it belongs to.
-    exact: HashMap<String, u64>,
+    exact: HashMap<String, u64, RandomState>,
     /// Prefixed stem (`en:run`) -> bit set of the terms it belongs to.
-    stems: HashMap<String, u64>,
+    stems: HashMap<String, u64, RandomState>,
 }
 
 /// The bit of term `i` in a term set. Terms past the 64th share the last bit: they still
@@ -135,7 +137,7 @@ pub fn snippet(body: &str, hl: &Highlighter, lang: Option<&str>, max_chars: usiz
 #[derive(Debug, Default)]
 pub struct TermCache {
     /// (stemmer language, or "" for none) -> analysed token -> terms.
-    by_lang: HashMap<&'static str, HashMap<String, u64>>,
+    by_lang: HashMap<&'static str, HashMap<String, u64, RandomState>>,
 }
 
 /// Tokens a [`TermCache`] keeps per language before it starts afresh.
@@ -160,6 +162,8 @@ pub fn snippet_with(
         seen.clear();
     }
     let mut start = 0;
+    // Characters of the lines kept so far, when nothing can match.
+    let mut shown = 0;
     for text in scan.split('\n') {
         let range = start..start + text.len();
         start = range.end + 1;
@@ -184,9 +188,11 @@ pub fn snippet_with(
                     });
                 }
             });
-        } else if collapsed_chars(scan, &lines) > max_chars {
+        } else if shown > max_chars {
             // Nothing can match: the first lines that fill the snippet are all it needs.
             break;
+        } else {
+            shown = joined_chars(shown, collapsed_len(text));
         }
         lines.push(Line { range, matches });
     }
@@ -195,8 +201,9 @@ pub fn snippet_with(
         Some(passage) => render(scan, &lines[passage], max_chars),
         None => {
             // No match: the first lines, as many as fit.
-            let mut end = 0;
-            while end < lines.len() && collapsed_chars(scan, &lines[..end]) < max_chars {
+            let (mut end, mut chars) = (0, 0);
+            while end < lines.len() && chars < max_chars {
+                chars = joined_chars(chars, collapsed_len(line_text(scan, &lines[end])));
                 end += 1;
             }
             render(scan, &lines[..end], max_chars)
@@ -204,22 +211,30 @@ pub fn snippet_with(
     }
 }
 
+/// Length in characters of text of `before` characters followed by text of `after`, joined by a
+/// space when both have some: [`collapsed_chars`] of lines, one line at a time.
+fn joined_chars(before: usize, after: usize) -> usize {
+    match (before, after) {
+        (0, n) | (n, 0) => n,
+        (b, a) => b + 1 + a,
+    }
+}
+
 /// Length in characters of `lines` joined by spaces with whitespace collapsed.
 fn collapsed_chars(text: &str, lines: &[Line]) -> usize {
-    let mut n = 0;
-    for line in lines {
-        for word in text
-            .get(line.range.clone())
-            .unwrap_or_default()
-            .split_whitespace()
-        {
-            if n > 0 {
-                n += 1;
-            }
-            n += word.chars().count();
-        }
-    }
-    n
+    lines.iter().fold(0, |n, line| {
+        joined_chars(n, collapsed_len(line_text(text, line)))
+    })
+}
+
+/// Length in characters of `text` with its whitespace collapsed to single spaces and trimmed.
+fn collapsed_len(text: &str) -> usize {
+    text.split_whitespace()
+        .fold(0, |n, word| joined_chars(n, word.chars().count()))
+}
+
+fn line_text<'a>(text: &'a str, line: &Line) -> &'a str {
+    text.get(line.range.clone()).unwrap_or_default()
 }
 
 /// The lines (one, or two neighbours) that make the best passage; `None` when no line matches.

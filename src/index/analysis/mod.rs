@@ -81,17 +81,27 @@ pub(crate) fn for_each_index_token(text: &str, mut sink: impl FnMut(&Token)) {
 }
 
 /// The byte range and analysed text of every token of `text`, as [`for_each_index_token`]
-/// gives them, for callers that need nothing else. ASCII text (most of geminispace) is split
-/// here, without a token stream: a token is a run of ASCII letters and digits shorter than
-/// [`MAX_TOKEN_BYTES`], lowercased, which is what the analyzer makes of it (a test holds the
-/// two equal); other text goes through the analyzer.
+/// gives them, for callers that need nothing else. Text whose words are all ASCII (most of
+/// geminispace, typographic quotes and dashes included) is split here, without a token stream:
+/// a token is a run of ASCII letters and digits shorter than [`MAX_TOKEN_BYTES`], lowercased,
+/// which is what the analyzer makes of it (a test holds the two equal); other text goes through
+/// the analyzer.
 pub(crate) fn for_each_index_word(text: &str, mut sink: impl FnMut(Range<usize>, &str)) {
-    if !text.is_ascii() {
+    // Outside ASCII, only characters that can be no part of a word (punctuation, symbols,
+    // spaces) leave the split to the bytes.
+    let ascii_words = text.is_ascii()
+        || !text.chars().any(|c| {
+            !c.is_ascii()
+                && (c.is_alphanumeric() || tokenizer::is_mark(c) || tokenizer::is_joiner(c))
+        });
+    if !ascii_words {
         for_each_index_token(text, |token| {
             sink(token.offset_from..token.offset_to, &token.text)
         });
         return;
     }
+    // A non-ASCII character's bytes are all >= 0x80, never ASCII letters or digits: they
+    // separate words, as the character does.
     let bytes = text.as_bytes();
     let mut lower = [0u8; MAX_TOKEN_BYTES];
     let mut at = 0;

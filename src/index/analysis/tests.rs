@@ -417,9 +417,15 @@ fn the_ascii_word_path_gives_the_analyzer_s_tokens() {
         format!("x {} y {} z {}", long(39), long(40), long(41)),
         "tab\there\r\nCRLF 3.14 don't e-mail".to_string(),
         "café Straße".to_string(), // not ASCII: the analyzer's path, still equal
+        "don’t — “quoted” … «guillemets» 3×4 ½ naïve".to_string(),
+        "Thai ก่า, re\u{301}sume\u{301}, zero\u{200D}width, 日本語".to_string(),
     ];
     // Pseudo-random ASCII with words of every length around the limit.
-    let alphabet = b"aZ09 .-_/'\t!qQ";
+    let alphabet = [
+        'a', 'Z', '0', '9', ' ', '.', '-', '_', '/', '\'', '\t', '!', 'q', 'Q', '’', '—', '…', '«',
+        '×',
+    ];
+    let rare = ['é', 'ß', '\u{301}', '\u{200D}', '語', 'ж', '٣', '²'];
     let mut state = 7u64;
     for _ in 0..500 {
         let mut text = String::new();
@@ -434,8 +440,11 @@ fn the_ascii_word_path_gives_the_analyzer_s_tokens() {
             let pick = (state >> 33) as usize;
             if pick % 17 == 0 {
                 text.push_str(&long(36 + pick % 8));
+            } else if pick % 97 == 0 {
+                // Now and then a character that belongs to words outside ASCII.
+                text.push(rare[pick % rare.len()]);
             } else {
-                text.push(alphabet[pick % alphabet.len()] as char);
+                text.push(alphabet[pick % alphabet.len()]);
             }
         }
         texts.push(text);

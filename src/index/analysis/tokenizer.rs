@@ -215,14 +215,14 @@ fn is_latin_mark(c: char) -> bool {
     matches!(c as u32, 0x0300..=0x036F)
 }
 /// Zero-width joiner and non-joiner, which Persian and Indic words contain.
-fn is_joiner(c: char) -> bool {
+pub(super) fn is_joiner(c: char) -> bool {
     matches!(c, '\u{200C}' | '\u{200D}')
 }
 /// Combining marks that continue a word although Unicode does not call them alphabetic: accents
 /// in decomposed text, Hebrew and Arabic points, Indic viramas and nuktas, Thai and Lao tone
 /// marks, Myanmar and Khmer signs. Punctuation inside those blocks (dandas, Thai and Khmer
 /// sentence marks, currency signs) still ends a word.
-fn is_mark(c: char) -> bool {
+pub(super) fn is_mark(c: char) -> bool {
     let u = c as u32;
     match u {
         0x0300..=0x036F | 0x0483..=0x0489 => true,

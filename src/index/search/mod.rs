@@ -31,7 +31,7 @@ mod tests;
 use diversity::{diversify, diversify_head, BLOCK, DIVERSITY_WINDOW, FIRST_WINDOW, PER_CAPSULE};
 use lexicon::{IndexLexicon, SnapshotCache};
 use priors::Priors;
-use score::{annotate, Coverage, Ranked, Ranker, WordChecks};
+use score::{annotate, rescore, Coverage, Ranked, Ranker, WordChecks};
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -48,6 +48,12 @@ use crate::index::compile::{compile, relax, Relaxed};
 use crate::index::snippet::{snippet_with, Highlighter, TermCache};
 use crate::index::{open_index, Access, Fields, IndexError};
 use crate::query;
+
+/// How many of the best pages, by their score without it, earn the bonus of the query's words
+/// near each other: looking for them in every matching page cost more than the rest of a search.
+/// Within [`FIRST_WINDOW`], so that the head of the window holds them all.
+const PROXIMITY_WINDOW: usize = 100;
+const _: () = assert!(PROXIMITY_WINDOW <= FIRST_WINDOW);
 
 /// Longest snippet, in characters.
 const SNIPPET_MAX_CHARS: usize = 220;
@@ -141,9 +147,18 @@ pub struct SearchResults {
     pub hits: Vec<Hit>,
 }
 
+/// The form of a query that is searched.
+#[derive(Clone, Copy)]
+enum Matcher<'a> {
+    /// Every word required.
+    Strict(&'a dyn tantivy::query::Query),
+    /// Words that may be missing (see `compile::relax`).
+    Relaxed(&'a Relaxed),
+}
+
 /// What [`SearchIndex::rank`] is asked for.
 struct RankRequest<'a> {
-    relaxed: Option<&'a Relaxed>,
+    matcher: Matcher<'a>,
     full: bool,
     collapse: bool,
     /// The results that must come out as from the whole window: those up to the end of the
@@ -260,13 +275,21 @@ impl SearchIndex {
             fields: &self.fields,
             cache: &self.cache,
         };
-        let compiled = compile(parsed, &self.fields, &lexicon).map_err(|_| {
-            IndexError::Query("the query has no word that can be searched for".to_string())
-        })?;
         let relaxed = if options.strict {
             None
         } else {
             relax(parsed, &self.fields, &lexicon, query::explicit_and(text))
+        };
+        // The strict form is compiled only when it is the one searched.
+        let strict;
+        let matcher = match &relaxed {
+            Some(r) => Matcher::Relaxed(r),
+            None => {
+                strict = compile(parsed, &self.fields, &lexicon).map_err(|_| {
+                    IndexError::Query("the query has no word that can be searched for".to_string())
+                })?;
+                Matcher::Strict(&*strict)
+            }
         };
         // Listing a cluster (`similar:`) or asking for everything shows every member.
         let collapse = !options.all && !parsed.has_similar_filter();
@@ -278,12 +301,12 @@ impl SearchIndex {
         let page = limit.min(num_docs.saturating_sub(offset));
         let full = options.ranking == Ranking::Full;
         if page == 0 {
-            let (total, with_all_words) = match &relaxed {
-                None => {
-                    let n = searcher.search(&*compiled, &Count)?;
+            let (total, with_all_words) = match matcher {
+                Matcher::Strict(q) => {
+                    let n = searcher.search(q, &Count)?;
                     (n, n)
                 }
-                Some(r) => (
+                Matcher::Relaxed(r) => (
                     searcher.search(&*r.any_word(), &Count)?,
                     searcher.search(&*r.all_words(), &Count)?,
                 ),
@@ -308,18 +331,18 @@ impl SearchIndex {
             end
         };
         let ask = RankRequest {
-            relaxed: relaxed.as_ref(),
+            matcher,
             full,
             collapse,
             settle: end,
         };
         let head = end.max(FIRST_WINDOW).min(window);
         let mut ranking = match head < window {
-            true => self.rank(&searcher, &*compiled, &ask, head, false)?,
+            true => self.rank(&searcher, &ask, head, false)?,
             false => None,
         };
         if ranking.is_none() {
-            ranking = self.rank(&searcher, &*compiled, &ask, window, true)?;
+            ranking = self.rank(&searcher, &ask, window, true)?;
         }
         let Some(RankedWindow {
             total,
@@ -383,7 +406,6 @@ impl SearchIndex {
     fn rank(
         &self,
         searcher: &Searcher,
-        compiled: &dyn tantivy::query::Query,
         ask: &RankRequest,
         limit: usize,
         whole: bool,
@@ -402,12 +424,12 @@ impl SearchIndex {
         // scores its text relevance times its coverage cubed, so it follows the pages with all
         // the words unless those match them only faintly (a bookmark list of 12,000 links holds
         // every word of most queries, each drowned in its length).
-        let (total, with_all_words, mut ranked) = match ask.relaxed {
-            None => {
-                let (n, ranked) = searcher.search(compiled, &(Count, ranker(None)))?;
+        let (total, with_all_words, mut ranked) = match ask.matcher {
+            Matcher::Strict(q) => {
+                let (n, ranked) = searcher.search(q, &(Count, ranker(None)))?;
                 (n, n, ranked)
             }
-            Some(r) => {
+            Matcher::Relaxed(r) => {
                 // Pages with all the words first: when a thousand of them fill the window, a
                 // page lacking words would need to beat them all on a third or less of its
                 // score, so the costlier scoring of every page with some word is skipped.
@@ -426,6 +448,16 @@ impl SearchIndex {
         };
         // Fewer pages than asked for: they are every match, as the whole window would hold.
         let every_match = whole || ranked.len() < limit;
+        // The best pages earn a bonus for the words near each other, and stay ahead of the
+        // others (whose scores are no higher than theirs without it).
+        let proximity = match ask.matcher {
+            Matcher::Relaxed(r) => r.proximity(),
+            _ => None,
+        };
+        if let Some(proximity) = proximity {
+            let best = ranked.len().min(PROXIMITY_WINDOW);
+            rescore(searcher, proximity, &mut ranked[..best], ask.full)?;
+        }
         // The best-ranked member of a cluster of near-duplicates stands for it; then no capsule
         // takes more than its share of each block.
         annotate(searcher, &mut ranked)?;

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use tantivy::collector::{Collector, SegmentCollector};
 use tantivy::columnar::ColumnValues;
-use tantivy::query::{EnableScoring, Query as _, Scorer, Weight};
+use tantivy::query::{EnableScoring, Query, Scorer, Weight};
 use tantivy::{DocAddress, DocId, DocSet, Score, Searcher, SegmentOrdinal, SegmentReader};
 
 use super::priors::{Priors, SegmentPriors};
@@ -196,32 +196,23 @@ impl SegmentCollector for SegmentRanker {
             None => (0.0, 1.0),
         };
         let full = self.priors.is_some();
-        let rank = |text: f32| {
-            if full {
-                (text + TEXT_FLOOR) * (1.0 + W_AUTHORITY * authority) * prior
-            } else {
-                text
-            }
+        let mut parts = ScoreParts {
+            text: bm25,
+            authority,
+            prior,
+            coverage: 1.0,
         };
         // Coverage is at most 1: a page that cannot enter the best even with all the words
         // is passed over before its words are looked up.
-        if self.best.below(rank(bm25)) {
+        if self.best.below(final_score(&parts, full)) {
             return;
         }
-        let share = self.coverage.as_mut().map_or(1.0, |c| c.at(doc));
-        let cubed = if share < 1.0 {
-            share.powf(COVERAGE_POWER)
-        } else {
-            1.0
-        };
+        if let Some(c) = self.coverage.as_mut() {
+            parts.coverage = c.at(doc);
+        }
         self.best.push(Entry {
-            score: rank(bm25 * cubed),
-            parts: ScoreParts {
-                text: bm25,
-                authority,
-                prior,
-                coverage: share,
-            },
+            score: final_score(&parts, full),
+            parts,
             doc,
         });
     }
@@ -245,6 +236,61 @@ impl SegmentCollector for SegmentRanker {
             })
             .collect()
     }
+}
+
+/// A page's ranking score from its parts: `(text x coverage^3 + floor) x (1 + authority) x
+/// prior` for the full ranking, the text score times coverage cubed for plain BM25 (whose
+/// authority is 0 and prior 1).
+pub(super) fn final_score(parts: &ScoreParts, full: bool) -> f32 {
+    let cubed = if parts.coverage < 1.0 {
+        parts.coverage.powf(COVERAGE_POWER)
+    } else {
+        1.0
+    };
+    let text = parts.text * cubed;
+    if full {
+        (text + TEXT_FLOOR) * (1.0 + W_AUTHORITY * parts.authority) * parts.prior
+    } else {
+        text
+    }
+}
+
+/// Adds the score of `bonus` (a query scored like the text, e.g. the words near each other) to
+/// the text score of each page of `ranked` that matches it, and orders them again, best first
+/// (ties by document address, as collected). One cursor per segment, moving forward only.
+pub(super) fn rescore(
+    searcher: &Searcher,
+    bonus: &dyn Query,
+    ranked: &mut [(Ranked, DocAddress)],
+    full: bool,
+) -> tantivy::Result<()> {
+    if ranked.is_empty() {
+        return Ok(());
+    }
+    let weight = bonus.weight(EnableScoring::enabled_from_searcher(searcher))?;
+    let mut order: Vec<usize> = (0..ranked.len()).collect();
+    order.sort_by_key(|&i| ranked[i].1);
+    let mut cursor: Option<(SegmentOrdinal, Box<dyn Scorer>)> = None;
+    for i in order {
+        let (ranked, address) = &mut ranked[i];
+        let scorer = match &mut cursor {
+            Some((ord, scorer)) if *ord == address.segment_ord => scorer,
+            _ => {
+                let segment = searcher.segment_reader(address.segment_ord);
+                let scorer = weight.scorer(segment, 1.0)?;
+                &mut cursor.insert((address.segment_ord, scorer)).1
+            }
+        };
+        if scorer.doc() < address.doc_id {
+            scorer.seek(address.doc_id);
+        }
+        if scorer.doc() == address.doc_id {
+            ranked.parts.text += scorer.score();
+            ranked.score = final_score(&ranked.parts, full);
+        }
+    }
+    ranked.sort_by(|(a, x), (b, y)| b.score.total_cmp(&a.score).then_with(|| x.cmp(y)));
+    Ok(())
 }
 
 /// Fills in the capsule and the cluster of each collected page.

@@ -790,3 +790,30 @@ fn reader_sees_later_commits() {
     }
     assert_eq!(si.num_docs(), 2);
 }
+
+#[test]
+fn pages_with_the_words_near_each_other_rank_first() {
+    // The same words, as often, in bodies of the same length: only their distance differs.
+    let (_tmp, si) = index_of(&[
+        page(
+            "gemini://far.example/notes",
+            "Notes",
+            "solar alpha beta gamma delta weather",
+        ),
+        page(
+            "gemini://near.example/notes",
+            "Notes",
+            "solar weather alpha beta gamma delta",
+        ),
+    ]);
+    let res = si.search("solar weather", 10, 0).expect("search");
+    assert_eq!(
+        urls(&res),
+        ["gemini://near.example/notes", "gemini://far.example/notes"]
+    );
+    assert!(
+        res.hits[0].parts.text > res.hits[1].parts.text,
+        "{:?}",
+        res.hits
+    );
+}
