@@ -61,9 +61,9 @@ pub fn simhash(text: &str) -> Option<u64> {
     let mut words = 0usize;
     // Sorted and deduplicated below: cheaper than a hashed set for a few hundred numbers.
     let mut shingles: Vec<u64> = Vec::new();
-    analysis::for_each_index_token(text, |token| {
+    analysis::for_each_index_word(text, |_, token| {
         window.rotate_left(1);
-        window[SHINGLE_WORDS - 1] = fnv1a(token.text.as_bytes());
+        window[SHINGLE_WORDS - 1] = fnv1a(token.as_bytes());
         words += 1;
         if words >= SHINGLE_WORDS {
             let combined = window

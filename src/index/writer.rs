@@ -89,6 +89,8 @@ pub struct Indexer {
     reader: IndexReader,
     /// Fingerprints added since the last commit, by band term: (fingerprint, cluster).
     pending: HashMap<String, Vec<(u64, u64)>>,
+    /// The stems of words met on earlier pages.
+    stems: analysis::StemCache,
 }
 
 impl Indexer {
@@ -126,6 +128,7 @@ impl Indexer {
             committed,
             reader,
             pending: HashMap::new(),
+            stems: analysis::StemCache::default(),
         })
     }
 
@@ -179,7 +182,7 @@ impl Indexer {
                     .map(str::to_string)
             });
         if let Some(lang) = lang.as_deref().filter(|l| analysis::has_stemmer(l)) {
-            let tokens = stem_all(doc, lang);
+            let tokens = stem_all(doc, lang, &mut self.stems);
             if !tokens.is_empty() {
                 d.add_pre_tokenized_text(
                     f.stem,
@@ -464,7 +467,7 @@ fn detect_page_lang(doc: &PageDoc) -> Option<&'static str> {
 }
 
 /// The stem tokens of every searchable text of a page, positions running on across the parts.
-fn stem_all(doc: &PageDoc, lang: &str) -> Vec<Token> {
+fn stem_all(doc: &PageDoc, lang: &str, cache: &mut analysis::StemCache) -> Vec<Token> {
     let parts = [
         doc.title.as_str(),
         doc.headings.as_str(),
@@ -474,7 +477,7 @@ fn stem_all(doc: &PageDoc, lang: &str) -> Vec<Token> {
     let mut tokens = Vec::new();
     let mut position_base = 0;
     for part in parts {
-        let mut part_tokens = analysis::stem_tokens(part, lang);
+        let mut part_tokens = analysis::stem_tokens_with(part, lang, cache);
         let next_base = part_tokens
             .last()
             .map_or(position_base, |t| position_base + t.position + 1);

@@ -47,7 +47,10 @@ use tantivy::tokenizer::{
 };
 
 pub use crate::lang::{detect_lang, is_cjk, normalize_lang};
-pub use stem::{has_stemmer, stem_query_word, stem_tokens, stem_word, stemmer_codes};
+pub use stem::{
+    has_stemmer, stem_query_word, stem_tokens, stem_tokens_with, stem_word, stemmer_codes,
+    StemCache,
+};
 pub(crate) use stem::{stem_analysed, stem_lang, StemLang};
 use tokenizer::{GeodeTokenizer, Mode};
 
@@ -81,28 +84,40 @@ pub(crate) fn for_each_index_token(text: &str, mut sink: impl FnMut(&Token)) {
 }
 
 /// The byte range and analysed text of every token of `text`, as [`for_each_index_token`]
-/// gives them, for callers that need nothing else. Text whose words are all ASCII (most of
+/// gives them, for callers that need nothing else. A line whose words are all ASCII (most of
 /// geminispace, typographic quotes and dashes included) is split here, without a token stream:
 /// a token is a run of ASCII letters and digits shorter than [`MAX_TOKEN_BYTES`], lowercased,
-/// which is what the analyzer makes of it (a test holds the two equal); other text goes through
-/// the analyzer.
+/// which is what the analyzer makes of it (a test holds the two equal); other lines go through
+/// the analyzer. No token spans a newline, so lines can be split apart.
 pub(crate) fn for_each_index_word(text: &str, mut sink: impl FnMut(Range<usize>, &str)) {
+    let mut base = 0;
+    for line in text.split_inclusive('\n') {
+        line_words(line, base, &mut sink);
+        base += line.len();
+    }
+}
+
+/// [`for_each_index_word`] of one line starting at byte `base` of the text.
+fn line_words(line: &str, base: usize, sink: &mut impl FnMut(Range<usize>, &str)) {
     // Outside ASCII, only characters that can be no part of a word (punctuation, symbols,
     // spaces) leave the split to the bytes.
-    let ascii_words = text.is_ascii()
-        || !text.chars().any(|c| {
+    let ascii_words = line.is_ascii()
+        || !line.chars().any(|c| {
             !c.is_ascii()
                 && (c.is_alphanumeric() || tokenizer::is_mark(c) || tokenizer::is_joiner(c))
         });
     if !ascii_words {
-        for_each_index_token(text, |token| {
-            sink(token.offset_from..token.offset_to, &token.text)
+        for_each_index_token(line, |token| {
+            sink(
+                base + token.offset_from..base + token.offset_to,
+                &token.text,
+            )
         });
         return;
     }
     // A non-ASCII character's bytes are all >= 0x80, never ASCII letters or digits: they
     // separate words, as the character does.
-    let bytes = text.as_bytes();
+    let bytes = line.as_bytes();
     let mut lower = [0u8; MAX_TOKEN_BYTES];
     let mut at = 0;
     while at < bytes.len() {
@@ -122,7 +137,7 @@ pub(crate) fn for_each_index_word(text: &str, mut sink: impl FnMut(Range<usize>,
             }
             // ASCII bytes are always UTF-8.
             if let Ok(word) = std::str::from_utf8(lower) {
-                sink(start..at, word);
+                sink(base + start..base + at, word);
             }
         }
     }

@@ -8,6 +8,10 @@ use tantivy::tokenizer::{
     TokenFilter, TokenStream, Tokenizer,
 };
 
+use std::collections::HashMap;
+
+use foldhash::fast::RandomState;
+
 use crate::lang::is_cjk;
 
 use super::tokenizer::{GeodeTokenizer, Mode};
@@ -74,19 +78,51 @@ pub fn has_stemmer(lang: &str) -> bool {
 /// to ASCII and prefixed with the language code (`en:run`). Positions and offsets are those of
 /// the words. Empty when `lang` has no stemmer.
 pub fn stem_tokens(text: &str, lang: &str) -> Vec<Token> {
+    stem_tokens_with(text, lang, &mut StemCache::default())
+}
+
+/// Stems already found, by language: every page repeats the same words, and a Snowball stemmer
+/// costs thousands of instructions a word where a lookup costs tens. Each language keeps at
+/// most [`STEM_CACHE_WORDS`] words, then starts afresh.
+#[derive(Debug, Default)]
+pub struct StemCache {
+    /// Language code -> lowercased word -> its stem, folded and prefixed (`en:run`).
+    by_lang: HashMap<&'static str, HashMap<String, String, RandomState>>,
+}
+
+/// Words a [`StemCache`] keeps per language (a few megabytes).
+const STEM_CACHE_WORDS: usize = 20_000;
+
+/// [`stem_tokens`], with the stems of words met before taken from `cache`.
+pub fn stem_tokens_with(text: &str, lang: &str, cache: &mut StemCache) -> Vec<Token> {
     let Some(sl) = stem_lang(lang) else {
         return Vec::new();
     };
     let words =
         RemoveLongFilter::limit(MAX_TOKEN_BYTES).transform(GeodeTokenizer::new(Mode::Words));
-    let mut analyzer = AsciiFoldingFilter
-        .transform(Stemmer::new(sl.language).transform(LowerCaser.transform(words)));
+    let mut analyzer = LowerCaser.transform(words);
     let mut stream = analyzer.token_stream(text);
+    let stems = cache.by_lang.entry(sl.code).or_default();
     let mut out = Vec::new();
-    while let Some(token) = stream.next() {
-        let mut token = token.clone();
-        token.text = prefixed(sl.code, &token.text);
-        out.push(token);
+    while let Some(word) = stream.next() {
+        let text = match stems.get(word.text.as_str()) {
+            Some(stem) => stem.clone(),
+            None => {
+                let stem = prefixed(sl.code, &stem_lower(&word.text, sl));
+                if stems.len() >= STEM_CACHE_WORDS {
+                    stems.clear();
+                }
+                stems.insert(word.text.clone(), stem.clone());
+                stem
+            }
+        };
+        out.push(Token {
+            text,
+            offset_from: word.offset_from,
+            offset_to: word.offset_to,
+            position: word.position,
+            position_length: word.position_length,
+        });
     }
     out
 }

@@ -419,6 +419,7 @@ fn the_ascii_word_path_gives_the_analyzer_s_tokens() {
         "café Straße".to_string(), // not ASCII: the analyzer's path, still equal
         "don’t — “quoted” … «guillemets» 3×4 ½ naïve".to_string(),
         "Thai ก่า, re\u{301}sume\u{301}, zero\u{200D}width, 日本語".to_string(),
+        "an ASCII line\nune ligne accentuée\r\nand ASCII again, 日本\n\nlast".to_string(),
     ];
     // Pseudo-random ASCII with words of every length around the limit.
     let alphabet = [
@@ -440,6 +441,8 @@ fn the_ascii_word_path_gives_the_analyzer_s_tokens() {
             let pick = (state >> 33) as usize;
             if pick % 17 == 0 {
                 text.push_str(&long(36 + pick % 8));
+            } else if pick % 23 == 0 {
+                text.push('\n');
             } else if pick % 97 == 0 {
                 // Now and then a character that belongs to words outside ASCII.
                 text.push(rare[pick % rare.len()]);
@@ -451,5 +454,57 @@ fn the_ascii_word_path_gives_the_analyzer_s_tokens() {
     }
     for text in &texts {
         assert_eq!(words(text), analyzed(text), "{text:?}");
+    }
+}
+
+#[test]
+fn cached_stems_are_the_stemmer_s() {
+    // The analysis chain the `stem` field was first built with, as the reference.
+    fn reference(text: &str, lang: &str) -> Vec<(String, usize, usize, usize)> {
+        use tantivy::tokenizer::{AsciiFoldingFilter, LowerCaser, RemoveLongFilter, Stemmer};
+        let Some((code, language)) = STEMMERS
+            .iter()
+            .copied()
+            .find(|(code, _)| lang.starts_with(code))
+        else {
+            return Vec::new();
+        };
+        let words = RemoveLongFilter::limit(MAX_TOKEN_BYTES).transform(
+            super::tokenizer::GeodeTokenizer::new(super::tokenizer::Mode::Words),
+        );
+        let mut analyzer = AsciiFoldingFilter
+            .transform(Stemmer::new(language).transform(LowerCaser.transform(words)));
+        let mut stream = analyzer.token_stream(text);
+        let mut out = Vec::new();
+        while let Some(t) = stream.next() {
+            out.push((
+                format!("{code}:{}", t.text),
+                t.position,
+                t.offset_from,
+                t.offset_to,
+            ));
+        }
+        out
+    }
+    let texts = [
+        "Running dogs run; the runner ran. RUNNING again, and running",
+        "Die Häuser, das Haus, den HÄUSERN: Straße und Strasse",
+        "Les maisons étaient là, la maison était là",
+        "Бегущие собаки бегут, собака бежит",
+        "日本語 mixed with Running words and 中文",
+    ];
+    // One cache for every text and language, small pieces first so that later ones hit it.
+    let mut cache = StemCache::default();
+    for lang in ["en", "de", "fr", "ru"] {
+        for text in texts {
+            let half: String = text.chars().take(text.chars().count() / 2).collect();
+            for piece in [half.as_str(), text] {
+                let got: Vec<_> = stem_tokens_with(piece, lang, &mut cache)
+                    .into_iter()
+                    .map(|t| (t.text, t.position, t.offset_from, t.offset_to))
+                    .collect();
+                assert_eq!(got, reference(piece, lang), "{lang}: {piece}");
+            }
+        }
     }
 }
