@@ -19,7 +19,7 @@ use std::collections::HashMap;
 use foldhash::fast::RandomState;
 use std::ops::Range;
 
-use super::analysis::{self, StemLang};
+use super::analysis::{self, StemCache, StemLang};
 use super::prefix;
 use crate::gemtext::art::is_decoration_line;
 
@@ -86,14 +86,14 @@ impl Highlighter {
     /// term: exactly, or by its stem in `lang` when that language has a stemmer.
     pub fn matches(&self, token: &str, lang: Option<&str>) -> bool {
         let stem_lang = lang.and_then(analysis::stem_lang);
-        self.terms_of(token, stem_lang) != 0
+        self.terms_of(token, stem_lang, &mut StemCache::default()) != 0
     }
 
     /// The terms an analysed token matches, as a bit set (0 for none).
-    fn terms_of(&self, token: &str, stem_lang: Option<StemLang>) -> u64 {
+    fn terms_of(&self, token: &str, stem_lang: Option<StemLang>, stems: &mut StemCache) -> u64 {
         let mut terms = self.exact.get(token).copied().unwrap_or(0);
         if let Some(sl) = stem_lang.filter(|_| !self.stems.is_empty()) {
-            if let Some(stem) = analysis::stem_analysed(token, sl) {
+            if let Some(stem) = analysis::stem_analysed_with(token, sl, stems) {
                 terms |= self.stems.get(&stem).copied().unwrap_or(0);
             }
         }
@@ -133,11 +133,14 @@ pub fn snippet(body: &str, hl: &Highlighter, lang: Option<&str>, max_chars: usiz
 
 /// The terms of the tokens a query's snippets have met, by the page language's stemmer:
 /// words repeat within a page and across the pages of one result list, and stemming each one
-/// again is the costliest part of a snippet. Belongs to one [`Highlighter`].
+/// again is the costliest part of a snippet. Belongs to one [`Highlighter`]; its stems hold
+/// for any query (a searcher keeps them from one query to the next).
 #[derive(Debug, Default)]
 pub struct TermCache {
     /// (stemmer language, or "" for none) -> analysed token -> terms.
     by_lang: HashMap<&'static str, HashMap<String, u64, RandomState>>,
+    /// The stems of tokens, whatever the query.
+    pub stems: StemCache,
 }
 
 /// Tokens a [`TermCache`] keeps per language before it starts afresh.
@@ -154,8 +157,8 @@ pub fn snippet_with(
     let scan = prefix(body, SCAN_BYTES);
     let stem_lang = lang.and_then(analysis::stem_lang);
     let mut lines: Vec<Line> = Vec::new();
-    let seen = cache
-        .by_lang
+    let TermCache { by_lang, stems } = cache;
+    let seen = by_lang
         .entry(stem_lang.map_or("", analysis::StemLang::code))
         .or_default();
     if seen.len() > TERM_CACHE_TOKENS {
@@ -176,7 +179,7 @@ pub fn snippet_with(
                 let terms = match seen.get(token) {
                     Some(&terms) => terms,
                     None => {
-                        let terms = hl.terms_of(token, stem_lang);
+                        let terms = hl.terms_of(token, stem_lang, stems);
                         seen.insert(token.to_string(), terms);
                         terms
                     }

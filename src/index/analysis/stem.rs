@@ -90,6 +90,32 @@ pub struct StemCache {
     by_lang: HashMap<&'static str, HashMap<String, String, RandomState>>,
 }
 
+impl StemCache {
+    /// The stem of `word` (lowercased) in `sl`, prefixed (`en:run`): from the cache, else from
+    /// the stemmer and kept.
+    fn stem(&mut self, word: &str, sl: StemLang) -> String {
+        let stems = self.by_lang.entry(sl.code).or_default();
+        if let Some(stem) = stems.get(word) {
+            return stem.clone();
+        }
+        let stem = prefixed(sl.code, &stem_lower(word, sl));
+        if stems.len() >= STEM_CACHE_WORDS {
+            stems.clear();
+        }
+        stems.insert(word.to_string(), stem.clone());
+        stem
+    }
+
+    /// Words kept, in all languages.
+    pub fn len(&self) -> usize {
+        self.by_lang.values().map(HashMap::len).sum()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
 /// Words a [`StemCache`] keeps per language (a few megabytes).
 const STEM_CACHE_WORDS: usize = 20_000;
 
@@ -102,22 +128,10 @@ pub fn stem_tokens_with(text: &str, lang: &str, cache: &mut StemCache) -> Vec<To
         RemoveLongFilter::limit(MAX_TOKEN_BYTES).transform(GeodeTokenizer::new(Mode::Words));
     let mut analyzer = LowerCaser.transform(words);
     let mut stream = analyzer.token_stream(text);
-    let stems = cache.by_lang.entry(sl.code).or_default();
     let mut out = Vec::new();
     while let Some(word) = stream.next() {
-        let text = match stems.get(word.text.as_str()) {
-            Some(stem) => stem.clone(),
-            None => {
-                let stem = prefixed(sl.code, &stem_lower(&word.text, sl));
-                if stems.len() >= STEM_CACHE_WORDS {
-                    stems.clear();
-                }
-                stems.insert(word.text.clone(), stem.clone());
-                stem
-            }
-        };
         out.push(Token {
-            text,
+            text: cache.stem(&word.text, sl),
             offset_from: word.offset_from,
             offset_to: word.offset_to,
             position: word.position,
@@ -173,11 +187,16 @@ fn stem_word_in(word: &str, sl: StemLang) -> Option<String> {
 /// The stem of a token as [`text_analyzer`] gives it (one lowercased word, or a CJK n-gram),
 /// prefixed like [`stem_tokens`]; `None` for CJK n-grams, which have no stem. Cheaper than
 /// [`stem_word`]: the token is not split again.
-pub(crate) fn stem_analysed(token: &str, sl: StemLang) -> Option<String> {
+/// Stems of tokens met before are taken from `cache`.
+pub(crate) fn stem_analysed_with(
+    token: &str,
+    sl: StemLang,
+    cache: &mut StemCache,
+) -> Option<String> {
     if token.is_empty() || token.chars().any(is_cjk) {
         return None;
     }
-    Some(prefixed(sl.code, &stem_lower(token, sl)))
+    Some(cache.stem(token, sl))
 }
 /// Every form one query word takes in the `stem` field: its stem in each language with a
 /// stemmer, prefixed (`en:run`, `de:running`, ...), deduplicated, in a stable order.

@@ -43,6 +43,7 @@ use tantivy::query::TermQuery;
 use tantivy::schema::{IndexRecordOption, Value};
 use tantivy::{DocAddress, Index, IndexReader, ReloadPolicy, Searcher, TantivyDocument, Term};
 
+use crate::index::analysis::StemCache;
 use crate::index::authority::Authority;
 use crate::index::compile::{compile, relax, Relaxed};
 use crate::index::snippet::{snippet_with, Highlighter, TermCache};
@@ -186,6 +187,9 @@ pub struct SearchIndex {
     authority: Mutex<AuthorityState>,
     /// What queries read once per index snapshot (capsule-name labels, stem languages).
     cache: SnapshotCache,
+    /// The stems snippets found, kept for the next query (taken by one query at a time:
+    /// another running meanwhile starts without).
+    stems: Mutex<StemCache>,
 }
 
 struct AuthorityState {
@@ -215,6 +219,7 @@ impl SearchIndex {
                 checked: Instant::now(),
             }),
             cache: SnapshotCache::default(),
+            stems: Mutex::new(StemCache::default()),
         })
     }
 
@@ -382,6 +387,7 @@ impl SearchIndex {
         };
         let highlighter = Highlighter::new(&parsed.highlight_words(), &[]);
         let mut terms = TermCache::default();
+        terms.stems = self.take_stems();
         let mut hits = Vec::with_capacity(page);
         for (ranked, address) in shown {
             let doc: TantivyDocument = searcher.doc(address)?;
@@ -390,6 +396,7 @@ impl SearchIndex {
             hit.similar = self.similar_count(&searcher, ranked.cluster)?;
             hits.push(hit);
         }
+        self.give_back_stems(terms.stems);
         Ok(SearchResults {
             total,
             with_all_words,
@@ -495,6 +502,23 @@ impl SearchIndex {
             ranked,
             covered,
         }))
+    }
+
+    /// The stems kept from earlier queries, or none while another query holds them.
+    fn take_stems(&self) -> StemCache {
+        match self.stems.try_lock() {
+            Ok(mut kept) => std::mem::take(&mut *kept),
+            Err(_) => StemCache::default(),
+        }
+    }
+
+    /// Keeps `stems` for the next query, unless a query that ran meanwhile kept more.
+    fn give_back_stems(&self, stems: StemCache) {
+        if let Ok(mut kept) = self.stems.lock() {
+            if kept.len() < stems.len() {
+                *kept = stems;
+            }
+        }
     }
 
     /// How many other pages share a cluster of near-duplicates.
