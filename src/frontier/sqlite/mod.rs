@@ -27,6 +27,7 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::time::Duration;
 
+use rusqlite::config::DbConfig;
 use rusqlite::{params, Connection, OpenFlags, OptionalExtension, TransactionBehavior};
 
 pub use batch::SqliteBatch;
@@ -57,6 +58,11 @@ pub struct SqliteFrontier {
 /// How many URL ids [`SqliteFrontier`] keeps in memory at most.
 const URL_CACHE_ENTRIES: usize = 200_000;
 
+/// Prepared statements a connection keeps (`prepare_cached`). Recording a batch of results
+/// runs a few dozen distinct statements; with rusqlite's default of 16 they pushed each other
+/// out of the cache and were compiled again and again.
+const STATEMENT_CACHE: usize = 256;
+
 impl SqliteFrontier {
     /// Opens (creating or upgrading if needed) the database at `path` for a crawl.
     pub fn open(path: &Path) -> Result<Self> {
@@ -72,6 +78,7 @@ impl SqliteFrontier {
         conn.pragma_update(None, "wal_autocheckpoint", 8192)?;
         conn.pragma_update(None, "cache_size", -65536)?;
         conn.pragma_update(None, "temp_store", "MEMORY")?;
+        settle_plans(&conn)?;
         migrate::prepare(&mut conn)?;
         Ok(SqliteFrontier {
             conn,
@@ -147,6 +154,7 @@ impl SqliteFrontier {
         )?;
         conn.busy_timeout(Duration::from_secs(30))?;
         conn.pragma_update(None, "query_only", true)?;
+        settle_plans(&conn)?;
         if !migrate::check(&conn)? {
             return Err(FrontierError::Missing(path.to_path_buf()));
         }
@@ -313,6 +321,19 @@ impl SqliteFrontier {
         let rows = stmt.query_map(params, |r| r.get(0))?;
         Ok(rows.collect::<std::result::Result<_, _>>()?)
     }
+}
+
+/// Makes a connection's prepared statements last: a cache large enough for every statement a
+/// crawl runs, and plans that do not depend on the values bound. Without the latter (SQLite's
+/// query planner stability guarantee), a statement whose plan looked at a bound value (any
+/// `LIMIT ?` does, in the SQLite rusqlite bundles) is compiled again each time that value is
+/// bound, even to the same value: the claims and the anchor labels of every page indexed were.
+/// The plans of geode's statements are the same either way (no statistics are gathered, and no
+/// partial index or `LIKE` depends on a bound value).
+fn settle_plans(conn: &Connection) -> Result<()> {
+    conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
+    conn.set_db_config(DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG, true)?;
+    Ok(())
 }
 
 /// Applies the index operations of commits up to `seq`.

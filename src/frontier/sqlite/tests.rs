@@ -772,3 +772,28 @@ fn web_urls_recorded_as_not_fetchable_are_admitted_under_their_origin() {
     let mut b = f.batch(60).unwrap();
     assert_eq!(b.admit_web_urls().unwrap(), 0);
 }
+
+/// A statement is compiled once, however often its parameters are bound again: the crawl runs
+/// the same few dozen statements for every page.
+#[test]
+fn statements_are_not_compiled_again_when_bound_again() {
+    use rusqlite::StatementStatus;
+    let (_d, mut f) = open();
+    let mut b = f.batch(0).unwrap();
+    let [page] = indexed_pages(&mut b, ["gemini://a.test/"]);
+    link_to(&mut b, page, "gemini://a.test/b", "bee");
+    let target = id_of(&mut b, "gemini://a.test/b");
+    b.commit().unwrap();
+    let sql = "SELECT DISTINCT label FROM links WHERE target = ?1 ORDER BY label LIMIT ?2";
+    for limit in [1, 2, 2, 3] {
+        let mut stmt = f.conn.prepare_cached(sql).unwrap();
+        let labels: Vec<String> = stmt
+            .query_map(params![target, limit], |r| r.get(0))
+            .unwrap()
+            .collect::<std::result::Result<_, _>>()
+            .unwrap();
+        assert_eq!(labels, ["bee"]);
+    }
+    let stmt = f.conn.prepare_cached(sql).unwrap();
+    assert_eq!(stmt.get_status(StatementStatus::RePrepare), 0);
+}
