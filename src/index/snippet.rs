@@ -15,9 +15,9 @@
 
 use std::cmp::Reverse;
 use std::collections::HashMap;
+use std::ops::Range;
 
 use foldhash::fast::RandomState;
-use std::ops::Range;
 
 use super::analysis::{self, StemCache, StemLang};
 use super::prefix;
