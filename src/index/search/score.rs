@@ -172,14 +172,11 @@ impl Collector for Ranker {
 
     fn merge_fruits(&self, fruits: Vec<Self::Fruit>) -> tantivy::Result<Self::Fruit> {
         let mut all: Self::Fruit = fruits.into_iter().flatten().collect();
-        let order = |(a, x): &(Ranked, DocAddress), (b, y): &(Ranked, DocAddress)| {
-            b.score.total_cmp(&a.score).then_with(|| x.cmp(y))
-        };
         if all.len() > self.limit {
-            all.select_nth_unstable_by(self.limit, order);
+            all.select_nth_unstable_by(self.limit, best_first);
             all.truncate(self.limit);
         }
-        all.sort_unstable_by(order);
+        all.sort_unstable_by(best_first);
         Ok(all)
     }
 }
@@ -268,28 +265,60 @@ pub(super) fn rescore(
         return Ok(());
     }
     let weight = bonus.weight(EnableScoring::enabled_from_searcher(searcher))?;
-    let mut order: Vec<usize> = (0..ranked.len()).collect();
-    order.sort_by_key(|&i| ranked[i].1);
-    let mut cursor: Option<(SegmentOrdinal, Box<dyn Scorer>)> = None;
+    let addresses: Vec<DocAddress> = ranked.iter().map(|&(_, address)| address).collect();
+    in_index_order(
+        searcher,
+        &addresses,
+        |segment| weight.scorer(segment, 1.0),
+        |i, doc, scorer| {
+            if holds(scorer.as_mut(), doc) {
+                let parts = &mut ranked[i].0.parts;
+                parts.text += scorer.score();
+                ranked[i].0.score = final_score(parts, full);
+            }
+        },
+    )?;
+    ranked.sort_by(best_first);
+    Ok(())
+}
+
+/// Ranked pages best first, ties by document address: the order Tantivy's `TopDocs` gives.
+fn best_first((a, x): &(Ranked, DocAddress), (b, y): &(Ranked, DocAddress)) -> Ordering {
+    b.score.total_cmp(&a.score).then_with(|| x.cmp(y))
+}
+
+/// Whether `docs` holds `doc`, moving it forward to `doc` if it is behind (a doc set only moves
+/// forward: documents must be asked for in increasing order).
+fn holds(docs: &mut dyn DocSet, doc: DocId) -> bool {
+    if docs.doc() < doc {
+        docs.seek(doc);
+    }
+    docs.doc() == doc
+}
+
+/// Calls `visit` with each of `addresses` (its index in `addresses`, its document and the state
+/// of its segment) in index order, so that cursors in the state only move forward; `open` makes
+/// a segment's state once, when the walk reaches it.
+fn in_index_order<S>(
+    searcher: &Searcher,
+    addresses: &[DocAddress],
+    mut open: impl FnMut(&SegmentReader) -> tantivy::Result<S>,
+    mut visit: impl FnMut(usize, DocId, &mut S),
+) -> tantivy::Result<()> {
+    let mut order: Vec<usize> = (0..addresses.len()).collect();
+    order.sort_by_key(|&i| addresses[i]);
+    let mut current: Option<(SegmentOrdinal, S)> = None;
     for i in order {
-        let (ranked, address) = &mut ranked[i];
-        let scorer = match &mut cursor {
-            Some((ord, scorer)) if *ord == address.segment_ord => scorer,
+        let address = addresses[i];
+        let state = match &mut current {
+            Some((ord, state)) if *ord == address.segment_ord => state,
             _ => {
-                let segment = searcher.segment_reader(address.segment_ord);
-                let scorer = weight.scorer(segment, 1.0)?;
-                &mut cursor.insert((address.segment_ord, scorer)).1
+                let state = open(searcher.segment_reader(address.segment_ord))?;
+                &mut current.insert((address.segment_ord, state)).1
             }
         };
-        if scorer.doc() < address.doc_id {
-            scorer.seek(address.doc_id);
-        }
-        if scorer.doc() == address.doc_id {
-            ranked.parts.text += scorer.score();
-            ranked.score = final_score(&ranked.parts, full);
-        }
+        visit(i, address.doc_id, state);
     }
-    ranked.sort_by(|(a, x), (b, y)| b.score.total_cmp(&a.score).then_with(|| x.cmp(y)));
     Ok(())
 }
 
@@ -360,10 +389,7 @@ impl SegmentCoverage {
     fn at(&mut self, doc: DocId) -> f32 {
         let mut held = 0.0;
         for (scorer, &weight) in self.scorers.iter_mut().zip(&self.weights) {
-            if scorer.doc() < doc {
-                scorer.seek(doc);
-            }
-            if scorer.doc() == doc {
+            if holds(scorer.as_mut(), doc) {
                 held += weight;
             }
         }
@@ -406,33 +432,24 @@ impl WordChecks {
         addresses: &[DocAddress],
     ) -> tantivy::Result<Vec<Vec<String>>> {
         let mut out = vec![Vec::new(); addresses.len()];
-        let mut order: Vec<usize> = (0..addresses.len()).collect();
-        order.sort_by_key(|&i| addresses[i]);
-        let mut cursors: Option<(SegmentOrdinal, Vec<Box<dyn Scorer>>)> = None;
-        for i in order {
-            let address = addresses[i];
-            let scorers = match &mut cursors {
-                Some((ord, scorers)) if *ord == address.segment_ord => scorers,
-                _ => {
-                    let segment = searcher.segment_reader(address.segment_ord);
-                    let scorers = self
-                        .words
-                        .iter()
-                        .map(|(_, weight)| weight.scorer(segment, 1.0))
-                        .collect::<tantivy::Result<Vec<_>>>()?;
-                    &mut cursors.insert((address.segment_ord, scorers)).1
+        in_index_order(
+            searcher,
+            addresses,
+            |segment| {
+                self.words
+                    .iter()
+                    .map(|(_, weight)| weight.scorer(segment, 1.0))
+                    .collect::<tantivy::Result<Vec<_>>>()
+            },
+            |i, doc, scorers| {
+                let lacking = &mut out[i];
+                for ((text, _), scorer) in self.words.iter().zip(scorers.iter_mut()) {
+                    if !holds(scorer.as_mut(), doc) && !lacking.contains(text) {
+                        lacking.push(text.clone());
+                    }
                 }
-            };
-            let lacking = &mut out[i];
-            for ((text, _), scorer) in self.words.iter().zip(scorers.iter_mut()) {
-                if scorer.doc() < address.doc_id {
-                    scorer.seek(address.doc_id);
-                }
-                if scorer.doc() != address.doc_id && !lacking.contains(text) {
-                    lacking.push(text.clone());
-                }
-            }
-        }
+            },
+        )?;
         Ok(out)
     }
 }
