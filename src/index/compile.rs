@@ -108,6 +108,10 @@ pub(crate) struct Word {
     pub span: Range<usize>,
     /// Matches the word in any text field, by stem, or through a spelling neighbour.
     pub query: Box<dyn TQuery>,
+    /// The forms `query` is the union of: a union of several words' forms is one union of
+    /// their forms, cheaper than a union of unions (Tantivy merges term cursors directly) and
+    /// scoring the same sum.
+    forms: Vec<Box<dyn TQuery>>,
     /// Whether a result needs it to count as holding all the words.
     pub essential: bool,
     /// Its share of the query: the word's idf.
@@ -133,13 +137,11 @@ impl Relaxed {
     /// Pages holding every essential word: the first tier. Other words score where present.
     pub fn all_words(&self) -> Box<dyn TQuery> {
         let mut clauses = self.frame();
-        for word in &self.words {
-            let occur = if word.essential {
-                Occur::Must
-            } else {
-                Occur::Should
-            };
-            clauses.push((occur, word.query.box_clone()));
+        for word in self.words.iter().filter(|w| w.essential) {
+            clauses.push((Occur::Must, word.query.box_clone()));
+        }
+        if let Some(others) = self.forms_of(false) {
+            clauses.push((Occur::Should, others));
         }
         Box::new(BooleanQuery::new(clauses))
     }
@@ -153,17 +155,25 @@ impl Relaxed {
     /// Pages holding at least one essential word: both tiers.
     pub fn any_word(&self) -> Box<dyn TQuery> {
         let mut clauses = self.frame();
-        let essential: Vec<(Occur, Box<dyn TQuery>)> = self
-            .words
-            .iter()
-            .filter(|w| w.essential)
-            .map(|w| (Occur::Should, w.query.box_clone()))
-            .collect();
-        clauses.push((Occur::Must, Box::new(BooleanQuery::new(essential))));
-        for word in self.words.iter().filter(|w| !w.essential) {
-            clauses.push((Occur::Should, word.query.box_clone()));
+        if let Some(essential) = self.forms_of(true) {
+            clauses.push((Occur::Must, essential));
+        }
+        if let Some(others) = self.forms_of(false) {
+            clauses.push((Occur::Should, others));
         }
         Box::new(BooleanQuery::new(clauses))
+    }
+
+    /// The union of the forms of the words that are `essential` (or not): one union, scoring
+    /// what the union of the words' own unions would. `None` when there is no such word.
+    fn forms_of(&self, essential: bool) -> Option<Box<dyn TQuery>> {
+        let forms: Vec<Box<dyn TQuery>> = self
+            .words
+            .iter()
+            .filter(|w| w.essential == essential)
+            .flat_map(|w| w.forms.iter().map(|f| f.box_clone()))
+            .collect();
+        (!forms.is_empty()).then(|| any(forms))
     }
 
     /// The required and excluded parts.
@@ -358,27 +368,27 @@ impl Compiler<'_> {
     /// A bare word: exact in any text field (or the URL), or by one of its `stems` (from
     /// [`Self::stems`]).
     fn word(&self, text: &str, stems: &[String]) -> Option<Box<dyn TQuery>> {
+        self.word_forms(text, stems).map(any)
+    }
+
+    /// The forms of a bare word, any of which matches: the word in each text field and the
+    /// URL, and each of its `stems`; a word of several tokens is one phrase.
+    fn word_forms(&self, text: &str, stems: &[String]) -> Option<Vec<Box<dyn TQuery>>> {
         let tokens = analysis::query_tokens(text);
         match tokens.as_slice() {
             [] => None,
             [(_, token)] => {
-                let mut clauses: Vec<(Occur, Box<dyn TQuery>)> = Vec::new();
+                let mut forms: Vec<Box<dyn TQuery>> = Vec::new();
                 for (field, boost) in self.text_fields() {
-                    clauses.push((Occur::Should, boosted(term(field, token), boost)));
+                    forms.push(boosted(term(field, token), boost));
                 }
-                clauses.push((
-                    Occur::Should,
-                    boosted(term(self.fields.url_text, token), self.url_boost),
-                ));
+                forms.push(boosted(term(self.fields.url_text, token), self.url_boost));
                 for stem in stems {
-                    clauses.push((
-                        Occur::Should,
-                        boosted(term(self.fields.stem, stem), BOOST_STEM),
-                    ));
+                    forms.push(boosted(term(self.fields.stem, stem), BOOST_STEM));
                 }
-                Some(Box::new(BooleanQuery::new(clauses)))
+                Some(forms)
             }
-            _ => self.phrase(text, &self.text_fields()),
+            _ => Some(vec![self.phrase(text, &self.text_fields())?]),
         }
     }
 
@@ -393,7 +403,7 @@ impl Compiler<'_> {
     ) -> Option<Word> {
         let tokens = analysis::query_tokens(text);
         let stems = self.stems(text);
-        let mut query = self.word(text, &stems)?;
+        let mut forms = self.word_forms(text, &stems)?;
         // Pages holding the word: for a word analysed into several tokens (`e-mail`, CJK), the
         // rarest token bounds it; stems count as holding it.
         let f = self.fields;
@@ -426,7 +436,6 @@ impl Compiler<'_> {
                     .take(MAX_NEIGHBOURS)
                     .collect();
                 let best = neighbours.iter().map(|n| n.doc_freq).max().unwrap_or(1);
-                let mut clauses: Vec<(Occur, Box<dyn TQuery>)> = vec![(Occur::Should, query)];
                 for n in &neighbours {
                     let base = if n.distance <= 1 {
                         BOOST_NEIGHBOUR_1
@@ -436,14 +445,10 @@ impl Compiler<'_> {
                     // The more pages use a neighbour, the likelier it is the word meant.
                     let weight = base * ((n.doc_freq as f32) / (best as f32)).sqrt();
                     for (field, boost) in self.text_fields() {
-                        clauses.push((
-                            Occur::Should,
-                            boosted(term(field, &n.token), boost * weight),
-                        ));
+                        forms.push(boosted(term(field, &n.token), boost * weight));
                     }
                     corrections.push(n.token.clone());
                 }
-                query = Box::new(BooleanQuery::new(clauses));
             }
         }
         // Rarity is the word's own: its stem also matches other words (`computers` shares
@@ -455,7 +460,8 @@ impl Compiler<'_> {
         Some(Word {
             text: text.to_string(),
             span,
-            query,
+            query: any(forms.iter().map(|f| f.box_clone()).collect()),
+            forms,
             essential,
             weight: weight.max(0.01),
             known: doc_freq > 0,
@@ -568,6 +574,16 @@ fn term(field: Field, token: &str) -> Box<dyn TQuery> {
         Term::from_field_text(field, token),
         IndexRecordOption::WithFreqs,
     ))
+}
+
+/// Matches what any of `forms` matches, with the sum of their scores.
+fn any(mut forms: Vec<Box<dyn TQuery>>) -> Box<dyn TQuery> {
+    match forms.len() {
+        1 => forms.remove(0),
+        _ => Box::new(BooleanQuery::new(
+            forms.into_iter().map(|f| (Occur::Should, f)).collect(),
+        )),
+    }
 }
 
 fn boosted(query: Box<dyn TQuery>, boost: f32) -> Box<dyn TQuery> {

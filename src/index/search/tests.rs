@@ -3,6 +3,8 @@
 
 use super::*;
 use crate::index::{url_hash, Indexer, PageDoc};
+use tantivy::collector::TopDocs;
+use tantivy::query::{BooleanQuery, Occur};
 
 /// A page of example.org in English.
 fn page(url: &str, title: &str, body: &str) -> PageDoc {
@@ -816,4 +818,90 @@ fn pages_with_the_words_near_each_other_rank_first() {
         "{:?}",
         res.hits
     );
+}
+
+#[test]
+fn one_union_of_every_form_scores_as_the_union_of_the_words() {
+    // 120 pages: `gemini` on every page (not essential), `garden` and `tomato` on a few, in
+    // several fields, some on both: both tiers and the optional word are exercised.
+    let pages: Vec<PageDoc> = (0..120)
+        .map(|i| {
+            let title = if i % 15 == 0 { "Garden log" } else { "Notes" };
+            let body = match (i % 12 == 0, i % 20 == 0) {
+                (true, true) => "tomato seedlings in the garden, on gemini",
+                (false, true) => "tomatoes ripen slowly; gemini capsule",
+                (true, false) => "gardening with friends over gemini",
+                _ => "nothing here but gemini",
+            };
+            PageDoc {
+                headings: if i % 25 == 0 { "Tomato" } else { "" }.to_string(),
+                ..page(&format!("gemini://g{i}.example/p"), title, body)
+            }
+        })
+        .collect();
+    let (_tmp, si) = index_of(&pages);
+    let searcher = si.searcher();
+    let lexicon = IndexLexicon {
+        searcher: &searcher,
+        fields: si.fields(),
+        cache: &si.cache,
+    };
+    let parsed = query::parse("garden tomato gemini").expect("parse");
+    let relaxed = relax(&parsed, si.fields(), &lexicon, false).expect("relaxed");
+    assert_eq!(
+        relaxed
+            .words
+            .iter()
+            .map(|w| w.essential)
+            .collect::<Vec<_>>(),
+        [true, true, false]
+    );
+    // The same queries built as before: each word its own union.
+    let per_word = |tier: Occur| -> Box<dyn tantivy::query::Query> {
+        let essential = |w: &&crate::index::compile::Word| w.essential;
+        let mut clauses: Vec<(Occur, Box<dyn tantivy::query::Query>)> = Vec::new();
+        match tier {
+            Occur::Must => {
+                for w in relaxed.words.iter().filter(essential) {
+                    clauses.push((Occur::Must, w.query.box_clone()));
+                }
+            }
+            _ => {
+                let union = relaxed
+                    .words
+                    .iter()
+                    .filter(essential)
+                    .map(|w| (Occur::Should, w.query.box_clone()))
+                    .collect();
+                clauses.push((Occur::Must, Box::new(BooleanQuery::new(union))));
+            }
+        }
+        for w in relaxed.words.iter().filter(|w| !w.essential) {
+            clauses.push((Occur::Should, w.query.box_clone()));
+        }
+        Box::new(BooleanQuery::new(clauses))
+    };
+    let scored = |q: &dyn tantivy::query::Query| -> Vec<(DocAddress, f32)> {
+        let mut hits: Vec<(DocAddress, f32)> = searcher
+            .search(q, &TopDocs::with_limit(1_000))
+            .expect("search")
+            .into_iter()
+            .map(|(score, address)| (address, score))
+            .collect();
+        hits.sort_by_key(|&(address, _)| address);
+        hits
+    };
+    for (ours, theirs) in [
+        (relaxed.all_words(), per_word(Occur::Must)),
+        (relaxed.any_word(), per_word(Occur::Should)),
+    ] {
+        let (got, want) = (scored(&*ours), scored(&*theirs));
+        assert!(!want.is_empty());
+        assert_eq!(got.len(), want.len());
+        for ((a, x), (b, y)) in got.iter().zip(&want) {
+            assert_eq!(a, b);
+            assert!((x - y).abs() <= 1e-5 * y.abs(), "{x} vs {y}");
+        }
+        assert_eq!(searcher.search(&*ours, &Count).expect("count"), want.len());
+    }
 }
