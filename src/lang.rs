@@ -18,46 +18,67 @@ pub fn normalize_lang(tag: &str) -> Option<String> {
 /// Guesses the language of `text` as an ISO 639-1 code, from its first 2,000 characters.
 /// `None` when the text has too few letters or the guess is not reliable.
 pub fn detect_lang(text: &str) -> Option<&'static str> {
-    let end = text
-        .char_indices()
-        .nth(DETECT_MAX_CHARS)
-        .map_or(text.len(), |(i, _)| i);
-    let sample = text.get(..end).unwrap_or(text);
-    if sample.chars().filter(|c| c.is_alphabetic()).count() < DETECT_MIN_LETTERS {
+    // One pass over the sample finds its end and counts what the guess needs.
+    let mut counts = Letters::default();
+    let mut end = text.len();
+    for (n, (i, c)) in text.char_indices().enumerate() {
+        if n == DETECT_MAX_CHARS {
+            end = i;
+            break;
+        }
+        counts.add(c);
+    }
+    if counts.letters < DETECT_MIN_LETTERS {
         return None;
     }
-    if let Some(lang) = cjk_language(sample) {
+    if let Some(lang) = counts.cjk_language() {
         return Some(lang);
     }
+    let sample = text.get(..end).unwrap_or(text);
     let info = whatlang::detect(sample)?;
     info.is_reliable().then(|| iso639_1(info.lang()))
 }
-/// Chinese, Japanese or Korean when CJK characters carry at least as much of `sample` as the
-/// other letters, a CJK character counting like three letters (it is about a word). whatlang
-/// compares raw character counts, so a Japanese page with an English paragraph would read as
-/// English. Kana means Japanese, Hangul Korean, Han alone Chinese.
-fn cjk_language(sample: &str) -> Option<&'static str> {
-    let (mut kana, mut hangul, mut han, mut other) = (0usize, 0usize, 0usize, 0usize);
-    for c in sample.chars() {
+
+/// The letters of a sample, by script where the guess needs it.
+#[derive(Default)]
+struct Letters {
+    letters: usize,
+    kana: usize,
+    hangul: usize,
+    han: usize,
+    /// Letters of other scripts.
+    other: usize,
+}
+
+impl Letters {
+    fn add(&mut self, c: char) {
+        let alphabetic = c.is_alphabetic();
+        self.letters += usize::from(alphabetic);
         match u32::from(c) {
-            0x3040..=0x30FF | 0x31F0..=0x31FF | 0xFF66..=0xFF9F => kana += 1,
-            0x1100..=0x11FF | 0x3130..=0x318F | 0xAC00..=0xD7AF => hangul += 1,
-            0x3400..=0x4DBF | 0x4E00..=0x9FFF | 0xF900..=0xFAFF => han += 1,
-            _ if c.is_alphabetic() => other += 1,
-            _ => {}
+            0x3040..=0x30FF | 0x31F0..=0x31FF | 0xFF66..=0xFF9F => self.kana += 1,
+            0x1100..=0x11FF | 0x3130..=0x318F | 0xAC00..=0xD7AF => self.hangul += 1,
+            0x3400..=0x4DBF | 0x4E00..=0x9FFF | 0xF900..=0xFAFF => self.han += 1,
+            _ => self.other += usize::from(alphabetic),
         }
     }
-    let cjk = kana + hangul + han;
-    if cjk == 0 || cjk * 3 < other {
-        return None;
+
+    /// Chinese, Japanese or Korean when CJK characters carry at least as much of the sample as
+    /// the other letters, a CJK character counting like three letters (it is about a word).
+    /// whatlang compares raw character counts, so a Japanese page with an English paragraph
+    /// would read as English. Kana means Japanese, Hangul Korean, Han alone Chinese.
+    fn cjk_language(&self) -> Option<&'static str> {
+        let cjk = self.kana + self.hangul + self.han;
+        if cjk == 0 || cjk * 3 < self.other {
+            return None;
+        }
+        Some(if self.hangul > self.kana + self.han {
+            "ko"
+        } else if self.kana > 0 {
+            "ja"
+        } else {
+            "zh"
+        })
     }
-    Some(if hangul > kana + han {
-        "ko"
-    } else if kana > 0 {
-        "ja"
-    } else {
-        "zh"
-    })
 }
 /// The ISO 639-1 code of a whatlang language.
 fn iso639_1(lang: whatlang::Lang) -> &'static str {
