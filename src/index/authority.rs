@@ -208,6 +208,11 @@ pub struct Authority {
 }
 
 impl Authority {
+    /// The highest score of the table; 0 when it is empty.
+    pub fn max_score(&self) -> f32 {
+        self.scores.iter().copied().fold(0.0, f32::max)
+    }
+
     /// Reads the authority file of the index in `dir`. A missing file gives an empty table (every
     /// page scores 0); a file that is truncated, from another version or otherwise damaged is
     /// [`IndexError::Corrupt`].
