@@ -118,6 +118,8 @@ pub(crate) struct Word {
     pub weight: f32,
     /// Whether the index holds the word as typed (or one of its stems).
     pub known: bool,
+    /// Pages holding it in its likeliest field or by stem: a guess of how common it is.
+    pub doc_freq: u64,
     /// The spelling neighbours matched for it, best first.
     pub corrections: Vec<String>,
 }
@@ -144,6 +146,16 @@ impl Relaxed {
             clauses.push((Occur::Should, others));
         }
         Box::new(BooleanQuery::new(clauses))
+    }
+
+    /// How many of `num_docs` pages would hold every essential word if the words were
+    /// independent of each other: a guess for choosing the order of work, never for results.
+    pub fn independent_estimate(&self, num_docs: u64) -> f64 {
+        let n = num_docs.max(1) as f64;
+        self.words
+            .iter()
+            .filter(|w| w.essential)
+            .fold(n, |pages, w| pages * (w.doc_freq as f64 / n).min(1.0))
     }
 
     /// The words near each other in the body, as a sloppy phrase: a bonus the best pages earn
@@ -465,6 +477,7 @@ impl Compiler<'_> {
             essential,
             weight: weight.max(0.01),
             known: doc_freq > 0,
+            doc_freq,
             corrections,
         })
     }

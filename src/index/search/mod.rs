@@ -56,6 +56,11 @@ use crate::query;
 const PROXIMITY_WINDOW: usize = 100;
 const _: () = assert!(PROXIMITY_WINDOW <= FIRST_WINDOW);
 
+/// The words of a query are found together up to this many times more often than independent
+/// words would be (on the 500,000 pages of `scripts/bench-search`: `linux kernel` 3 times,
+/// `coffee bread` 11), for guessing whether many pages hold them all.
+const WORDS_TOGETHER: f64 = 10.0;
+
 /// Longest snippet, in characters.
 const SNIPPET_MAX_CHARS: usize = 220;
 
@@ -439,9 +444,22 @@ impl SearchIndex {
             Matcher::Relaxed(r) => {
                 // Pages with all the words first: when a thousand of them fill the window, a
                 // page lacking words would need to beat them all on a third or less of its
-                // score, so the costlier scoring of every page with some word is skipped.
-                let (complete, ranked) =
-                    searcher.search(&*r.all_words(), &(Count, ranker(None)))?;
+                // score, so the costlier scoring of every page with some word is skipped. When
+                // few pages are likely to hold them all, they are only counted, since the pages
+                // with some word will be ranked anyway. The guess only orders the work.
+                let all_words = r.all_words();
+                let enough = DIVERSITY_WINDOW.max(limit);
+                let likely_few =
+                    r.independent_estimate(searcher.num_docs()) * WORDS_TOGETHER < enough as f64;
+                let (complete, ranked) = match likely_few {
+                    true => match searcher.search(&*all_words, &Count)? {
+                        complete if complete >= enough => {
+                            (complete, searcher.search(&*all_words, &ranker(None))?)
+                        }
+                        complete => (complete, Vec::new()),
+                    },
+                    false => searcher.search(&*all_words, &(Count, ranker(None)))?,
+                };
                 if complete >= DIVERSITY_WINDOW.max(limit) {
                     (searcher.search(&*r.any_word(), &Count)?, complete, ranked)
                 } else {

@@ -905,3 +905,30 @@ fn one_union_of_every_form_scores_as_the_union_of_the_words() {
         assert_eq!(searcher.search(&*ours, &Count).expect("count"), want.len());
     }
 }
+
+#[test]
+fn words_found_together_more_than_guessed_are_ranked_as_ever() {
+    // 12,000 pages; `alder` and `birch` are on the same 1,050 pages (one in 11.4 each, so
+    // independent words would share about 92): the search first guesses few pages hold both,
+    // counts them, finds a full window's worth and ranks them.
+    let pages: Vec<PageDoc> = (0..12_000)
+        .map(|i| {
+            let body = if i % 11 == 0 && i / 11 < 1_050 {
+                format!("alder and birch, note {i}")
+            } else {
+                format!("maple only, note {i}")
+            };
+            page(
+                &format!("gemini://t{}.example/{i}", i % 300),
+                "Trees",
+                &body,
+            )
+        })
+        .collect();
+    let (_tmp, si) = index_of(&pages);
+    let res = si.search("alder birch", 10, 0).expect("search");
+    assert_eq!((res.total, res.with_all_words), (1_050, 1_050));
+    assert_eq!(res.hits.len(), 10);
+    assert!(res.hits.iter().all(|h| h.missing.is_empty()));
+    assert!(res.hits.iter().all(|h| h.snippet.contains("**alder**")));
+}
