@@ -18,13 +18,14 @@ use super::scheduler::{self, Job, Scheduler};
 use super::task::{fetch, lookup, Done, DoneJob};
 use super::{
     record, CrawlConfig, CrawlError, CrawlSummary, Progress, StopReason, ANCHOR_CHUNK,
-    BATCH_GATHER, BATCH_RESULTS, CAPSULES_PER_CLAIM, CAPSULES_PER_SLOT, PER_CAPSULE,
+    BATCH_GATHER, BATCH_GATHER_SHARED, BATCH_RESULTS, CAPSULES_PER_CLAIM, CAPSULES_PER_SLOT,
+    PER_CAPSULE,
 };
 use crate::clock::unix_now;
 use crate::content;
 use crate::fetch::sockets::SocketBudget;
 use crate::fetch::{FetchError, Fetcher};
-use crate::frontier::{Frontier, FrontierError, QueuedUrl};
+use crate::frontier::{Batch, Frontier, FrontierError, QueuedUrl};
 use crate::urlnorm;
 
 /// How long a capsule waits when another crawler of a shared store holds its IP address.
@@ -129,6 +130,12 @@ impl Crawl {
         // renewal never lets them run out while this crawler works.
         let renew_every = self.config.shared.as_ref().map(|s| s.lease / 3);
         let mut next_renew = renew_every.map_or(far, |every| Instant::now() + every);
+        // A shared store's write transactions hold a lock every crawler takes turns on: short.
+        let gather = if self.config.shared.is_some() {
+            BATCH_GATHER_SHARED
+        } else {
+            BATCH_GATHER
+        };
 
         loop {
             if let Some(every) = renew_every.filter(|_| Instant::now() >= next_renew) {
@@ -166,62 +173,15 @@ impl Crawl {
                 }
             }
 
-            let now_unix = unix_now();
-            let mut batch = frontier.batch(now_unix)?;
+            let mut batch = frontier.batch(unix_now())?;
             let mut docs = Vec::new();
-            while dispatching && self.scheduler.in_flight() < self.config.concurrency {
-                let Some(job) = self.scheduler.next_job(Instant::now()) else {
-                    break;
-                };
-                if let Job::Robots { addr, .. } | Job::Page { addr, .. } = &job {
-                    // The other crawlers of a shared store keep this request's gap too.
-                    let wait = self.scheduler.ip_wait(addr.ip(), Instant::now());
-                    batch.hold_address(&addr.ip().to_string(), wait)?;
-                }
-                match job {
-                    Job::Disallowed(url) => {
-                        self.record_disallowed(&mut *batch, url, now_unix, &mut docs)?;
-                    }
-                    Job::Robots {
-                        host_id,
-                        host,
-                        addr,
-                    } => {
-                        self.tried.insert(host_id);
-                        let url = urlnorm::Capsule::parse(&host).robots_url();
-                        fetches.spawn(fetch(
-                            self.fetcher.clone(),
-                            Arc::clone(&self.parsers),
-                            url,
-                            addr,
-                            host_id,
-                            DoneJob::Robots { host_id },
-                        ));
-                    }
-                    Job::Page { url, addr } => {
-                        pages_started += 1;
-                        let target = url.url.clone();
-                        let host_id = url.host_id;
-                        fetches.spawn(fetch(
-                            self.fetcher.clone(),
-                            Arc::clone(&self.parsers),
-                            target,
-                            addr,
-                            host_id,
-                            DoneJob::Page(Box::new(url)),
-                        ));
-                        self.tried.insert(host_id);
-                        if self
-                            .config
-                            .max_pages
-                            .is_some_and(|max| pages_started >= max)
-                        {
-                            dispatching = false;
-                            self.summary.ended = StopReason::MaxPages;
-                        }
-                    }
-                }
-            }
+            self.dispatch(
+                &mut *batch,
+                &mut fetches,
+                &mut dispatching,
+                &mut pages_started,
+                &mut docs,
+            )?;
             batch.commit()?;
             for msg in docs.drain(..) {
                 self.send_to_index(msg)?;
@@ -276,10 +236,15 @@ impl Crawl {
                     let mut batch = frontier.batch(unix_now())?;
                     let mut next = Some(joined);
                     let mut recorded = 0;
-                    // Record every result that is ready, and those arriving within a few
-                    // milliseconds, in one transaction: fewer, larger transactions rewrite
-                    // fewer database pages.
-                    let gather_until = Instant::now() + BATCH_GATHER;
+                    // Record every result that is ready, and those arriving for a while after
+                    // it, in one transaction: fewer, larger transactions rewrite fewer database
+                    // pages. Requests keep starting meanwhile, so the wait costs no throughput.
+                    // Not past `--max-duration`, when no request may start any more.
+                    let gather_until = (Instant::now() + gather).min(if drain_until.is_none() {
+                        deadline
+                    } else {
+                        far
+                    });
                     loop {
                         while let Some(joined) = next.take() {
                             if let Ok(done) = joined {
@@ -288,12 +253,40 @@ impl Crawl {
                             }
                             next = fetches.try_join_next();
                         }
-                        if recorded >= BATCH_RESULTS || fetches.is_empty() {
+                        self.dispatch(
+                            &mut *batch,
+                            &mut fetches,
+                            &mut dispatching,
+                            &mut pages_started,
+                            &mut docs,
+                        )?;
+                        let now = Instant::now();
+                        if recorded >= BATCH_RESULTS || fetches.is_empty() || now >= gather_until {
                             break;
                         }
-                        match tokio::time::timeout_at(gather_until.into(), fetches.join_next()).await {
-                            Ok(Some(joined)) => next = Some(joined),
-                            _ => break,
+                        // Wake for the next result, or when the scheduler allows the next
+                        // request, whichever comes first.
+                        let can_start =
+                            dispatching && self.scheduler.in_flight() < self.config.concurrency;
+                        let wake = match self.scheduler.next_wakeup() {
+                            Some(at) if can_start => {
+                                at.max(now + Duration::from_millis(1)).min(gather_until)
+                            }
+                            _ => gather_until,
+                        };
+                        tokio::select! {
+                            joined = tokio::time::timeout_at(wake.into(), fetches.join_next()) => {
+                                match joined {
+                                    Ok(Some(joined)) => next = Some(joined),
+                                    Ok(None) => break,
+                                    Err(_) => {}
+                                }
+                            }
+                            _ = &mut shutdown, if !interrupted => {
+                                interrupted = true;
+                                self.interrupt(&mut dispatching, &mut drain_until);
+                                break;
+                            }
                         }
                     }
                     batch.commit()?;
@@ -316,12 +309,8 @@ impl Crawl {
                     drain_until = Some(Instant::now() + self.config.drain);
                 }
                 _ = &mut shutdown, if !interrupted => {
-                    tracing::info!("interrupted: stopping the crawl");
                     interrupted = true;
-                    dispatching = false;
-                    self.summary.ended = StopReason::Signal;
-                    let until = Instant::now() + self.config.drain;
-                    drain_until = Some(drain_until.map_or(until, |d| d.min(until)));
+                    self.interrupt(&mut dispatching, &mut drain_until);
                 }
             }
             if drain_until.is_some_and(|at| Instant::now() >= at) && !fetches.is_empty() {
@@ -340,6 +329,82 @@ impl Crawl {
             }
         }
         self.log_progress();
+        Ok(())
+    }
+
+    /// Stops the crawl on a signal: no new requests, those in flight get `--drain` to finish.
+    fn interrupt(&mut self, dispatching: &mut bool, drain_until: &mut Option<Instant>) {
+        tracing::info!("interrupted: stopping the crawl");
+        *dispatching = false;
+        self.summary.ended = StopReason::Signal;
+        let until = Instant::now() + self.config.drain;
+        *drain_until = Some(drain_until.map_or(until, |d| d.min(until)));
+    }
+
+    /// Starts the jobs the scheduler allows now, up to the concurrency: robots.txt and page
+    /// requests become fetch tasks, URLs robots.txt disallows are recorded in `batch`.
+    fn dispatch(
+        &mut self,
+        batch: &mut dyn Batch,
+        fetches: &mut JoinSet<Done>,
+        dispatching: &mut bool,
+        pages_started: &mut u64,
+        docs: &mut Vec<IndexMsg>,
+    ) -> Result<(), CrawlError> {
+        let now_unix = unix_now();
+        while *dispatching && self.scheduler.in_flight() < self.config.concurrency {
+            let Some(job) = self.scheduler.next_job(Instant::now()) else {
+                break;
+            };
+            if let Job::Robots { addr, .. } | Job::Page { addr, .. } = &job {
+                // The other crawlers of a shared store keep this request's gap too.
+                let wait = self.scheduler.ip_wait(addr.ip(), Instant::now());
+                batch.hold_address(&addr.ip().to_string(), wait)?;
+            }
+            match job {
+                Job::Disallowed(url) => {
+                    self.record_disallowed(batch, url, now_unix, docs)?;
+                }
+                Job::Robots {
+                    host_id,
+                    host,
+                    addr,
+                } => {
+                    self.tried.insert(host_id);
+                    let url = urlnorm::Capsule::parse(&host).robots_url();
+                    fetches.spawn(fetch(
+                        self.fetcher.clone(),
+                        Arc::clone(&self.parsers),
+                        url,
+                        addr,
+                        host_id,
+                        DoneJob::Robots { host_id },
+                    ));
+                }
+                Job::Page { url, addr } => {
+                    *pages_started += 1;
+                    let target = url.url.clone();
+                    let host_id = url.host_id;
+                    fetches.spawn(fetch(
+                        self.fetcher.clone(),
+                        Arc::clone(&self.parsers),
+                        target,
+                        addr,
+                        host_id,
+                        DoneJob::Page(Box::new(url)),
+                    ));
+                    self.tried.insert(host_id);
+                    if self
+                        .config
+                        .max_pages
+                        .is_some_and(|max| *pages_started >= max)
+                    {
+                        *dispatching = false;
+                        self.summary.ended = StopReason::MaxPages;
+                    }
+                }
+            }
+        }
         Ok(())
     }
 

@@ -52,10 +52,12 @@ pub const DEFAULT_SEEDS: &[&str] = &[
     "gemini://cosmic.voyage/",
 ];
 
-/// How long the loop waits for more results to record in the same transaction, and how many
-/// it records in one at most before moving on.
-const BATCH_GATHER: Duration = Duration::from_millis(3);
-const BATCH_RESULTS: usize = 256;
+/// How long the loop gathers results to record in the same transaction (requests keep starting
+/// meanwhile), with a shared store, whose write transactions every crawler takes turns on, and
+/// how many results it records in one at most before moving on.
+const BATCH_GATHER: Duration = Duration::from_millis(250);
+const BATCH_GATHER_SHARED: Duration = Duration::from_millis(3);
+const BATCH_RESULTS: usize = 1024;
 
 /// Redirects followed from one URL before giving up.
 pub const MAX_REDIRECT_HOPS: u32 = 5;
