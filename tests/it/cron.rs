@@ -169,6 +169,100 @@ async fn sigterm_ends_the_run_within_ten_seconds_with_exit_0() {
     assert_eq!(support::indexed(data.path()).len(), 31);
 }
 
+/// The loop records the results arriving within a quarter second in one transaction, and
+/// keeps starting requests while it gathers them: a signal must stop those at once all the
+/// same, not when the transaction closes. The gathering lasts while requests are in flight,
+/// so one capsule here answers only after three seconds and another has pages to spare.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_signal_stops_new_requests_at_once_while_results_are_gathered() {
+    let root = tempfile::tempdir().unwrap();
+    let pages = root.path().join("pages.test");
+    std::fs::create_dir(&pages).unwrap();
+    let mut index = String::from("# Pages\n");
+    for i in 0..60 {
+        index.push_str(&format!("=> p{i}.gmi Page {i}\n"));
+        std::fs::write(pages.join(format!("p{i}.gmi")), format!("# Page {i}\n")).unwrap();
+    }
+    std::fs::write(pages.join("index.gmi"), index).unwrap();
+    let held = root.path().join("held.test");
+    std::fs::create_dir(&held).unwrap();
+    std::fs::write(held.join("index.gmi"), "# Held\n").unwrap();
+    std::fs::write(
+        held.join("routes.conf"),
+        "/ delay 3000 file index.gmi text/gemini\n",
+    )
+    .unwrap();
+    let server = geode_fixture::FixtureServer::start(geode_fixture::FixtureConfig {
+        root: root.path().to_path_buf(),
+        listen: vec![
+            "127.0.1.1:0".parse().unwrap(),
+            "127.0.1.2:0".parse().unwrap(),
+        ],
+    })
+    .await
+    .expect("fixture server starts");
+    let data = tempfile::tempdir().unwrap();
+    let mut args: Vec<String> = [
+        "crawl",
+        "--data",
+        &data.path().display().to_string(),
+        "--json",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    args.extend(
+        [
+            "--seed",
+            "gemini://held.test/",
+            "--seed",
+            "gemini://pages.test/",
+            "--min-delay-ms",
+            "20",
+        ]
+        .map(String::from),
+    );
+    args.extend([
+        "--resolve".into(),
+        format!("pages.test={}", server.addrs[0]),
+        "--resolve".into(),
+        format!("held.test={}", server.addrs[1]),
+    ]);
+    let child = spawn(&args);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let to_pages = |s: &geode_fixture::FixtureServer| {
+        s.requests()
+            .iter()
+            .filter(|r| r.request.contains("pages.test/p"))
+            .count()
+    };
+    while to_pages(&server) < 3 {
+        assert!(Instant::now() < deadline, "the crawl never started");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let signalled = std::time::SystemTime::now()
+        .duration_since(server.started_at())
+        .unwrap();
+    // SAFETY: kill(2) on the pid of a child this test spawned and has not reaped.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGTERM) }, 0);
+    let (out, _) = tokio::task::spawn_blocking(move || wait_for(child, Duration::from_secs(30)))
+        .await
+        .unwrap();
+    assert_eq!(summary(&out)["ended"], "signal");
+    assert!(to_pages(&server) < 60, "the crawl was stopped midway");
+    // A request accepted a little after the signal was on its way already; none later.
+    let late: Vec<_> = server
+        .requests()
+        .into_iter()
+        .filter(|r| r.accepted > signalled + Duration::from_millis(150))
+        .map(|r| r.request)
+        .collect();
+    assert!(
+        late.is_empty(),
+        "requests started after the signal: {late:?}"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_run_where_no_capsule_answers_fails_for_cron() {
     let data = tempfile::tempdir().unwrap();
