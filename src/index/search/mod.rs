@@ -56,9 +56,9 @@ use crate::query;
 const PROXIMITY_WINDOW: usize = 100;
 const _: () = assert!(PROXIMITY_WINDOW <= FIRST_WINDOW);
 
-/// The words of a query are found together up to this many times more often than independent
-/// words would be (on the 500,000 pages of `scripts/bench-search`: `linux kernel` 3 times,
-/// `coffee bread` 11), for guessing whether many pages hold them all.
+/// The words of a query are found together several times more often than independent words
+/// would be (on the 500,000 pages of `scripts/bench-search`: `linux kernel` 3 times, `coffee
+/// bread` 11), for guessing whether many pages hold them all.
 const WORDS_TOGETHER: f64 = 10.0;
 
 /// Longest snippet, in characters.
@@ -460,7 +460,7 @@ impl SearchIndex {
                     },
                     false => searcher.search(&*all_words, &(Count, ranker(None)))?,
                 };
-                if complete >= DIVERSITY_WINDOW.max(limit) {
+                if complete >= enough {
                     (searcher.search(&*r.any_word(), &Count)?, complete, ranked)
                 } else {
                     covered = true;
