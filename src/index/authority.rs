@@ -203,6 +203,8 @@ pub struct Authority {
     /// `starts[b]..starts[b + 1]` are the entries whose hash's top `bits` bits are `b`.
     starts: Vec<u32>,
     bits: u32,
+    /// The highest score, 0 when there is none: a bound on every page's authority.
+    max: f32,
     /// `None` when no file existed at load time.
     stamp: Option<FileStamp>,
 }
@@ -210,7 +212,7 @@ pub struct Authority {
 impl Authority {
     /// The highest score of the table; 0 when it is empty.
     pub fn max_score(&self) -> f32 {
-        self.scores.iter().copied().fold(0.0, f32::max)
+        self.max
     }
 
     /// Reads the authority file of the index in `dir`. A missing file gives an empty table (every
@@ -248,11 +250,13 @@ impl Authority {
             starts.push(i as u32);
         }
         starts.push(hashes.len() as u32);
+        let max = scores.iter().copied().fold(0.0, f32::max);
         Authority {
             hashes,
             scores,
             starts,
             bits,
+            max,
             stamp: None,
         }
     }

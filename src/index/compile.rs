@@ -106,11 +106,9 @@ pub(crate) struct Word {
     pub text: String,
     /// Where it is in the query text.
     pub span: Range<usize>,
-    /// Matches the word in any text field, by stem, or through a spelling neighbour.
-    pub query: Box<dyn TQuery>,
-    /// The forms `query` is the union of: a union of several words' forms is one union of
-    /// their forms, cheaper than a union of unions (Tantivy merges term cursors directly) and
-    /// scoring the same sum.
+    /// The word in each text field, by stem, and through its spelling neighbours: a union of
+    /// several words' forms is one union of their forms, cheaper than a union of unions
+    /// (Tantivy merges term cursors directly) and scoring the same sum.
     forms: Vec<Box<dyn TQuery>>,
     /// Whether a result needs it to count as holding all the words.
     pub essential: bool,
@@ -135,12 +133,19 @@ pub(crate) struct Relaxed {
     proximity: Option<Box<dyn TQuery>>,
 }
 
+impl Word {
+    /// Matches the word in any text field, by stem, or through a spelling neighbour.
+    pub fn query(&self) -> Box<dyn TQuery> {
+        any(self.forms.iter().map(|f| f.box_clone()).collect())
+    }
+}
+
 impl Relaxed {
     /// Pages holding every essential word: the first tier. Other words score where present.
     pub fn all_words(&self) -> Box<dyn TQuery> {
         let mut clauses = self.frame();
         for word in self.words.iter().filter(|w| w.essential) {
-            clauses.push((Occur::Must, word.query.box_clone()));
+            clauses.push((Occur::Must, word.query()));
         }
         if let Some(others) = self.forms_of(false) {
             clauses.push((Occur::Should, others));
@@ -472,7 +477,6 @@ impl Compiler<'_> {
         Some(Word {
             text: text.to_string(),
             span,
-            query: any(forms.iter().map(|f| f.box_clone()).collect()),
             forms,
             essential,
             weight: weight.max(0.01),

@@ -23,8 +23,6 @@ use crate::index::authority::Authority;
 /// reads only the pages it matches, a long-running `geode serve` soon reads none.
 pub(super) struct SegmentPriors {
     authority_table: Arc<Authority>,
-    /// The highest authority of the table (0 when empty).
-    max_authority: f32,
     url_hash: Arc<dyn ColumnValues<u64>>,
     depth_column: Arc<dyn ColumnValues<u64>>,
     /// The bits of the authority (an `f32`), [`UNREAD`] until read.
@@ -40,7 +38,7 @@ const UNREAD_DEPTH: u16 = u16::MAX;
 impl SegmentPriors {
     /// No page of the segment has a higher authority: a bound known without reading any.
     pub(super) fn max_authority(&self) -> f32 {
-        self.max_authority
+        self.authority_table.max_score()
     }
 
     /// The page's authority in 0..=1.
@@ -77,14 +75,12 @@ impl SegmentPriors {
 /// The [`SegmentPriors`] of the segments searched, for one authority table.
 pub(super) struct Priors {
     authority: Arc<Authority>,
-    max_authority: f32,
     segments: Mutex<HashMap<SegmentId, Arc<SegmentPriors>>>,
 }
 
 impl Priors {
     pub(super) fn new(authority: Arc<Authority>) -> Priors {
         Priors {
-            max_authority: authority.max_score(),
             authority,
             segments: Mutex::new(HashMap::new()),
         }
@@ -108,7 +104,6 @@ impl Priors {
         let n = segment.max_doc() as usize;
         let read = Arc::new(SegmentPriors {
             authority_table: Arc::clone(&self.authority),
-            max_authority: self.max_authority,
             url_hash: fast.u64("url_hash")?.first_or_default_col(0),
             depth_column: fast.u64("depth")?.first_or_default_col(0),
             authority: (0..n).map(|_| AtomicU32::new(UNREAD)).collect(),

@@ -371,7 +371,7 @@ impl Coverage {
         let scoring = EnableScoring::disabled_from_searcher(searcher);
         let mut words = Vec::with_capacity(relaxed.words.len());
         for w in &relaxed.words {
-            words.push((w.query.weight(scoring)?, w.weight));
+            words.push((w.query().weight(scoring)?, w.weight));
         }
         let total = words.iter().map(|(_, weight)| weight).sum();
         Ok(Coverage { words, total })
@@ -432,7 +432,7 @@ impl WordChecks {
         let mut words = Vec::with_capacity(relaxed.words.len());
         for w in &relaxed.words {
             if !(optional_only && w.essential) {
-                words.push((w.text.clone(), w.query.weight(scoring)?));
+                words.push((w.text.clone(), w.query().weight(scoring)?));
             }
         }
         Ok(WordChecks { words })

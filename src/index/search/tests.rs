@@ -863,7 +863,7 @@ fn one_union_of_every_form_scores_as_the_union_of_the_words() {
         match tier {
             Occur::Must => {
                 for w in relaxed.words.iter().filter(essential) {
-                    clauses.push((Occur::Must, w.query.box_clone()));
+                    clauses.push((Occur::Must, w.query()));
                 }
             }
             _ => {
@@ -871,13 +871,13 @@ fn one_union_of_every_form_scores_as_the_union_of_the_words() {
                     .words
                     .iter()
                     .filter(essential)
-                    .map(|w| (Occur::Should, w.query.box_clone()))
+                    .map(|w| (Occur::Should, w.query()))
                     .collect();
                 clauses.push((Occur::Must, Box::new(BooleanQuery::new(union))));
             }
         }
         for w in relaxed.words.iter().filter(|w| !w.essential) {
-            clauses.push((Occur::Should, w.query.box_clone()));
+            clauses.push((Occur::Should, w.query()));
         }
         Box::new(BooleanQuery::new(clauses))
     };
