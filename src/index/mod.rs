@@ -68,7 +68,7 @@ mod compile;
 
 pub use authority::url_hash;
 pub use search::{Hit, Ranking, ScoreParts, SearchIndex, SearchOptions, SearchResults};
-pub use writer::{compact_or_warn, Indexer};
+pub use writer::{compact_or_warn, page_language, Indexer};
 
 /// A page as the index stores it.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

@@ -177,7 +177,7 @@ impl Indexer {
             .and_then(analysis::normalize_lang)
             .or_else(|| {
                 detect
-                    .then(|| detect_page_lang(doc))
+                    .then(|| page_language(&doc.title, &doc.body, analysis::detect_lang))
                     .flatten()
                     .map(str::to_string)
             });
@@ -457,13 +457,18 @@ struct Known {
     cluster: u64,
 }
 
-/// Detects a page's language from its title and the start of its body.
-fn detect_page_lang(doc: &PageDoc) -> Option<&'static str> {
-    let mut sample = String::with_capacity(DETECT_SAMPLE_BYTES + doc.title.len() + 1);
-    sample.push_str(&doc.title);
+/// Detects a page's language from its title and the start of its body with `detect`: the
+/// index uses [`analysis::detect_lang`]; `scripts/eval-lang` compares it with whatlang alone.
+pub fn page_language(
+    title: &str,
+    body: &str,
+    detect: fn(&str) -> Option<&'static str>,
+) -> Option<&'static str> {
+    let mut sample = String::with_capacity(DETECT_SAMPLE_BYTES + title.len() + 1);
+    sample.push_str(title);
     sample.push('\n');
-    sample.push_str(prefix(&doc.body, DETECT_SAMPLE_BYTES));
-    analysis::detect_lang(&sample)
+    sample.push_str(prefix(body, DETECT_SAMPLE_BYTES));
+    detect(&sample)
 }
 
 /// The stem tokens of every searchable text of a page, positions running on across the parts.

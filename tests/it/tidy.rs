@@ -197,7 +197,7 @@ const DOMAIN: &[&str] = &[
     "src/content",
     "src/crawl/scheduler.rs",
     "src/crawl/policy.rs",
-    "src/lang.rs",
+    "src/lang",
     "src/human.rs",
     "src/warc.rs",
     "src/digest.rs",

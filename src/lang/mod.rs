@@ -1,7 +1,10 @@
 //! Facts about text that do not depend on the index: language tags (BCP 47 to ISO 639-1),
-//! language detection (whatlang, with a CJK-aware guess first), and which characters belong to
-//! scripts written without spaces (Han, kana, Hangul, Bopomofo). Pure: no I/O. Used by the
-//! index's analysis, the ASCII-art classifier and `geode show`.
+//! language detection (a CJK-aware guess, then function words for clear cases in `function_words`,
+//! then whatlang), and which characters belong to scripts written without spaces (Han, kana,
+//! Hangul, Bopomofo). Pure: no I/O. Used by the index's analysis, the ASCII-art classifier and
+//! `geode show`.
+
+mod function_words;
 
 /// Language detection reads at most this many characters: enough for a confident guess, and
 /// bodies can be megabytes long.
@@ -16,8 +19,19 @@ pub fn normalize_lang(tag: &str) -> Option<String> {
     ok.then(|| primary.to_ascii_lowercase())
 }
 /// Guesses the language of `text` as an ISO 639-1 code, from its first 2,000 characters.
-/// `None` when the text has too few letters or the guess is not reliable.
+/// `None` when the text has too few letters or the guess is not reliable. Chinese, Japanese and
+/// Korean are told by their scripts; a sample whose function words leave no doubt (most English
+/// pages) is answered from them; whatlang's trigrams judge the rest.
 pub fn detect_lang(text: &str) -> Option<&'static str> {
+    detect_sample(text, true)
+}
+
+/// [`detect_lang`] without the function-word guess: whatlang decides all but CJK.
+pub fn detect_lang_whatlang(text: &str) -> Option<&'static str> {
+    detect_sample(text, false)
+}
+
+fn detect_sample(text: &str, function_words: bool) -> Option<&'static str> {
     // One pass over the sample finds its end and counts what the guess needs.
     let mut counts = Letters::default();
     let mut end = text.len();
@@ -35,6 +49,11 @@ pub fn detect_lang(text: &str) -> Option<&'static str> {
         return Some(lang);
     }
     let sample = text.get(..end).unwrap_or(text);
+    if function_words {
+        if let Some(lang) = function_words::guess(sample) {
+            return Some(lang);
+        }
+    }
     let info = whatlang::detect(sample)?;
     info.is_reliable().then(|| iso639_1(info.lang()))
 }
