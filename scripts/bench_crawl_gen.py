@@ -16,7 +16,9 @@ exists, and each page is reachable by exactly one URL (the root is always linked
 "/index.gmi"), so a complete crawl indexes exactly the pages listed in urls.txt.
 
 Not a model of real geminispace link structure or of real language; it only aims for realistic
-page sizes, markup mix and link counts, so that parsing and indexing cost what they would.
+page sizes, markup mix and link counts, so that parsing and indexing cost what they would. The
+text is English function words among pseudo-words, so that language detection finds English and
+the indexer stems it, as it does for most real pages.
 """
 
 import argparse
@@ -40,12 +42,23 @@ SYLLABLES = [
 ]
 
 
+# The most frequent ranks are English function words, as in real text, where they are some 40% of
+# the words: a page then reads as English to language detection and is stemmed, as most of
+# geminispace is. The content words are pseudo-words.
+FUNCTION_WORDS = (
+    "the of and to a in is that it for was on with as be at by this i you not are or from have "
+    "but an they which one we all there their has been if more when will would so can no what "
+    "out up about who its into them some could than then only other these my your like also"
+).split()
+
+
 class Words:
-    """Pseudo-words with Zipf-like frequencies (Zipf-Mandelbrot: rank r weighs 1/(r + 2.7))."""
+    """English function words, then pseudo-words, with Zipf-like frequencies (Zipf-Mandelbrot:
+    rank r weighs 1/(r + 2.7))."""
 
     def __init__(self, rng, size=6000):
-        seen = set()
-        self.vocab = []
+        seen = set(FUNCTION_WORDS)
+        self.vocab = list(FUNCTION_WORDS)
         while len(self.vocab) < size:
             # Frequent words are short, as in real text: the rank decides the syllable count.
             n = 1 + min(3, int(rng.expovariate(1.0) + len(self.vocab) / 1500))
