@@ -20,7 +20,7 @@
 //! | `headings`    | text | `geode_text`, stored           | searched, boost 2                               |
 //! | `link_labels` | text | `geode_text`                   | labels of the page's own links, boost 0.5       |
 //! | `anchors`     | text | `geode_text`                   | labels of links pointing here, boost 1.5        |
-//! | `stem`        | text | pre-tokenized, freqs           | `xx:stem` of all the text, for the page's language |
+//! | `stem`        | text | `geode_stem`, freqs, 4 values  | `xx:stem` of all the text, for the page's language |
 //! | `mime`        | text | `STRING \| STORED`, 2 values   | `text/gemini` and `text`: `mime:` either form   |
 //! | `ext`         | text | `STRING`                       | file name extension of the URL: `filetype:`     |
 //! | `lang`        | text | `STRING \| STORED`             | primary language subtag, declared or detected   |
@@ -142,10 +142,12 @@ impl From<TantivyError> for IndexError {
 
 /// Name under which the text analyzer of the searchable fields is registered.
 pub(crate) const TEXT_TOKENIZER: &str = "geode_text";
+/// Name under which the `stem` field's analyzer is registered.
+pub(crate) const STEM_TOKENIZER: &str = "geode_stem";
 
 /// Version of the schema and analysis, kept in the index directory (`geode-schema`). Bumped by
 /// any change that alters the terms on disk, not just the field list.
-pub const SCHEMA_VERSION: u32 = 5;
+pub const SCHEMA_VERSION: u32 = 6;
 
 /// Handles to the schema's fields, resolved once.
 #[derive(Debug, Clone, Copy)]
@@ -187,7 +189,7 @@ pub(crate) fn build_schema() -> (Schema, Fields) {
     // Stems need frequencies for BM25 but no positions: phrases are matched exactly.
     let stem = TextOptions::default().set_indexing_options(
         TextFieldIndexing::default()
-            .set_tokenizer("raw")
+            .set_tokenizer(STEM_TOKENIZER)
             .set_index_option(IndexRecordOption::WithFreqs),
     );
     let fast_u64 = || NumericOptions::default().set_fast();
@@ -233,6 +235,9 @@ pub(crate) fn register_tokenizers(index: &Index) {
     index
         .tokenizers()
         .register(TEXT_TOKENIZER, analysis::text_analyzer());
+    index
+        .tokenizers()
+        .register(STEM_TOKENIZER, analysis::stem_analyzer());
 }
 
 /// How an index directory is opened. Readers go through [`readonly::ReadOnlyDirectory`] and

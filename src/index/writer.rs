@@ -25,7 +25,6 @@ use tantivy::collector::TopDocs;
 use tantivy::directory::error::LockError;
 use tantivy::query::TermQuery;
 use tantivy::schema::{IndexRecordOption, Value};
-use tantivy::tokenizer::{PreTokenizedString, Token};
 use tantivy::{
     DocSet, Index, IndexReader, IndexWriter, ReloadPolicy, TantivyDocument, TantivyError, Term,
     TERMINATED,
@@ -89,8 +88,6 @@ pub struct Indexer {
     reader: IndexReader,
     /// Fingerprints added since the last commit, by band term: (fingerprint, cluster).
     pending: HashMap<String, Vec<(u64, u64)>>,
-    /// The stems of words met on earlier pages.
-    stems: analysis::StemCache,
 }
 
 impl Indexer {
@@ -128,7 +125,6 @@ impl Indexer {
             committed,
             reader,
             pending: HashMap::new(),
-            stems: analysis::StemCache::default(),
         })
     }
 
@@ -181,16 +177,16 @@ impl Indexer {
                     .flatten()
                     .map(str::to_string)
             });
-        if let Some(lang) = lang.as_deref().filter(|l| analysis::has_stemmer(l)) {
-            let tokens = stem_all(doc, lang, &mut self.stems);
-            if !tokens.is_empty() {
-                d.add_pre_tokenized_text(
-                    f.stem,
-                    PreTokenizedString {
-                        text: String::new(),
-                        tokens,
-                    },
-                );
+        if let Some(sl) = lang.as_deref().and_then(analysis::stem_lang) {
+            // The field's analyzer stems each part in the language the value names.
+            let parts = [
+                doc.title.as_str(),
+                doc.headings.as_str(),
+                doc.anchors.as_str(),
+                prefix(&doc.body, STEM_BODY_BYTES),
+            ];
+            for part in parts.into_iter().filter(|p| !p.is_empty()) {
+                d.add_text(f.stem, analysis::stem_field_value(sl, part));
             }
         }
         if let Some(lang) = &lang {
@@ -469,33 +465,6 @@ pub fn page_language(
     sample.push('\n');
     sample.push_str(prefix(body, DETECT_SAMPLE_BYTES));
     detect(&sample)
-}
-
-/// The stem tokens of every searchable text of a page, positions running on across the parts.
-fn stem_all(doc: &PageDoc, lang: &str, cache: &mut analysis::StemCache) -> Vec<Token> {
-    let parts = [
-        doc.title.as_str(),
-        doc.headings.as_str(),
-        doc.anchors.as_str(),
-        prefix(&doc.body, STEM_BODY_BYTES),
-    ];
-    let mut tokens = Vec::new();
-    let mut position_base = 0;
-    for part in parts {
-        let mut part_tokens = analysis::stem_tokens_with(part, lang, cache);
-        let next_base = part_tokens
-            .last()
-            .map_or(position_base, |t| position_base + t.position + 1);
-        for t in &mut part_tokens {
-            t.position += position_base;
-            // Offsets are meaningless across parts and nobody reads them for this field.
-            t.offset_from = 0;
-            t.offset_to = 0;
-        }
-        tokens.append(&mut part_tokens);
-        position_base = next_base;
-    }
-    tokens
 }
 
 #[cfg(test)]

@@ -51,7 +51,7 @@ pub use stem::{
     has_stemmer, stem_query_word, stem_tokens, stem_tokens_with, stem_word, stemmer_codes,
     StemCache,
 };
-pub(crate) use stem::{stem_analysed_with, stem_lang, StemLang};
+pub(crate) use stem::{stem_analysed_with, stem_field_value, stem_lang, StemLang};
 use tokenizer::{GeodeTokenizer, Mode};
 
 /// Tokens longer than this (in bytes) are dropped: they are base64 blobs, hashes or ASCII art,
@@ -65,6 +65,12 @@ pub(crate) fn text_analyzer() -> TextAnalyzer {
         .filter(LowerCaser)
         .filter(AsciiFoldingFilter)
         .build()
+}
+
+/// The analyzer of the `stem` field: values made by [`stem_field_value`] give their words'
+/// stems in their language, prefixed (`en:run`), as [`stem_tokens`] does.
+pub(crate) fn stem_analyzer() -> TextAnalyzer {
+    TextAnalyzer::from(stem::StemTokenizer::new())
 }
 
 /// The `geode_text` pipeline in `mode`, as a concrete type (no boxing per token stream).

@@ -84,7 +84,7 @@ pub fn stem_tokens(text: &str, lang: &str) -> Vec<Token> {
 /// Stems already found, by language: every page repeats the same words, and a Snowball stemmer
 /// costs thousands of instructions a word where a lookup costs tens. Each language keeps at
 /// most [`STEM_CACHE_WORDS`] words, then starts afresh.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub struct StemCache {
     /// Language code -> lowercased word -> its stem, folded and prefixed (`en:run`).
     by_lang: HashMap<&'static str, HashMap<String, String, RandomState>>,
@@ -93,17 +93,15 @@ pub struct StemCache {
 impl StemCache {
     /// The stem of `word` (lowercased) in `sl`, prefixed (`en:run`): from the cache, else from
     /// the stemmer and kept.
-    fn stem(&mut self, word: &str, sl: StemLang) -> String {
+    fn stem(&mut self, word: &str, sl: StemLang) -> &str {
         let stems = self.by_lang.entry(sl.code).or_default();
-        if let Some(stem) = stems.get(word) {
-            return stem.clone();
+        if !stems.contains_key(word) {
+            if stems.len() >= STEM_CACHE_WORDS {
+                stems.clear();
+            }
+            stems.insert(word.to_string(), prefixed(sl.code, &stem_lower(word, sl)));
         }
-        let stem = prefixed(sl.code, &stem_lower(word, sl));
-        if stems.len() >= STEM_CACHE_WORDS {
-            stems.clear();
-        }
-        stems.insert(word.to_string(), stem.clone());
-        stem
+        stems.get(word).map_or("", String::as_str)
     }
 
     /// Words kept, in all languages.
@@ -124,22 +122,128 @@ pub fn stem_tokens_with(text: &str, lang: &str, cache: &mut StemCache) -> Vec<To
     let Some(sl) = stem_lang(lang) else {
         return Vec::new();
     };
-    let words =
-        RemoveLongFilter::limit(MAX_TOKEN_BYTES).transform(GeodeTokenizer::new(Mode::Words));
-    let mut analyzer = LowerCaser.transform(words);
-    let mut stream = analyzer.token_stream(text);
+    let mut words = stem_words();
+    let mut stream = StemTokenStream {
+        words: Some(words.token_stream(text)),
+        lang: sl,
+        cache,
+        token: Token::default(),
+    };
     let mut out = Vec::new();
-    while let Some(word) = stream.next() {
-        out.push(Token {
-            text: cache.stem(&word.text, sl),
-            offset_from: word.offset_from,
-            offset_to: word.offset_to,
-            position: word.position,
-            position_length: word.position_length,
-        });
+    while stream.advance() {
+        out.push(stream.token().clone());
     }
     out
 }
+
+/// What the words of the `stem` field are before stemming: [`text_analyzer`]'s words without
+/// CJK runs, lowercased, not yet folded.
+type StemWords = <LowerCaser as TokenFilter>::Tokenizer<
+    <RemoveLongFilter as TokenFilter>::Tokenizer<GeodeTokenizer>,
+>;
+
+fn stem_words() -> StemWords {
+    LowerCaser.transform(
+        RemoveLongFilter::limit(MAX_TOKEN_BYTES).transform(GeodeTokenizer::new(Mode::Words)),
+    )
+}
+
+/// Separates the language code from the text in a value of the `stem` field (`en\u{1f}text`).
+const STEM_VALUE_SEPARATOR: char = '\u{1f}';
+
+/// The value the indexer gives the `stem` field for `text` in language `sl`: the field's
+/// [`StemTokenizer`] reads the language from its start.
+pub(crate) fn stem_field_value(sl: StemLang, text: &str) -> String {
+    let mut value = String::with_capacity(sl.code.len() + 1 + text.len());
+    value.push_str(sl.code);
+    value.push(STEM_VALUE_SEPARATOR);
+    value.push_str(text);
+    value
+}
+
+/// The `stem` field's tokenizer: a value made by [`stem_field_value`] gives the tokens
+/// [`stem_tokens`] would give its text in its language; any other value gives none. Stemming in
+/// the tokenizer lets Tantivy's indexing threads do it, and spares the pre-tokenized text that
+/// Tantivy's documents carry as JSON. Each clone (one per indexing thread and segment) keeps its
+/// own [`StemCache`].
+#[derive(Clone)]
+pub(super) struct StemTokenizer {
+    words: StemWords,
+    cache: StemCache,
+}
+
+impl StemTokenizer {
+    pub(super) fn new() -> Self {
+        StemTokenizer {
+            words: stem_words(),
+            cache: StemCache::default(),
+        }
+    }
+}
+
+impl Tokenizer for StemTokenizer {
+    type TokenStream<'a> = StemTokenStream<'a, <StemWords as Tokenizer>::TokenStream<'a>>;
+
+    fn token_stream<'a>(&'a mut self, value: &'a str) -> Self::TokenStream<'a> {
+        let parsed = value
+            .split_once(STEM_VALUE_SEPARATOR)
+            .and_then(|(code, text)| Some((stem_lang(code)?, text)));
+        let (lang, words) = match parsed {
+            Some((sl, text)) => (sl, Some(self.words.token_stream(text))),
+            // Never stemmed: `lang` is not read without words.
+            None => (STEM_NONE, None),
+        };
+        StemTokenStream {
+            words,
+            lang,
+            cache: &mut self.cache,
+            token: Token::default(),
+        }
+    }
+}
+
+/// A placeholder language for a stream without words.
+const STEM_NONE: StemLang = StemLang {
+    code: "en",
+    language: Language::English,
+};
+
+/// The stems of a stream of lowercased words, prefixed with their language.
+pub(super) struct StemTokenStream<'a, S> {
+    words: Option<S>,
+    lang: StemLang,
+    cache: &'a mut StemCache,
+    token: Token,
+}
+
+impl<S: TokenStream> TokenStream for StemTokenStream<'_, S> {
+    fn advance(&mut self) -> bool {
+        let Some(words) = self.words.as_mut() else {
+            return false;
+        };
+        if !words.advance() {
+            return false;
+        }
+        let word = words.token();
+        let stem = self.cache.stem(&word.text, self.lang);
+        self.token.text.clear();
+        self.token.text.push_str(stem);
+        self.token.offset_from = word.offset_from;
+        self.token.offset_to = word.offset_to;
+        self.token.position = word.position;
+        self.token.position_length = word.position_length;
+        true
+    }
+
+    fn token(&self) -> &Token {
+        &self.token
+    }
+
+    fn token_mut(&mut self) -> &mut Token {
+        &mut self.token
+    }
+}
+
 fn prefixed(code: &str, stem: &str) -> String {
     let mut s = String::with_capacity(code.len() + 1 + stem.len());
     s.push_str(code);
@@ -196,7 +300,7 @@ pub(crate) fn stem_analysed_with(
     if token.is_empty() || token.chars().any(is_cjk) {
         return None;
     }
-    Some(cache.stem(token, sl))
+    Some(cache.stem(token, sl).to_string())
 }
 /// Every form one query word takes in the `stem` field: its stem in each language with a
 /// stemmer, prefixed (`en:run`, `de:running`, ...), deduplicated, in a stable order.

@@ -369,6 +369,50 @@ fn stem_tokens_keep_positions_and_skip_cjk() {
     assert!(stem_tokens("日本語", "en").is_empty());
 }
 
+/// Texts the `stem` field's analyzer gives for one value.
+fn stem_field_texts(value: &str) -> Vec<String> {
+    let mut analyzer = stem_analyzer();
+    let mut stream = analyzer.token_stream(value);
+    let mut out = Vec::new();
+    while let Some(t) = stream.next() {
+        out.push(t.text.clone());
+    }
+    out
+}
+
+#[test]
+fn the_stem_field_analyzer_stems_in_the_language_its_value_names() {
+    let texts = |text: &str, lang: &str| -> Vec<String> {
+        stem_tokens(text, lang)
+            .into_iter()
+            .map(|t| t.text)
+            .collect()
+    };
+    for (text, lang) in [
+        ("Running dogs 日本 Häuser", "en"),
+        ("Die Häuser der Stadt", "de"),
+        ("Les maisons anciennes", "fr"),
+        ("", "en"),
+    ] {
+        let sl = stem_lang(lang).expect("a stemmer");
+        let got = stem_field_texts(&stem_field_value(sl, text));
+        assert_eq!(got, texts(text, lang), "{text} in {lang}");
+    }
+    // One analyzer over several values (as an indexing thread uses it) gives each its own
+    // language's stems, the second time from its cache.
+    let mut analyzer = stem_analyzer();
+    for (lang, want) in [("en", "en:hous"), ("de", "de:hous"), ("en", "en:hous")] {
+        let value = stem_field_value(stem_lang(lang).expect("a stemmer"), "houses");
+        let mut stream = analyzer.token_stream(&value);
+        assert_eq!(stream.next().map(|t| t.text.clone()).as_deref(), Some(want));
+        assert!(stream.next().is_none());
+    }
+    // A value without a language it knows gives nothing.
+    assert!(stem_field_texts("running dogs").is_empty());
+    assert!(stem_field_texts("xx\u{1f}running dogs").is_empty());
+    assert!(stem_field_texts("").is_empty());
+}
+
 #[test]
 fn stem_query_word_covers_every_language() {
     let forms = stem_query_word("Running");
