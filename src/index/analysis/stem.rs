@@ -124,8 +124,7 @@ pub fn stem_tokens_with(text: &str, lang: &str, cache: &mut StemCache) -> Vec<To
     };
     let mut words = stem_words();
     let mut stream = StemTokenStream {
-        words: Some(words.token_stream(text)),
-        lang: sl,
+        words: Some((words.token_stream(text), sl)),
         cache,
         token: Token::default(),
     };
@@ -185,47 +184,35 @@ impl Tokenizer for StemTokenizer {
     type TokenStream<'a> = StemTokenStream<'a, <StemWords as Tokenizer>::TokenStream<'a>>;
 
     fn token_stream<'a>(&'a mut self, value: &'a str) -> Self::TokenStream<'a> {
-        let parsed = value
+        let words = value
             .split_once(STEM_VALUE_SEPARATOR)
-            .and_then(|(code, text)| Some((stem_lang(code)?, text)));
-        let (lang, words) = match parsed {
-            Some((sl, text)) => (sl, Some(self.words.token_stream(text))),
-            // Never stemmed: `lang` is not read without words.
-            None => (STEM_NONE, None),
-        };
+            .and_then(|(code, text)| Some((self.words.token_stream(text), stem_lang(code)?)));
         StemTokenStream {
             words,
-            lang,
             cache: &mut self.cache,
             token: Token::default(),
         }
     }
 }
 
-/// A placeholder language for a stream without words.
-const STEM_NONE: StemLang = StemLang {
-    code: "en",
-    language: Language::English,
-};
-
-/// The stems of a stream of lowercased words, prefixed with their language.
+/// The stems of a stream of lowercased words in a language, prefixed with it; empty without
+/// words.
 pub(super) struct StemTokenStream<'a, S> {
-    words: Option<S>,
-    lang: StemLang,
+    words: Option<(S, StemLang)>,
     cache: &'a mut StemCache,
     token: Token,
 }
 
 impl<S: TokenStream> TokenStream for StemTokenStream<'_, S> {
     fn advance(&mut self) -> bool {
-        let Some(words) = self.words.as_mut() else {
+        let Some((words, lang)) = self.words.as_mut() else {
             return false;
         };
         if !words.advance() {
             return false;
         }
         let word = words.token();
-        let stem = self.cache.stem(&word.text, self.lang);
+        let stem = self.cache.stem(&word.text, *lang);
         self.token.text.clear();
         self.token.text.push_str(stem);
         self.token.offset_from = word.offset_from;
