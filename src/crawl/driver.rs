@@ -13,6 +13,7 @@ use ::url::Url;
 use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 
+use super::hold::{self, Held, Hold};
 use super::indexing::IndexMsg;
 use super::scheduler::{self, Job, Scheduler};
 use super::task::{fetch, lookup, Done, DoneJob};
@@ -47,6 +48,9 @@ pub(super) struct Crawl {
     /// Capsules this run tried to reach, and those that answered anything.
     pub(super) tried: HashSet<i64>,
     pub(super) answered: HashSet<i64>,
+    /// New and changed documents waiting for their capsule to be done, to be written once
+    /// with the anchors its other pages give them.
+    pub(super) hold: Hold,
 }
 
 /// Follow-ups of recorded results, done after their transaction commits.
@@ -97,6 +101,8 @@ impl Crawl {
             effects: Effects::default(),
             tried: HashSet::new(),
             answered: HashSet::new(),
+            // A crawler of a shared store indexes nothing itself: nothing to hold.
+            hold: Hold::new(config.shared.is_none(), hold::MAX_BYTES, hold::MAX_AGE),
             config,
         }
     }
@@ -175,6 +181,7 @@ impl Crawl {
 
             let mut batch = frontier.batch(unix_now())?;
             let mut docs = Vec::new();
+            self.release_held(&mut *batch, &mut docs, false)?;
             self.dispatch(
                 &mut *batch,
                 &mut fetches,
@@ -289,6 +296,7 @@ impl Crawl {
                             }
                         }
                     }
+                    self.release_held(&mut *batch, &mut docs, false)?;
                     batch.commit()?;
                     for msg in docs.drain(..) {
                         self.send_to_index(msg)?;
@@ -328,7 +336,42 @@ impl Crawl {
                 frontier_has_more = true;
             }
         }
+        // What is still held goes now, before the run's last commit.
+        if self.hold.len() > 0 {
+            let mut batch = frontier.batch(unix_now())?;
+            let mut docs = Vec::new();
+            self.release_held(&mut *batch, &mut docs, true)?;
+            batch.commit()?;
+            for msg in docs {
+                self.send_to_index(msg)?;
+            }
+        }
         self.log_progress();
+        Ok(())
+    }
+
+    /// Sends the held documents that are due (all of them when `all`), each with the labels
+    /// the frontier records for its page now, and forgets the page's anchor update: the
+    /// document is written with them.
+    fn release_held(
+        &mut self,
+        batch: &mut dyn Batch,
+        docs: &mut Vec<IndexMsg>,
+        all: bool,
+    ) -> Result<(), CrawlError> {
+        for Held {
+            url_id,
+            header_only,
+            mut doc,
+        } in self.hold.take_due(Instant::now(), all)
+        {
+            let anchors = batch
+                .inbound_labels(url_id, record::MAX_ANCHORS)?
+                .join("\n");
+            batch.forget_anchor_update(url_id)?;
+            hold::set_anchors(&mut doc, header_only, anchors);
+            docs.push(IndexMsg::Upsert { url_id, doc });
+        }
         Ok(())
     }
 
@@ -506,6 +549,7 @@ impl Crawl {
         }
         for host_id in self.scheduler.take_finished() {
             frontier.release_capsule(host_id)?;
+            self.hold.capsule_done(host_id);
             more = true;
         }
         if self.config.shared.is_some() {

@@ -1,7 +1,8 @@
 //! The crawl loop: leases capsules with due work from the frontier, schedules their URLs per IP
 //! address under the politeness rules ([`scheduler`]), fetches them concurrently, records what
 //! each visit found and when the URL is due again ([`record`], [`crate::revisit`]) and hands
-//! pages, removals and anchor refreshes to the indexing thread ([`indexing`]).
+//! pages, removals and anchor refreshes to the indexing thread ([`indexing`]), a capsule's pages
+//! once it is done with them ([`hold`]), so that they carry the labels its other pages give them.
 //!
 //! One run visits what is due plus everything new it finds, each URL at most once (retries of
 //! temporary failures aside): a crawl from cron keeps the index current. The loop is a single
@@ -12,6 +13,7 @@
 //! changed get their documents rewritten from what is stored, without a request.
 
 mod driver;
+mod hold;
 pub mod indexing;
 pub mod lock;
 pub mod policy;

@@ -324,6 +324,8 @@ impl Crawl {
             self.summary.removed += 1;
             // What a page that left the index links to no longer counts for its targets.
             batch.drop_links(url.id)?;
+            // A document held for its anchors would otherwise bring the page back.
+            self.hold.forget(url.id);
             docs.push(IndexMsg::Delete {
                 url_id: url.id,
                 url: url.url.clone(),
@@ -381,16 +383,11 @@ pub(super) fn page_doc(
     size: u64,
     fetched_at: i64,
 ) -> PageDoc {
-    let body = if header_only && !anchors.is_empty() {
-        format!("{}\n{anchors}", page.body)
-    } else {
-        page.body.clone()
-    };
-    PageDoc {
+    let mut doc = PageDoc {
         url,
         host,
         title: page.title.clone(),
-        body,
+        body: page.body.clone(),
         headings: page.headings.join("\n"),
         link_labels: page
             .links
@@ -403,8 +400,10 @@ pub(super) fn page_doc(
         lang: page.lang.clone(),
         size,
         fetched_at,
-        anchors,
-    }
+        anchors: String::new(),
+    };
+    super::hold::set_anchors(&mut doc, header_only, anchors);
+    doc
 }
 
 #[cfg(test)]

@@ -8,6 +8,7 @@ use std::time::Instant;
 use ::url::Url;
 
 use super::*;
+use crate::crawl::hold::Held;
 
 impl Crawl {
     /// A 20: unchanged (the same body as last time) only updates times; otherwise the page is
@@ -100,9 +101,15 @@ impl Crawl {
         self.effects.wake.extend(report.hosts_with_new);
         self.effects.hubs.extend(report.new_hubs);
         // What the pages linking here call this page (those the crawl knows so far; later
-        // changes reach the document through an anchor update).
-        let anchors = batch.inbound_labels(doc_id, MAX_ANCHORS)?.join("\n");
-        batch.forget_anchor_update(doc_id)?;
+        // changes reach the document through an anchor update). A held document reads them
+        // when it is sent.
+        let anchors = if self.hold.enabled() {
+            String::new()
+        } else {
+            let anchors = batch.inbound_labels(doc_id, MAX_ANCHORS)?.join("\n");
+            batch.forget_anchor_update(doc_id)?;
+            anchors
+        };
         match change {
             Change::New => self.summary.new += 1,
             _ => self.summary.changed += 1,
@@ -132,10 +139,19 @@ impl Crawl {
             size,
             result.fetched_at,
         );
-        docs.push(IndexMsg::Upsert {
-            url_id: doc_id,
-            doc: Box::new(doc),
-        });
+        if self.hold.enabled() {
+            let held = Held {
+                url_id: doc_id,
+                header_only: hash.is_none(),
+                doc: Box::new(doc),
+            };
+            self.hold.add(url.host_id, held, Instant::now());
+        } else {
+            docs.push(IndexMsg::Upsert {
+                url_id: doc_id,
+                doc: Box::new(doc),
+            });
+        }
         Ok(())
     }
 
