@@ -78,15 +78,24 @@ pub fn simhash(text: &str) -> Option<u64> {
     if shingles.len() < MIN_SHINGLES {
         return None;
     }
-    let mut votes = [0i64; 64];
+    // Each bit is set when more shingles have it than not. Counting the ones without a branch
+    // lets the compiler count all 64 bits at once.
+    let mut ones = [0u32; 64];
     for h in &shingles {
-        for (bit, vote) in votes.iter_mut().enumerate() {
-            *vote += if h >> bit & 1 == 1 { 1 } else { -1 };
+        for (bit, count) in ones.iter_mut().enumerate() {
+            *count += (h >> bit & 1) as u32;
         }
     }
-    let hash = votes.iter().enumerate().fold(
+    let total = shingles.len() as u32;
+    let hash = ones.iter().enumerate().fold(
         0u64,
-        |acc, (bit, &v)| if v > 0 { acc | 1 << bit } else { acc },
+        |acc, (bit, &n)| {
+            if 2 * n > total {
+                acc | 1 << bit
+            } else {
+                acc
+            }
+        },
     );
     Some(hash)
 }

@@ -8,9 +8,7 @@ use tantivy::tokenizer::{
     TokenFilter, TokenStream, Tokenizer,
 };
 
-use std::collections::HashMap;
-
-use foldhash::fast::RandomState;
+use hashbrown::HashMap;
 
 use crate::lang::is_cjk;
 
@@ -48,6 +46,8 @@ pub fn stemmer_codes() -> impl Iterator<Item = &'static str> {
 pub(crate) struct StemLang {
     code: &'static str,
     language: Language,
+    /// Its place in [`STEMMERS`]: where a [`StemCache`] keeps its words.
+    slot: usize,
 }
 
 impl StemLang {
@@ -66,8 +66,15 @@ pub(crate) fn stem_lang(lang: &str) -> Option<StemLang> {
     };
     STEMMERS
         .iter()
-        .find(|(code, _)| *code == primary)
-        .map(|&(code, language)| StemLang { code, language })
+        .position(|(code, _)| *code == primary)
+        .map(|slot| {
+            let (code, language) = STEMMERS[slot];
+            StemLang {
+                code,
+                language,
+                slot,
+            }
+        })
 }
 /// Whether `lang` (an ISO 639-1 code or BCP 47 tag) has a stemmer.
 pub fn has_stemmer(lang: &str) -> bool {
@@ -86,27 +93,32 @@ pub fn stem_tokens(text: &str, lang: &str) -> Vec<Token> {
 /// most [`STEM_CACHE_WORDS`] words, then starts afresh.
 #[derive(Debug, Default, Clone)]
 pub struct StemCache {
-    /// Language code -> lowercased word -> its stem, folded and prefixed (`en:run`).
-    by_lang: HashMap<&'static str, HashMap<String, String, RandomState>>,
+    /// By language, in the order of [`STEMMERS`] (empty until a word is stemmed): lowercased
+    /// word -> its stem, folded and prefixed (`en:run`). hashbrown's maps look a borrowed word
+    /// up once, and own it only when it is new.
+    by_lang: Vec<HashMap<String, String>>,
 }
 
 impl StemCache {
     /// The stem of `word` (lowercased) in `sl`, prefixed (`en:run`): from the cache, else from
     /// the stemmer and kept.
     fn stem(&mut self, word: &str, sl: StemLang) -> &str {
-        let stems = self.by_lang.entry(sl.code).or_default();
-        if !stems.contains_key(word) {
-            if stems.len() >= STEM_CACHE_WORDS {
-                stems.clear();
-            }
-            stems.insert(word.to_string(), prefixed(sl.code, &stem_lower(word, sl)));
+        if self.by_lang.is_empty() {
+            self.by_lang.resize_with(STEMMERS.len(), HashMap::default);
         }
-        stems.get(word).map_or("", String::as_str)
+        let stems = &mut self.by_lang[sl.slot];
+        // Full: start afresh (the word last added may make it one over).
+        if stems.len() > STEM_CACHE_WORDS {
+            stems.clear();
+        }
+        stems
+            .entry_ref(word)
+            .or_insert_with(|| prefixed(sl.code, &stem_lower(word, sl)))
     }
 
     /// Words kept, in all languages.
     pub fn len(&self) -> usize {
-        self.by_lang.values().map(HashMap::len).sum()
+        self.by_lang.iter().map(HashMap::len).sum()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -301,8 +313,12 @@ pub fn stem_query_word(word: &str) -> Vec<String> {
     };
     let folded = fold(&lower);
     let mut out: Vec<String> = Vec::with_capacity(STEMMERS.len() * 2);
-    for &(code, language) in &STEMMERS {
-        let sl = StemLang { code, language };
+    for (slot, &(code, language)) in STEMMERS.iter().enumerate() {
+        let sl = StemLang {
+            code,
+            language,
+            slot,
+        };
         for variant in [&lower, &folded] {
             let form = prefixed(code, &stem_lower(variant, sl));
             if !out.contains(&form) {
