@@ -181,7 +181,7 @@ impl Crawl {
 
             let mut batch = frontier.batch(unix_now())?;
             let mut docs = Vec::new();
-            self.release_held(&mut *batch, &mut docs, false)?;
+            self.release_held(&mut *batch, &mut docs, false, usize::MAX)?;
             self.dispatch(
                 &mut *batch,
                 &mut fetches,
@@ -296,7 +296,7 @@ impl Crawl {
                             }
                         }
                     }
-                    self.release_held(&mut *batch, &mut docs, false)?;
+                    self.release_held(&mut *batch, &mut docs, false, usize::MAX)?;
                     batch.commit()?;
                     for msg in docs.drain(..) {
                         self.send_to_index(msg)?;
@@ -336,11 +336,18 @@ impl Crawl {
                 frontier_has_more = true;
             }
         }
-        // What is still held goes now, before the run's last commit.
+        // What is still held goes now, before the run's last commit. A stop by signal must end
+        // within systemd's 10 s, and indexing tens of megabytes of pages takes longer: then
+        // only as many go as the indexing thread's queue holds anyway, and the others, recorded
+        // with a pending upsert, come due at once in the next run.
         if self.hold.len() > 0 {
             let mut batch = frontier.batch(unix_now())?;
             let mut docs = Vec::new();
-            self.release_held(&mut *batch, &mut docs, true)?;
+            let keep = match self.summary.ended {
+                StopReason::Signal => hold::SENT_ON_SIGNAL,
+                _ => usize::MAX,
+            };
+            self.release_held(&mut *batch, &mut docs, true, keep)?;
             batch.commit()?;
             for msg in docs {
                 self.send_to_index(msg)?;
@@ -358,12 +365,21 @@ impl Crawl {
         batch: &mut dyn Batch,
         docs: &mut Vec<IndexMsg>,
         all: bool,
+        at_most: usize,
     ) -> Result<(), CrawlError> {
+        let mut due = self.hold.take_due(Instant::now(), all);
+        if due.len() > at_most {
+            tracing::info!(
+                pages = due.len() - at_most,
+                "fetched pages left out of the index for now: the next run fetches them again"
+            );
+            due.truncate(at_most);
+        }
         for Held {
             url_id,
             header_only,
             mut doc,
-        } in self.hold.take_due(Instant::now(), all)
+        } in due
         {
             let anchors = batch
                 .inbound_labels(url_id, record::MAX_ANCHORS)?

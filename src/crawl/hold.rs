@@ -11,7 +11,8 @@
 //! at the end of the run like any other, if its anchors change after.
 //!
 //! A crash loses what is held as it loses what the index has not committed: those pages are
-//! recorded with a pending upsert, which `Frontier::recover` makes due again. Pure bookkeeping:
+//! recorded with a pending upsert, which `Frontier::recover` makes due again. A stop by signal
+//! sends at most [`SENT_ON_SIGNAL`] of them, for the same reason. Pure bookkeeping:
 //! the crawl loop does the reading and the sending.
 
 use std::collections::HashMap;
@@ -23,6 +24,9 @@ use crate::index::PageDoc;
 pub(super) const MAX_BYTES: usize = 48 << 20;
 /// How long a capsule's first held document may wait.
 pub(super) const MAX_AGE: Duration = Duration::from_secs(600);
+/// Held documents sent when a signal stops the crawl: as many as the indexing thread's queue
+/// holds (what could be waiting there anyway), so that the stop stays quick.
+pub(super) const SENT_ON_SIGNAL: usize = 1024;
 /// What a held document costs beside its text: the document's own strings and bookkeeping.
 const OVERHEAD: usize = 256;
 
