@@ -62,7 +62,8 @@ pub(super) struct Hold {
 }
 
 impl Hold {
-    /// A hold that keeps nothing when `enabled` is false: every document goes at once.
+    /// A hold that keeps nothing when `enabled` is false: every document goes at the next
+    /// [`Hold::take_due`], in the transaction that recorded it.
     pub fn new(enabled: bool, max_bytes: usize, max_age: Duration) -> Hold {
         Hold {
             enabled,
@@ -73,10 +74,6 @@ impl Hold {
             bytes: 0,
             done: Vec::new(),
         }
-    }
-
-    pub fn enabled(&self) -> bool {
-        self.enabled
     }
 
     /// Documents held now.
@@ -135,7 +132,7 @@ impl Hold {
     /// over the byte limit. Everything when `all`.
     pub fn take_due(&mut self, now: Instant, all: bool) -> Vec<Held> {
         let mut due: Vec<i64> = std::mem::take(&mut self.done);
-        if all {
+        if all || !self.enabled {
             due = self.capsules.keys().copied().collect();
         } else {
             let max_age = self.max_age;
@@ -229,6 +226,18 @@ mod tests {
         assert_eq!(hold.len(), 1);
         assert!(hold.take_due(now, false).is_empty(), "taken once");
         assert_eq!(ids(&hold.take_due(now, true)), [20]);
+        assert_eq!((hold.len(), hold.bytes), (0, 0));
+    }
+
+    #[test]
+    fn a_hold_not_enabled_gives_every_document_at_the_next_take() {
+        let now = Instant::now();
+        let mut hold = Hold::new(false, 1 << 20, MAX_AGE);
+        hold.add(1, held(10, 100), now);
+        hold.add(2, held(20, 100), now);
+        let mut due = ids(&hold.take_due(now, false));
+        due.sort();
+        assert_eq!(due, [10, 20]);
         assert_eq!((hold.len(), hold.bytes), (0, 0));
     }
 

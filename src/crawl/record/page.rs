@@ -100,16 +100,6 @@ impl Crawl {
         self.effects.new_urls |= report.added > 0;
         self.effects.wake.extend(report.hosts_with_new);
         self.effects.hubs.extend(report.new_hubs);
-        // What the pages linking here call this page (those the crawl knows so far; later
-        // changes reach the document through an anchor update). A held document reads them
-        // when it is sent.
-        let anchors = if self.hold.enabled() {
-            String::new()
-        } else {
-            let anchors = batch.inbound_labels(doc_id, MAX_ANCHORS)?.join("\n");
-            batch.forget_anchor_update(doc_id)?;
-            anchors
-        };
         match change {
             Change::New => self.summary.new += 1,
             _ => self.summary.changed += 1,
@@ -135,23 +125,19 @@ impl Crawl {
             doc_host,
             &extracted,
             hash.is_none(),
-            anchors,
+            String::new(),
             size,
             result.fetched_at,
         );
-        if self.hold.enabled() {
-            let held = Held {
-                url_id: doc_id,
-                header_only: hash.is_none(),
-                doc: Box::new(doc),
-            };
-            self.hold.add(url.host_id, held, Instant::now());
-        } else {
-            docs.push(IndexMsg::Upsert {
-                url_id: doc_id,
-                doc: Box::new(doc),
-            });
-        }
+        // The document goes to the index once its capsule is done, with what the pages
+        // linking here call this page by then (later changes reach it through an anchor
+        // update): see `crawl::hold`.
+        let held = Held {
+            url_id: doc_id,
+            header_only: hash.is_none(),
+            doc: Box::new(doc),
+        };
+        self.hold.add(url.host_id, held, Instant::now());
         Ok(())
     }
 
