@@ -47,6 +47,20 @@ pub struct Highlighter {
     exact: HashMap<String, u64, RandomState>,
     /// Prefixed stem (`en:run`) -> bit set of the terms it belongs to.
     stems: HashMap<String, u64, RandomState>,
+    /// The first bytes of the exact tokens and of the stems: a token beginning with another byte
+    /// matches nothing, unless its language's stemmer may change a word's first byte
+    /// ([`first_byte_kept`]). Most tokens of a page are turned away here, before the lookups.
+    /// `None` when some term is empty, which any token could match by stem.
+    first_bytes: Option<[bool; 256]>,
+}
+
+/// Whether the stemmer of `lang` always keeps a word's first byte, so that a token can match a
+/// query's stem only if it begins as that stem does. Snowball's stemmers cut suffixes, except
+/// Arabic's (which cuts the prefix `ال`), Greek's (which drops the accent of a first `ό`, a
+/// letter of another UTF-8 lead byte than `ο`) and Turkish's (`dime` to `t`).
+/// `stem_prefilter_languages_keep_the_first_byte` checks the others on words of each language.
+fn first_byte_kept(lang: StemLang) -> bool {
+    !matches!(lang.code(), "ar" | "el" | "tr")
 }
 
 /// The bit of term `i` in a term set. Terms past the 64th share the last bit: they still
@@ -74,7 +88,29 @@ impl Highlighter {
                 *hl.exact.entry(token).or_default() |= bit;
             }
         }
+        let stems = hl.stems.keys().map(|form| match form.split_once(':') {
+            Some((_, stem)) => stem,
+            None => form.as_str(),
+        });
+        let mut first = [false; 256];
+        let mut all_begin = true;
+        for term in hl.exact.keys().map(String::as_str).chain(stems) {
+            match term.as_bytes().first() {
+                Some(&byte) => first[usize::from(byte)] = true,
+                None => all_begin = false,
+            }
+        }
+        hl.first_bytes = all_begin.then_some(first);
         hl
+    }
+
+    /// Whether a token beginning with `byte` may match a term of the query on a page whose
+    /// stemmer is `stem_lang`: false only when it cannot ([`Highlighter::first_bytes`]).
+    fn may_begin(&self, byte: u8, stem_lang: Option<StemLang>) -> bool {
+        match &self.first_bytes {
+            Some(first) if stem_lang.map_or(true, first_byte_kept) => first[usize::from(byte)],
+            _ => true,
+        }
     }
 
     /// Whether the highlighter has nothing to match.
@@ -91,6 +127,13 @@ impl Highlighter {
 
     /// The terms an analysed token matches, as a bit set (0 for none).
     fn terms_of(&self, token: &str, stem_lang: Option<StemLang>, stems: &mut StemCache) -> u64 {
+        if !token
+            .as_bytes()
+            .first()
+            .map_or(true, |&b| self.may_begin(b, stem_lang))
+        {
+            return 0;
+        }
         let mut terms = self.exact.get(token).copied().unwrap_or(0);
         if let Some(sl) = stem_lang.filter(|_| !self.stems.is_empty()) {
             if let Some(stem) = analysis::stem_analysed_with(token, sl, stems) {
@@ -175,7 +218,8 @@ pub fn snippet_with(
         }
         let mut matches = Vec::new();
         if !hl.is_empty() {
-            analysis::for_each_index_word(text, |at, token| {
+            let begins = |byte| hl.may_begin(byte, stem_lang);
+            analysis::for_each_index_word_where(text, begins, |at, token| {
                 let terms = match seen.get(token) {
                     Some(&terms) => terms,
                     None => {
@@ -862,5 +906,160 @@ mod tests {
         // "runs" is a match in English pages only: the cache keeps languages apart.
         assert!(snippet("The runs again", &h, Some("en"), 80).contains("**runs**"));
         assert!(!snippet_with("runs", &h, None, 80, &mut cache).contains("**"));
+    }
+
+    /// Every stemmer [`first_byte_kept`] trusts keeps the first byte of the inflected words of
+    /// its language; the three it does not trust change it for some word, so the check can fail.
+    #[test]
+    fn stem_prefilter_languages_keep_the_first_byte() {
+        let words: &[(&str, &[&str])] = &[
+            ("ar", &["الكتاب", "والمدرسة", "بالقلم", "فالبيت", "كتابهم"]),
+            (
+                "da",
+                &["husene", "løbende", "æblerne", "øjnene", "århundreder"],
+            ),
+            (
+                "de",
+                &[
+                    "Häuser",
+                    "übernommen",
+                    "Ärzte",
+                    "Öfen",
+                    "gegangen",
+                    "ließen",
+                ],
+            ),
+            ("el", &["ότι", "όλοι", "έχει", "ανθρώπων", "ήταν"]),
+            (
+                "en",
+                &[
+                    "running",
+                    "lying",
+                    "dying",
+                    "happiness",
+                    "skies",
+                    "news",
+                    "agreed",
+                ],
+            ),
+            (
+                "es",
+                &["canciones", "árboles", "ínsulas", "útiles", "corriendo"],
+            ),
+            (
+                "fi",
+                &["taloissa", "äidille", "öisin", "ffi", "cci", "juoksemassa"],
+            ),
+            (
+                "fr",
+                &["maisons", "éléphants", "âgées", "œuvres", "continuellement"],
+            ),
+            (
+                "hu",
+                &["házakban", "ébredés", "örömmel", "úszással", "kutyáknak"],
+            ),
+            ("it", &["canzoni", "città", "è", "ospedali", "correndo"]),
+            (
+                "nl",
+                &["huizen", "geboren", "ijsberen", "lopende", "beëindigd"],
+            ),
+            (
+                "no",
+                &["husene", "løpende", "ærlighet", "åpningene", "gutter"],
+            ),
+            ("pt", &["canções", "árvores", "ônibus", "correndo", "ações"]),
+            (
+                "ro",
+                &["oamenilor", "școlile", "ţările", "îngerii", "ăstora"],
+            ),
+            (
+                "ru",
+                &["домами", "ёлками", "бегущий", "яблоки", "школьников"],
+            ),
+            (
+                "sv",
+                &["husen", "åkrarna", "ölen", "ärligheten", "springande"],
+            ),
+            ("ta", &["வீடுகள்", "மரங்களில்", "ஓடுகிறான்", "அம்மாவுக்கு"]),
+            (
+                "tr",
+                &["dime", "dine", "bindir", "kitaplar", "evlerden", "gözlükçü"],
+            ),
+        ];
+        let mut changed = Vec::new();
+        for (code, list) in words {
+            let sl = analysis::stem_lang(code).expect("a stemmer");
+            for word in *list {
+                for (_, token) in analysis::query_tokens(word) {
+                    let stem = analysis::stem_analysed_with(&token, sl, &mut StemCache::default())
+                        .expect("a stem");
+                    let stem = stem.split_once(':').map_or(stem.as_str(), |(_, s)| s);
+                    if stem
+                        .as_bytes()
+                        .first()
+                        .is_some_and(|b| *b != token.as_bytes()[0])
+                    {
+                        changed.push((*code, token.clone(), stem.to_string()));
+                    }
+                }
+            }
+        }
+        let trusted: Vec<_> = changed
+            .iter()
+            .filter(|(code, ..)| first_byte_kept(analysis::stem_lang(code).unwrap()))
+            .collect();
+        assert!(trusted.is_empty(), "{trusted:?}");
+        for code in ["ar", "el", "tr"] {
+            assert!(
+                changed.iter().any(|(c, ..)| *c == code),
+                "{code}: {changed:?}"
+            );
+        }
+    }
+
+    /// Turning tokens away by their first byte changes no snippet, in any language.
+    #[test]
+    fn the_first_byte_prefilter_changes_no_snippet() {
+        let bodies: &[(&str, Option<&str>)] = &[
+            (
+                "They were lying down. The runs were long.\nRunning again.",
+                Some("en"),
+            ),
+            ("Είπε ότι όλοι έχουν φύγει.\nΌλοι ήταν εκεί.", Some("el")),
+            (
+                "Bir dime ve bindir orada.\nKitaplar evlerden geldi.",
+                Some("tr"),
+            ),
+            ("قرأ الكتاب في المدرسة\nوالكتاب جميل", Some("ar")),
+            (
+                "Die Häuser sind alt.\nÜbernommen wurden die Häuser.",
+                Some("de"),
+            ),
+            ("Les maisons, la maison.\nÉléphants!", Some("fr")),
+            ("no language here: lying, lie, runs", None),
+        ];
+        let queries = [
+            hl(&["lie", "running"], &[]),
+            hl(&["όλοι", "οτι"], &[]),
+            hl(&["t", "kitap"], &[]),
+            hl(&["كتاب", "المدرسة"], &[]),
+            hl(&["haus", "übernehmen"], &["die häuser"]),
+            hl(&["maison", "éléphant"], &[]),
+        ];
+        for q in &queries {
+            let mut unfiltered = q.clone();
+            unfiltered.first_bytes = None;
+            for (body, lang) in bodies {
+                assert_eq!(
+                    snippet(body, q, *lang, 80),
+                    snippet(body, &unfiltered, *lang, 80),
+                    "{body:?}"
+                );
+            }
+        }
+        // The prefilter is on for these queries, and marks what it should.
+        assert!(queries[0].first_bytes.is_some());
+        assert!(snippet(bodies[0].0, &queries[0], Some("en"), 80).contains("**lying**"));
+        assert!(snippet(bodies[1].0, &queries[1], Some("el"), 80).contains("**ότι**"));
     }
 }

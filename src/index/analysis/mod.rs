@@ -95,16 +95,31 @@ pub(crate) fn for_each_index_token(text: &str, mut sink: impl FnMut(&Token)) {
 /// a token is a run of ASCII letters and digits shorter than [`MAX_TOKEN_BYTES`], lowercased,
 /// which is what the analyzer makes of it (a test holds the two equal); other lines go through
 /// the analyzer. No token spans a newline, so lines can be split apart.
-pub(crate) fn for_each_index_word(text: &str, mut sink: impl FnMut(Range<usize>, &str)) {
+pub(crate) fn for_each_index_word(text: &str, sink: impl FnMut(Range<usize>, &str)) {
+    for_each_index_word_where(text, |_| true, sink);
+}
+
+/// [`for_each_index_word`] for the tokens whose first byte `begins` accepts only: the others
+/// are passed over before they are lowercased (snippets look for a few words in a page).
+pub(crate) fn for_each_index_word_where(
+    text: &str,
+    begins: impl Fn(u8) -> bool,
+    mut sink: impl FnMut(Range<usize>, &str),
+) {
     let mut base = 0;
     for line in text.split_inclusive('\n') {
-        line_words(line, base, &mut sink);
+        line_words(line, base, &begins, &mut sink);
         base += line.len();
     }
 }
 
-/// [`for_each_index_word`] of one line starting at byte `base` of the text.
-fn line_words(line: &str, base: usize, sink: &mut impl FnMut(Range<usize>, &str)) {
+/// [`for_each_index_word_where`] of one line starting at byte `base` of the text.
+fn line_words(
+    line: &str,
+    base: usize,
+    begins: &impl Fn(u8) -> bool,
+    sink: &mut impl FnMut(Range<usize>, &str),
+) {
     // Outside ASCII, only characters that can be no part of a word (punctuation, symbols,
     // spaces) leave the split to the bytes.
     let ascii_words = line.is_ascii()
@@ -114,10 +129,12 @@ fn line_words(line: &str, base: usize, sink: &mut impl FnMut(Range<usize>, &str)
         });
     if !ascii_words {
         for_each_index_token(line, |token| {
-            sink(
-                base + token.offset_from..base + token.offset_to,
-                &token.text,
-            )
+            if token.text.as_bytes().first().is_some_and(|&b| begins(b)) {
+                sink(
+                    base + token.offset_from..base + token.offset_to,
+                    &token.text,
+                )
+            }
         });
         return;
     }
@@ -136,7 +153,7 @@ fn line_words(line: &str, base: usize, sink: &mut impl FnMut(Range<usize>, &str)
             at += 1;
         }
         let word = &bytes[start..at];
-        if word.len() < MAX_TOKEN_BYTES {
+        if word.len() < MAX_TOKEN_BYTES && begins(word[0].to_ascii_lowercase()) {
             let lower = &mut lower[..word.len()];
             for (to, from) in lower.iter_mut().zip(word) {
                 *to = from.to_ascii_lowercase();
