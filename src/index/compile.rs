@@ -184,13 +184,13 @@ impl Relaxed {
     /// The union of the forms of the words that are `essential` (or not): one union, scoring
     /// what the union of the words' own unions would. `None` when there is no such word.
     fn forms_of(&self, essential: bool) -> Option<Box<dyn TQuery>> {
-        let forms: Vec<Box<dyn TQuery>> = self
-            .words
-            .iter()
-            .filter(|w| w.essential == essential)
+        let words = self.words.iter().filter(|w| w.essential == essential);
+        words.clone().next()?;
+        // No form at all (no page holds any of the words): an empty union, matching nothing.
+        let forms = words
             .flat_map(|w| w.forms.iter().map(|f| f.box_clone()))
             .collect();
-        (!forms.is_empty()).then(|| any(forms))
+        Some(any(forms))
     }
 
     /// The required and excluded parts.
@@ -385,22 +385,31 @@ impl Compiler<'_> {
     /// A bare word: exact in any text field (or the URL), or by one of its `stems` (from
     /// [`Self::stems`]).
     fn word(&self, text: &str, stems: &[String]) -> Option<Box<dyn TQuery>> {
-        self.word_forms(text, stems).map(any)
+        self.word_forms(text, stems, &|_, _| true).map(any)
     }
 
     /// The forms of a bare word, any of which matches: the word in each text field and the
-    /// URL, and each of its `stems`; a word of several tokens is one phrase.
-    fn word_forms(&self, text: &str, stems: &[String]) -> Option<Vec<Box<dyn TQuery>>> {
+    /// URL, and each of its `stems`, those `held` says the index may hold (a term no page holds
+    /// matches nothing and adds nothing to a score, but costs a lookup in every segment each
+    /// time the query runs); a word of several tokens is one phrase.
+    fn word_forms(
+        &self,
+        text: &str,
+        stems: &[String],
+        held: &dyn Fn(Field, &str) -> bool,
+    ) -> Option<Vec<Box<dyn TQuery>>> {
         let tokens = analysis::query_tokens(text);
         match tokens.as_slice() {
             [] => None,
             [(_, token)] => {
                 let mut forms: Vec<Box<dyn TQuery>> = Vec::new();
-                for (field, boost) in self.text_fields() {
-                    forms.push(boosted(term(field, token), boost));
+                let url = (self.fields.url_text, self.url_boost);
+                for (field, boost) in self.text_fields().into_iter().chain([url]) {
+                    if held(field, token) {
+                        forms.push(boosted(term(field, token), boost));
+                    }
                 }
-                forms.push(boosted(term(self.fields.url_text, token), self.url_boost));
-                for stem in stems {
+                for stem in stems.iter().filter(|stem| held(self.fields.stem, stem)) {
                     forms.push(boosted(term(self.fields.stem, stem), BOOST_STEM));
                 }
                 Some(forms)
@@ -420,7 +429,8 @@ impl Compiler<'_> {
     ) -> Option<Word> {
         let tokens = analysis::query_tokens(text);
         let stems = self.stems(text);
-        let mut forms = self.word_forms(text, &stems)?;
+        let held = |field, term: &str| lexicon.doc_freq(field, term) > 0;
+        let mut forms = self.word_forms(text, &stems, &held)?;
         // Pages holding the word: for a word analysed into several tokens (`e-mail`, CJK), the
         // rarest token bounds it; stems count as holding it.
         let f = self.fields;
@@ -593,7 +603,7 @@ fn term(field: Field, token: &str) -> Box<dyn TQuery> {
     ))
 }
 
-/// Matches what any of `forms` matches, with the sum of their scores.
+/// Matches what any of `forms` matches, with the sum of their scores (no forms: nothing).
 fn any(mut forms: Vec<Box<dyn TQuery>>) -> Box<dyn TQuery> {
     match forms.len() {
         1 => forms.remove(0),

@@ -661,6 +661,29 @@ fn pages_lacking_words_follow_and_say_which() {
     assert_eq!(res.hits[0].missing, ["sun"]);
 }
 
+/// A word no page holds has no form left to search (forms no page holds are dropped when the
+/// query is compiled), yet it still counts: when it is the only rare word, pages holding only
+/// the common words are no results, as when its forms were searched and matched nothing.
+#[test]
+fn a_rare_word_no_page_holds_still_restricts_the_common_ones() {
+    let pages: Vec<PageDoc> = (0..120)
+        .map(|i| {
+            page(
+                &format!("gemini://p{i}.example/"),
+                "Notes",
+                "the gemini protocol and the web",
+            )
+        })
+        .collect();
+    let (_tmp, si) = index_of(&pages);
+    // "qwzxvj" has no neighbour either: nothing is one or two edits from it.
+    let res = si.search("qwzxvj the gemini", 10, 0).expect("search");
+    assert_eq!((res.total, res.with_all_words), (0, 0), "{:?}", urls(&res));
+    assert!(res.hits.is_empty());
+    // The common words alone do find the pages.
+    assert_eq!(si.search("the gemini", 10, 0).expect("search").total, 120);
+}
+
 #[test]
 fn misspelled_words_match_their_neighbours_below_exact_matches() {
     let mut pages: Vec<PageDoc> = (0..4)
