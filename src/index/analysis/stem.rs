@@ -319,7 +319,12 @@ pub fn stem_query_word(word: &str) -> Vec<String> {
             language,
             slot,
         };
-        for variant in [&lower, &folded] {
+        // Most words fold to themselves: their one variant is stemmed once.
+        let variants = match folded == lower {
+            true => &[&lower][..],
+            false => &[&lower, &folded][..],
+        };
+        for variant in variants {
             let form = prefixed(code, &stem_lower(variant, sl));
             if !out.contains(&form) {
                 out.push(form);
