@@ -373,6 +373,12 @@ impl Compiler<'_> {
 
     /// The stems of a query word, tagged with their language (`en:run`), in the languages some
     /// page of the index has stems in: the others cannot match.
+    /// The text fields whose words the `stem` field holds by stem (when a word is not its own).
+    fn stemmed_fields(&self) -> [Field; 4] {
+        let f = self.fields;
+        [f.title, f.headings, f.anchors, f.body]
+    }
+
     fn stems(&self, text: &str) -> Vec<String> {
         let mut stems = analysis::stem_query_word(&text.to_lowercase());
         stems.retain(|stem| {
@@ -403,14 +409,31 @@ impl Compiler<'_> {
             [] => None,
             [(_, token)] => {
                 let mut forms: Vec<Box<dyn TQuery>> = Vec::new();
+                let stemmed_fields = self.stemmed_fields();
+                let bare = bare_stems(stems);
+                // The word is its own stem: where the text fields hold it, it also counts as
+                // its stem (the `stem` field leaves such words out).
+                let own = bare.contains(&token.as_str());
                 let url = (self.fields.url_text, self.url_boost);
                 for (field, boost) in self.text_fields().into_iter().chain([url]) {
+                    let boost = match own && stemmed_fields.contains(&field) {
+                        true => boost + BOOST_STEM,
+                        false => boost,
+                    };
                     if held(field, token) {
                         forms.push(boosted(term(field, token), boost));
                     }
                 }
                 for stem in stems.iter().filter(|stem| held(self.fields.stem, stem)) {
                     forms.push(boosted(term(self.fields.stem, stem), BOOST_STEM));
+                }
+                // Another word that is its own stem (`run` for `running`) is found as it is.
+                for stem in bare.into_iter().filter(|stem| stem != token) {
+                    for field in stemmed_fields {
+                        if held(field, stem) {
+                            forms.push(boosted(term(field, stem), BOOST_STEM));
+                        }
+                    }
                 }
                 Some(forms)
             }
@@ -448,6 +471,10 @@ impl Compiler<'_> {
         let stem_df = stems
             .iter()
             .map(|s| lexicon.doc_freq(f.stem, s))
+            .chain(bare_stems(&stems).into_iter().flat_map(|s| {
+                self.stemmed_fields()
+                    .map(|field| lexicon.doc_freq(field, s))
+            }))
             .max()
             .unwrap_or(0);
         let doc_freq = text_df.max(stem_df);
@@ -601,6 +628,19 @@ fn term(field: Field, token: &str) -> Box<dyn TQuery> {
         Term::from_field_text(field, token),
         IndexRecordOption::WithFreqs,
     ))
+}
+
+/// The distinct stems of `stems` (`en:run`, `de:running`...) without their language: a stem
+/// that is a word of its own is held as that word by the text fields.
+fn bare_stems(stems: &[String]) -> Vec<&str> {
+    let mut bare: Vec<&str> = Vec::with_capacity(stems.len());
+    for stem in stems {
+        let stem = stem.split_once(':').map_or(stem.as_str(), |(_, s)| s);
+        if !stem.is_empty() && !bare.contains(&stem) {
+            bare.push(stem);
+        }
+    }
+    bare
 }
 
 /// Matches what any of `forms` matches, with the sum of their scores (no forms: nothing).

@@ -82,8 +82,9 @@ pub fn has_stemmer(lang: &str) -> bool {
 }
 /// The `stem` field's tokens of `text` in language `lang`: its words (as [`text_analyzer`]
 /// splits them, CJK runs left out but still counted in positions), lowercased, stemmed, folded
-/// to ASCII and prefixed with the language code (`en:run`). Positions and offsets are those of
-/// the words. Empty when `lang` has no stemmer.
+/// to ASCII and prefixed with the language code (`en:run`), except the words that are their own
+/// stem (`run`, `linux`: the text fields hold them as they are). Positions and offsets are those
+/// of the words. Empty when `lang` has no stemmer.
 pub fn stem_tokens(text: &str, lang: &str) -> Vec<Token> {
     stem_tokens_with(text, lang, &mut StemCache::default())
 }
@@ -94,15 +95,28 @@ pub fn stem_tokens(text: &str, lang: &str) -> Vec<Token> {
 #[derive(Debug, Default, Clone)]
 pub struct StemCache {
     /// By language, in the order of [`STEMMERS`] (empty until a word is stemmed): lowercased
-    /// word -> its stem, folded and prefixed (`en:run`). hashbrown's maps look a borrowed word
-    /// up once, and own it only when it is new.
-    by_lang: Vec<HashMap<String, String>>,
+    /// word -> its stem. hashbrown's maps look a borrowed word up once, and own it only when it
+    /// is new.
+    by_lang: Vec<HashMap<String, Stemmed>>,
+}
+
+/// A word's stem, as a [`StemCache`] keeps it.
+#[derive(Debug, Clone)]
+struct Stemmed {
+    /// Folded and prefixed (`en:run`).
+    prefixed: String,
+    /// Whether the stem is the word itself as the text fields hold it (folded): `linux`, `run`.
+    own: bool,
 }
 
 impl StemCache {
     /// The stem of `word` (lowercased) in `sl`, prefixed (`en:run`): from the cache, else from
     /// the stemmer and kept.
     fn stem(&mut self, word: &str, sl: StemLang) -> &str {
+        &self.stemmed(word, sl).prefixed
+    }
+
+    fn stemmed(&mut self, word: &str, sl: StemLang) -> &Stemmed {
         if self.by_lang.is_empty() {
             self.by_lang.resize_with(STEMMERS.len(), HashMap::default);
         }
@@ -111,9 +125,17 @@ impl StemCache {
         if stems.len() > STEM_CACHE_WORDS {
             stems.clear();
         }
-        stems
-            .entry_ref(word)
-            .or_insert_with(|| prefixed(sl.code, &stem_lower(word, sl)))
+        stems.entry_ref(word).or_insert_with(|| {
+            let stem = stem_lower(word, sl);
+            let own = match word.is_ascii() {
+                true => stem == word,
+                false => stem == fold(word),
+            };
+            Stemmed {
+                prefixed: prefixed(sl.code, &stem),
+                own,
+            }
+        })
     }
 
     /// Words kept, in all languages.
@@ -220,11 +242,18 @@ impl<S: TokenStream> TokenStream for StemTokenStream<'_, S> {
         let Some((words, lang)) = self.words.as_mut() else {
             return false;
         };
-        if !words.advance() {
-            return false;
-        }
-        let word = words.token();
-        let stem = self.cache.stem(&word.text, *lang);
+        // A word that is its own stem is in the text fields already, where queries find it
+        // by its stem too (`compile`): most words are, and the field is half the size without.
+        let (word, stem) = loop {
+            if !words.advance() {
+                return false;
+            }
+            let word = words.token();
+            let stemmed = self.cache.stemmed(&word.text, *lang);
+            if !stemmed.own {
+                break (word, &stemmed.prefixed);
+            }
+        };
         self.token.text.clear();
         self.token.text.push_str(stem);
         self.token.offset_from = word.offset_from;

@@ -291,6 +291,48 @@ fn the_query_language_works_end_to_end() {
     }
 }
 
+/// A word that is its own stem (`run`) is not in the `stem` field, yet a query word with that
+/// stem (`running`) still finds it, and a query for the stem finds the other forms.
+#[test]
+fn words_that_are_their_own_stem_are_found_by_stem() {
+    let (_tmp, si) = index_of(&[
+        page(
+            "gemini://a.example/x",
+            "A",
+            "I run every morning before work.",
+        ),
+        page(
+            "gemini://b.example/x",
+            "B",
+            "The dogs were running all day.",
+        ),
+        page("gemini://c.example/x", "C", "She runs a small bakery."),
+        page(
+            "gemini://d.example/x",
+            "D",
+            "Nothing about that here at all.",
+        ),
+    ]);
+    let all = [
+        "gemini://a.example/x",
+        "gemini://b.example/x",
+        "gemini://c.example/x",
+    ];
+    for query in ["running", "run", "runs"] {
+        let res = si.search_with(query, &STRICT).expect(query);
+        let mut got = urls(&res);
+        got.sort();
+        assert_eq!(got, all, "{query}");
+        // The exact form comes first.
+        let first = match query {
+            "running" => "gemini://b.example/x",
+            "run" => "gemini://a.example/x",
+            _ => "gemini://c.example/x",
+        };
+        assert_eq!(res.hits[0].url, first, "{query}");
+    }
+}
+
 #[test]
 fn an_exact_form_outranks_a_stem_only_match() {
     let (_tmp, si) = index_of(&[
