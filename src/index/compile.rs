@@ -1,8 +1,10 @@
 //! From a parsed [`query::Query`](crate::query::Query) to a Tantivy query over geode's schema.
 //!
 //! - A word must match in one of the text fields (title, headings, link labels, body, each with
-//!   its boost: title, headings, anchors, own link labels, body) or, by stem, in the `stem` field in any language with a stemmer. A word the
-//!   analyzer splits into several tokens (`e-mail`, a CJK word cut into bigrams) is a phrase.
+//!   its boost: title, headings, anchors, own link labels, body) or, by stem, in the `stem` field
+//!   in any language with a stemmer; a stem that is a word of its own (`run`, which the `stem`
+//!   field leaves out) matches that word in the text fields it covers. A word the analyzer
+//!   splits into several tokens (`e-mail`, a CJK word cut into bigrams) is a phrase.
 //! - A quoted phrase matches those tokens in a row, exactly (no stems), in one text field.
 //! - Filters restrict without scoring (`ConstScoreQuery` at 0), except `intitle:`, which is
 //!   topical and scores like a title word. `inurl:` matches the URL's words, constant score.
@@ -371,14 +373,14 @@ impl Compiler<'_> {
         ]
     }
 
-    /// The stems of a query word, tagged with their language (`en:run`), in the languages some
-    /// page of the index has stems in: the others cannot match.
     /// The text fields whose words the `stem` field holds by stem (when a word is not its own).
     fn stemmed_fields(&self) -> [Field; 4] {
         let f = self.fields;
         [f.title, f.headings, f.anchors, f.body]
     }
 
+    /// The stems of a query word, tagged with their language (`en:run`), in the languages some
+    /// page of the index has stems in: the others cannot match.
     fn stems(&self, text: &str) -> Vec<String> {
         let mut stems = analysis::stem_query_word(&text.to_lowercase());
         stems.retain(|stem| {
