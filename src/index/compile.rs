@@ -637,7 +637,7 @@ fn term(field: Field, token: &str) -> Box<dyn TQuery> {
 fn bare_stems(stems: &[String]) -> Vec<&str> {
     let mut bare: Vec<&str> = Vec::with_capacity(stems.len());
     for stem in stems {
-        let stem = stem.split_once(':').map_or(stem.as_str(), |(_, s)| s);
+        let stem = analysis::unprefixed(stem);
         if !stem.is_empty() && !bare.contains(&stem) {
             bare.push(stem);
         }

@@ -88,10 +88,7 @@ impl Highlighter {
                 *hl.exact.entry(token).or_default() |= bit;
             }
         }
-        let stems = hl.stems.keys().map(|form| match form.split_once(':') {
-            Some((_, stem)) => stem,
-            None => form.as_str(),
-        });
+        let stems = hl.stems.keys().map(|form| analysis::unprefixed(form));
         let mut first = [false; 256];
         let mut all_begin = true;
         for term in hl.exact.keys().map(String::as_str).chain(stems) {
@@ -993,7 +990,7 @@ mod tests {
                 for (_, token) in analysis::query_tokens(word) {
                     let stem = analysis::stem_analysed_with(&token, sl, &mut StemCache::default())
                         .expect("a stem");
-                    let stem = stem.split_once(':').map_or(stem.as_str(), |(_, s)| s);
+                    let stem = analysis::unprefixed(&stem);
                     if stem
                         .as_bytes()
                         .first()

@@ -51,7 +51,7 @@ pub use stem::{
     has_stemmer, stem_query_word, stem_tokens, stem_tokens_with, stem_word, stemmer_codes,
     StemCache,
 };
-pub(crate) use stem::{stem_analysed_with, stem_field_value, stem_lang, StemLang};
+pub(crate) use stem::{stem_analysed_with, stem_field_value, stem_lang, unprefixed, StemLang};
 use tokenizer::{GeodeTokenizer, Mode};
 
 /// Tokens longer than this (in bytes) are dropped: they are base64 blobs, hashes or ASCII art,

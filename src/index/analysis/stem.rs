@@ -279,6 +279,10 @@ fn prefixed(code: &str, stem: &str) -> String {
     s.push_str(stem);
     s
 }
+/// A stem without the language [`prefixed`] gave it: `run` for `en:run`.
+pub(crate) fn unprefixed(stem: &str) -> &str {
+    stem.split_once(':').map_or(stem, |(_, bare)| bare)
+}
 /// `word` (one lowercase word, no separators) stemmed in `sl` and folded to ASCII, unprefixed.
 fn stem_lower(word: &str, sl: StemLang) -> String {
     let mut analyzer =
