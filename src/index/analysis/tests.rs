@@ -44,6 +44,13 @@ fn words_are_split_lowercased_and_folded() {
         // Fullwidth Latin is folded to ASCII.
         ("ＡＢＣ", &["abc"]),
         ("word AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA", &["word"]),
+        // An ASCII start goes on into the letters and marks that follow it, and stops at
+        // anything else.
+        ("abcé word\u{301}s", &["abce", "words"]),
+        (
+            "ab😀cd ab\u{200C}cd ab\u{200C}",
+            &["ab", "cd", "ab\u{200C}cd", "ab"],
+        ),
     ];
     for (text, want) in cases {
         assert_eq!(texts(text), *want, "tokens of {text:?}");
@@ -89,6 +96,7 @@ fn positions_and_offsets() {
         ),
         // Punctuation ends a run; a single character is a unigram only.
         ("東、京 x", "東 0 0-3, 京 1 6-9, x 2 10-11"),
+        ("ab😀cd é-x", "ab 0 0-2, cd 1 6-8, e 2 9-11, x 3 12-13"),
         // Katakana with the prolonged sound mark is one run.
         (
             "カード",

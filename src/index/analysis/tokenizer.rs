@@ -133,26 +133,35 @@ impl GeodeTokenStream<'_> {
     /// Scans a word starting at byte `start` (an alphanumeric, non-CJK character) and makes it
     /// the current token.
     fn take_word(&mut self, start: usize) {
-        let rest = self.text.get(start..).unwrap_or_default();
+        // Most words are ASCII: their letters and digits need no decoding. A word goes on past
+        // them only into a non-ASCII character (a letter, a mark or a joiner), read as such.
+        let bytes = self.text.as_bytes();
         let mut end = start;
-        let mut chars = rest.char_indices().peekable();
+        while end < bytes.len() && bytes[end].is_ascii_alphanumeric() {
+            end += 1;
+        }
         let mut has_latin_marks = false;
-        while let Some((i, c)) = chars.next() {
-            let continues = if c.is_alphanumeric() {
-                !is_cjk(c)
-            } else if is_joiner(c) {
-                // A joiner belongs to the word only between two of its characters.
-                chars
-                    .peek()
-                    .is_some_and(|&(_, n)| (n.is_alphanumeric() && !is_cjk(n)) || is_mark(n))
-            } else {
-                is_mark(c)
-            };
-            if !continues {
-                break;
+        if bytes.get(end).is_some_and(|b| !b.is_ascii()) {
+            let from = end;
+            let rest = self.text.get(from..).unwrap_or_default();
+            let mut chars = rest.char_indices().peekable();
+            while let Some((i, c)) = chars.next() {
+                let continues = if c.is_alphanumeric() {
+                    !is_cjk(c)
+                } else if is_joiner(c) {
+                    // A joiner belongs to the word only between two of its characters.
+                    chars
+                        .peek()
+                        .is_some_and(|&(_, n)| (n.is_alphanumeric() && !is_cjk(n)) || is_mark(n))
+                } else {
+                    is_mark(c)
+                };
+                if !continues {
+                    break;
+                }
+                has_latin_marks |= is_latin_mark(c);
+                end = from + i + c.len_utf8();
             }
-            has_latin_marks |= is_latin_mark(c);
-            end = start + i + c.len_utf8();
         }
         let word = self.text.get(start..end).unwrap_or_default();
         self.token.text.clear();
@@ -179,6 +188,21 @@ impl TokenStream for GeodeTokenStream<'_> {
                     return true;
                 }
                 continue;
+            }
+            // Spaces and ASCII punctuation are passed over a byte at a time.
+            let bytes = self.text.as_bytes();
+            while bytes
+                .get(self.cursor)
+                .is_some_and(|b| b.is_ascii() && !b.is_ascii_alphanumeric())
+            {
+                self.cursor += 1;
+            }
+            if bytes
+                .get(self.cursor)
+                .is_some_and(u8::is_ascii_alphanumeric)
+            {
+                self.take_word(self.cursor);
+                return true;
             }
             let rest = self.text.get(self.cursor..).unwrap_or_default();
             let Some((i, c)) = rest.char_indices().find(|(_, c)| c.is_alphanumeric()) else {
