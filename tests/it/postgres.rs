@@ -673,6 +673,35 @@ fn record_links(f: &mut dyn Frontier) -> Vec<String> {
     seed(f, "gemini://a.test/");
     let id = |f: &dyn Frontier, url: &str| f.url_id(url).unwrap().unwrap();
     let root = id(f, "gemini://a.test/");
+    // A page found and sent to the index: only visited pages are marked for anchor updates
+    // (the others get their anchors when first indexed).
+    let visited = |f: &mut dyn Frontier, url_id: i64, at: i64| {
+        let result = FetchResult {
+            status: Some(20),
+            meta: "text/gemini".into(),
+            fetched_at: at,
+            ..FetchResult::default()
+        };
+        let mut b = f.batch(at).unwrap();
+        b.record_visit(
+            url_id,
+            &VisitRecord {
+                state: UrlState::Indexed,
+                result: &result,
+                due_at: Some(100),
+                revisit_secs: 84,
+                first_failed_at: None,
+                prio: Priority::Revisit,
+                feed: false,
+                changed: true,
+                index_op: Some(geode::frontier::IndexOp::Upsert),
+                redirect_to: None,
+            },
+        )
+        .unwrap();
+        b.commit().unwrap();
+    };
+    visited(f, root, 9);
 
     // Repeats with the same label and another one, excluded targets, hubs, a link to the page
     // itself, and more new URLs in b.test than its budget: b.test/6 and b.test/7 are refused.
@@ -696,8 +725,11 @@ fn record_links(f: &mut dyn Frontier) -> Vec<String> {
     b.commit().unwrap();
     step(f, "first page", report);
 
-    // A page of b.test: known targets gain labels, one of them twice; b.test is full.
+    // A page of b.test: known targets gain labels, one of them twice; b.test is full. Of
+    // those targets a.test/ and b.test/2 were visited, c.test/ was not: it is not marked.
     let b1 = id(f, "gemini://b.test/1");
+    let b2 = id(f, "gemini://b.test/2");
+    visited(f, b2, 10);
     let mut b = f.batch(11).unwrap();
     let page = [
         link("gemini://a.test/", "home", None, Hub),

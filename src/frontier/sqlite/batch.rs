@@ -206,7 +206,7 @@ impl<'a> SqliteBatch<'a> {
     /// Records the links of a page at `depth` (their targets get `depth + 1`), replacing the
     /// links it had: links the page no longer has leave the graph. Each link's `excluded`
     /// verdict (and the capsule `budget`) decides whether its target may be fetched; excluded
-    /// targets are kept for the link graph. When the labels pointing to an already known page
+    /// targets are kept for the link graph. When the labels pointing to a page already visited
     /// change, that page is marked for an anchor update.
     pub fn set_links(
         &mut self,
@@ -223,7 +223,9 @@ impl<'a> SqliteBatch<'a> {
             rows.collect::<std::result::Result<_, _>>()?
         };
         let mut report = LinkReport::default();
-        let mut current: BTreeSet<(i64, String)> = BTreeSet::new();
+        // The targets first (new URLs join the frontier), then the links, through statements
+        // held for the whole page rather than looked up again for each link.
+        let mut targets = Vec::with_capacity(links.len());
         for link in links {
             let new = NewUrl {
                 url: &link.url,
@@ -241,21 +243,37 @@ impl<'a> SqliteBatch<'a> {
             if is_new {
                 report.count_new(link, target, || self.host_id(&link.host))?;
             }
-            let key = (target, link.label.clone());
-            // Repeated on the page, or recorded at an earlier visit.
-            if !current.insert(key.clone()) || old.contains(&key) {
-                continue;
-            }
-            self.tx
-                .prepare_cached("INSERT INTO links(source, target, label) VALUES (?1, ?2, ?3)")?
-                .execute(params![source, target, link.label])?;
-            // A URL just added has no document yet: its anchors are read when it is indexed.
-            if !is_new && !link.label.is_empty() && self.label_count(target, &link.label)? == 1 {
-                self.mark_anchor_update(target)?;
+            targets.push((link, target, is_new));
+        }
+        let mut current: BTreeSet<(i64, &str)> = BTreeSet::new();
+        let mut labelled = Vec::new();
+        {
+            let mut insert = self
+                .tx
+                .prepare_cached("INSERT INTO links(source, target, label) VALUES (?1, ?2, ?3)")?;
+            for (link, target, is_new) in targets {
+                // Repeated on the page, or recorded at an earlier visit.
+                if !current.insert((target, &link.label))
+                    || (!old.is_empty() && old.contains(&(target, link.label.clone())))
+                {
+                    continue;
+                }
+                insert.execute(params![source, target, link.label])?;
+                // A URL just added has no document yet: its anchors are read when it is indexed.
+                if !is_new && !link.label.is_empty() {
+                    labelled.push((target, link.label.as_str()));
+                }
             }
         }
-        for (target, label) in old.difference(&current) {
-            self.remove_link(source, *target, label)?;
+        // Each (target, label) comes once from this page, so counting after all of its
+        // inserts is counting right after each one: 1 means the label is new to the target.
+        for (target, label) in labelled {
+            self.mark_anchor_update_if(target, label, 1)?;
+        }
+        for (target, label) in &old {
+            if !current.contains(&(*target, label.as_str())) {
+                self.remove_link(source, *target, label)?;
+            }
         }
         Ok(report)
     }
@@ -280,21 +298,26 @@ impl<'a> SqliteBatch<'a> {
         self.tx
             .prepare_cached("DELETE FROM links WHERE source = ?1 AND target = ?2 AND label = ?3")?
             .execute(params![source, target, label])?;
-        if !label.is_empty() && self.label_count(target, label)? == 0 {
-            self.mark_anchor_update(target)?;
+        if !label.is_empty() {
+            self.mark_anchor_update_if(target, label, 0)?;
         }
         Ok(())
     }
 
-    /// How many links carry `label` to `target` (0, 1, or 2 meaning "more than one").
-    fn label_count(&mut self, target: i64, label: &str) -> Result<i64> {
-        Ok(self
-            .tx
+    /// Marks `target` for an anchor update when `count` links now carry `label` to it (1: the
+    /// label is new to it, 0: it lost the label), unless it was never visited: a page with no
+    /// document, nor a redirect handing labels on, gets its anchors read when it is indexed.
+    /// One statement, the visit checked first: most targets of a first crawl are not visited.
+    fn mark_anchor_update_if(&mut self, target: i64, label: &str, count: i64) -> Result<()> {
+        self.tx
             .prepare_cached(
-                "SELECT COUNT(*) FROM (SELECT 1 FROM links WHERE target = ?1 AND label = ?2
-                                       LIMIT 2)",
+                "INSERT OR IGNORE INTO anchor_updates(url_id)
+                 SELECT id FROM urls WHERE id = ?1 AND NOT (state = 'new' AND in_index = 0)
+                   AND (SELECT COUNT(*) FROM (SELECT 1 FROM links
+                                              WHERE target = ?1 AND label = ?2 LIMIT 2)) = ?3",
             )?
-            .query_row(params![target, label], |r| r.get(0))?)
+            .execute(params![target, label, count])?;
+        Ok(())
     }
 
     /// Forgets a page's pending anchor update: its document is being written now with the
@@ -304,13 +327,6 @@ impl<'a> SqliteBatch<'a> {
     pub fn forget_anchor_update(&mut self, url_id: i64) -> Result<()> {
         self.tx
             .prepare_cached("DELETE FROM anchor_updates WHERE url_id = ?1")?
-            .execute([url_id])?;
-        Ok(())
-    }
-
-    fn mark_anchor_update(&mut self, url_id: i64) -> Result<()> {
-        self.tx
-            .prepare_cached("INSERT OR IGNORE INTO anchor_updates(url_id) VALUES (?1)")?
             .execute([url_id])?;
         Ok(())
     }

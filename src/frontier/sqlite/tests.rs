@@ -332,8 +332,9 @@ fn links_are_replaced_and_anchor_changes_marked() {
     let (_d, mut f) = open();
     let mut b = f.batch(0).unwrap();
     let page = id_of(&mut b, "gemini://a.test/");
-    let target = id_of(&mut b, "gemini://b.test/");
-    let other = id_of(&mut b, "gemini://c.test/");
+    let [target, other] = indexed_pages(&mut b, ["gemini://b.test/", "gemini://c.test/"]);
+    // Known, never visited: its anchors are read when it is first indexed.
+    let unvisited = id_of(&mut b, "gemini://u.test/");
     b.commit().unwrap();
     let marked = |f: &SqliteFrontier| -> Vec<i64> {
         f.anchor_updates(0, 100)
@@ -353,6 +354,7 @@ fn links_are_replaced_and_anchor_changes_marked() {
                 labelled("gemini://c.test/", "owl"),
                 labelled("gemini://c.test/", "owl"),
                 labelled("gemini://d.test/", "new one"),
+                labelled("gemini://u.test/", "not yet"),
             ],
             u64::MAX,
         )
@@ -360,13 +362,18 @@ fn links_are_replaced_and_anchor_changes_marked() {
     b.commit().unwrap();
     assert_eq!(report.added, 1);
     assert_eq!(report.hosts_with_new.len(), 1);
-    // Known targets got a label: their documents need new anchors. The new URL has none yet.
+    // Visited targets got a label: their documents need new anchors. The new URL and the
+    // unvisited one have no document yet.
     assert_eq!(marked(&f), [target, other]);
+    assert_eq!(f.inbound_labels(unvisited, 10).unwrap(), ["not yet"]);
     assert_eq!(f.inbound_labels(target, 10).unwrap(), ["lantern"]);
     f.clear_anchor_updates(&[target, other]).unwrap();
 
-    // The page changes: the lantern becomes a beacon, the owl stays, d.test goes.
+    // The page changes: the lantern becomes a beacon, the owl stays, d.test and u.test go.
+    // d.test was visited meanwhile, u.test was not.
     let mut b = f.batch(0).unwrap();
+    let d = id_of(&mut b, "gemini://d.test/");
+    visit(&mut b, d, UrlState::Fetched, 51);
     b.set_links(
         page,
         0,
@@ -380,9 +387,13 @@ fn links_are_replaced_and_anchor_changes_marked() {
     b.commit().unwrap();
     assert_eq!(f.inbound_labels(target, 10).unwrap(), ["beacon"]);
     assert_eq!(f.inbound_labels(other, 10).unwrap(), ["owl"]);
-    let d = f.url_id("gemini://d.test/").unwrap().unwrap();
     assert!(f.inbound_labels(d, 10).unwrap().is_empty());
-    assert_eq!(marked(&f), [target, d], "owl did not change");
+    assert!(f.inbound_labels(unvisited, 10).unwrap().is_empty());
+    assert_eq!(
+        marked(&f),
+        [target, d],
+        "owl did not change, u.test has no document"
+    );
     assert_eq!(f.own_labels(page).unwrap(), ["beacon", "owl"]);
 
     // A second page with the same label: removing the first one's keeps the anchor, no mark.
@@ -453,7 +464,7 @@ fn inbound_labels_gather_a_redirect_chain_in_label_order_within_the_limit() {
 fn a_page_written_with_its_labels_forgets_its_anchor_update() {
     let (_d, mut f) = open();
     let mut b = f.batch(0).unwrap();
-    let page = id_of(&mut b, "gemini://a.test/");
+    let [page] = indexed_pages(&mut b, ["gemini://a.test/"]);
     let linker = id_of(&mut b, "gemini://b.test/");
     b.commit().unwrap();
     let mut b = f.batch(0).unwrap();

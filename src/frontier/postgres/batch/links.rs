@@ -60,7 +60,8 @@ SELECT r.n, r.granted, i.id FROM ranked r LEFT JOIN inserted i ON i.url = r.url"
 
 /// Replaces the links of page `$1` by `$2`, `$3` (targets and labels, each pair once) and
 /// marks for an anchor update every target that gains its first link with a label (`$4`: the
-/// target was not new) or loses its last one. The links of other pages decide "first" and
+/// target was not new) or loses its last one, unless the target was never visited (its
+/// anchors are read when it is indexed). The links of other pages decide "first" and
 /// "last": the statement's snapshot does not see its own changes, and those are all links
 /// of `$1`.
 const REPLACE_LINKS: &str = "
@@ -83,8 +84,9 @@ changed AS (
     SELECT a.target, a.label FROM added a JOIN current c USING (target, label) WHERE c.known
 )
 INSERT INTO anchor_updates(url_id)
-SELECT DISTINCT ch.target FROM changed ch
+SELECT DISTINCT ch.target FROM changed ch JOIN urls u ON u.id = ch.target
 WHERE ch.label != ''
+  AND NOT (u.state = 'new' AND NOT u.in_index)
   AND NOT EXISTS (SELECT 1 FROM links o
                   WHERE o.target = ch.target AND o.label = ch.label AND o.source != $1)
 ON CONFLICT DO NOTHING";
