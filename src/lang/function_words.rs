@@ -9,6 +9,10 @@
 
 use hashbrown::HashMap;
 
+/// No function word is longer than eight letters (`entonces`), two bytes for each accented one
+/// at most: longer words are counted as words but not looked up.
+const MAX_WORD_BYTES: usize = 16;
+
 /// The languages this guess can give.
 const LANGS: [&str; 7] = ["en", "de", "fr", "es", "it", "pt", "nl"];
 /// The counts' slot of the related languages, which only make the guess step aside.
@@ -111,26 +115,48 @@ pub(super) fn guess(sample: &str) -> Option<&'static str> {
     let table = table();
     let mut counts = [0usize; RELATED + 1];
     let mut words = 0usize;
-    let mut lower = String::new();
-    for word in sample.split(|c: char| !c.is_alphabetic()) {
-        if word.is_empty() {
-            continue;
-        }
-        words += 1;
-        // No function word is longer than eight letters (`entonces`, two bytes for each
-        // accented one at most).
-        if word.len() > 16 {
-            continue;
-        }
-        let key = if word.chars().any(char::is_uppercase) {
-            lower.clear();
-            lower.extend(word.chars().flat_map(char::to_lowercase));
-            lower.as_str()
-        } else {
-            word
-        };
+    let mut count = |key: &str| {
         if let Some(&slot) = table.get(key) {
             counts[slot] += 1;
+        }
+    };
+    if sample.is_ascii() {
+        // Most samples: words are runs of ASCII letters, lowercased in a buffer on the stack.
+        let mut lower = [0u8; MAX_WORD_BYTES];
+        for word in sample.as_bytes().split(|b| !b.is_ascii_alphabetic()) {
+            if word.is_empty() {
+                continue;
+            }
+            words += 1;
+            if word.len() > MAX_WORD_BYTES {
+                continue;
+            }
+            let lower = &mut lower[..word.len()];
+            lower.copy_from_slice(word);
+            lower.make_ascii_lowercase();
+            // ASCII letters only, so UTF-8.
+            if let Ok(key) = std::str::from_utf8(lower) {
+                count(key);
+            }
+        }
+    } else {
+        let mut lower = String::new();
+        for word in sample.split(|c: char| !c.is_alphabetic()) {
+            if word.is_empty() {
+                continue;
+            }
+            words += 1;
+            if word.len() > MAX_WORD_BYTES {
+                continue;
+            }
+            let key = if word.chars().any(char::is_uppercase) {
+                lower.clear();
+                lower.extend(word.chars().flat_map(char::to_lowercase));
+                lower.as_str()
+            } else {
+                word
+            };
+            count(key);
         }
     }
     if words < MIN_WORDS {

@@ -32,12 +32,26 @@ pub fn detect_lang_whatlang(text: &str) -> Option<&'static str> {
 }
 
 fn detect_sample(text: &str, function_words: bool) -> Option<&'static str> {
-    // One pass over the sample finds its end and counts what the guess needs.
+    // One pass over the sample finds its end and counts what the guess needs. Its ASCII
+    // start (all of most pages) is counted a byte at a time: an ASCII letter is a letter of
+    // no CJK script.
     let mut counts = Letters::default();
+    let bytes = &text.as_bytes()[..text.len().min(DETECT_MAX_CHARS)];
+    let ascii = bytes
+        .iter()
+        .position(|b| !b.is_ascii())
+        .unwrap_or(bytes.len());
+    let ascii_letters = bytes[..ascii]
+        .iter()
+        .filter(|b| b.is_ascii_alphabetic())
+        .count();
+    counts.letters = ascii_letters;
+    counts.other = ascii_letters;
     let mut end = text.len();
-    for (n, (i, c)) in text.char_indices().enumerate() {
-        if n == DETECT_MAX_CHARS {
-            end = i;
+    // `ascii` is a character boundary, and the characters before it are bytes.
+    for (n, (i, c)) in text[ascii..].char_indices().enumerate() {
+        if ascii + n == DETECT_MAX_CHARS {
+            end = ascii + i;
             break;
         }
         counts.add(c);

@@ -315,6 +315,18 @@ fn detect_lang_on_paragraphs() {
     // Only the start of a long text is read, and a cut inside a character is avoided.
     let long = "é".repeat(3000) + &" the english words after".repeat(2000);
     assert_ne!(detect_lang(&long), Some("en"));
+    // The sample is 2,000 characters however its ASCII start and the rest divide them.
+    let kana = "ゆきどけのゆうびんぽすと".repeat(10);
+    let english = "the english words after ".repeat(100) + &kana;
+    assert_eq!(
+        detect_lang(&english),
+        Some("en"),
+        "the kana are past the sample"
+    );
+    let five = " ".repeat(1995) + &kana;
+    assert_eq!(detect_lang(&five), None, "five kana are too few letters");
+    let twenty = " ".repeat(1980) + &kana;
+    assert_eq!(detect_lang(&twenty), Some("ja"), "twenty kana");
 }
 
 #[test]
