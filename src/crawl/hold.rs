@@ -81,6 +81,11 @@ impl Hold {
         self.owner.len()
     }
 
+    /// Whether the document of URL `url_id` is held: it reads its anchors when it goes.
+    pub fn holds(&self, url_id: i64) -> bool {
+        self.owner.contains_key(&url_id)
+    }
+
     /// Holds `held` for capsule `host_id`; a document of the same URL held before is replaced.
     pub fn add(&mut self, host_id: i64, held: Held, now: Instant) {
         self.forget(held.url_id);

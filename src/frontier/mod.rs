@@ -335,6 +335,19 @@ pub trait Batch {
         depth: u32,
         links: &[LinkOut],
         budget: u64,
+    ) -> Result<LinkReport> {
+        self.set_links_holding(source, depth, links, budget, &|_| false)
+    }
+    /// [`Batch::set_links`], where `held(id)` says that the document of page `id` waits in the
+    /// crawl's hold: it reads the labels of the links to it when it goes to the index, so a
+    /// label it gains now marks nothing (one it loses still does, as in [`Batch::set_links`]).
+    fn set_links_holding(
+        &mut self,
+        source: i64,
+        depth: u32,
+        links: &[LinkOut],
+        budget: u64,
+        held: &(dyn Fn(i64) -> bool + Sync),
     ) -> Result<LinkReport>;
     /// Removes every link of a page, marking the pages whose anchors lose a label.
     fn drop_links(&mut self, source: i64) -> Result<()>;

@@ -94,7 +94,15 @@ impl Crawl {
         let report = if batch.capsule_full(url.host_id, self.config.capsule_budget)? {
             Default::default()
         } else {
-            batch.set_links(url.id, url.depth, &links, self.config.capsule_budget)?
+            // A page whose document is held reads the labels of its links when it goes.
+            let hold = &self.hold;
+            batch.set_links_holding(
+                url.id,
+                url.depth,
+                &links,
+                self.config.capsule_budget,
+                &|id| hold.holds(id),
+            )?
         };
         self.summary.urls_discovered += report.added as u64;
         self.effects.new_urls |= report.added > 0;

@@ -92,12 +92,13 @@ impl Batch for PgBatch<'_> {
         ) -> Result<Option<(i64, bool)>>;
         fn admit_web_urls(&mut self) -> Result<u64>;
         fn capsule_full(&mut self, host_id: i64, budget: u64) -> Result<bool>;
-        fn set_links(
+        fn set_links_holding(
             &mut self,
             source: i64,
             depth: u32,
             links: &[LinkOut],
-            budget: u64
+            budget: u64,
+            held: &(dyn Fn(i64) -> bool + Sync)
         ) -> Result<LinkReport>;
         fn drop_links(&mut self, source: i64) -> Result<()>;
         fn forget_anchor_update(&mut self, url_id: i64) -> Result<()>;

@@ -215,6 +215,20 @@ impl<'a> SqliteBatch<'a> {
         links: &[LinkOut],
         budget: u64,
     ) -> Result<LinkReport> {
+        self.set_links_holding(source, depth, links, budget, &|_| false)
+    }
+
+    /// [`SqliteBatch::set_links`], marking nothing for a label gained by a page whose document
+    /// is `held` (see `Batch::set_links_holding`). On the bench farm's first crawl, most pages
+    /// gaining a label still had their document held.
+    pub fn set_links_holding(
+        &mut self,
+        source: i64,
+        depth: u32,
+        links: &[LinkOut],
+        budget: u64,
+        held: &(dyn Fn(i64) -> bool + Sync),
+    ) -> Result<LinkReport> {
         let old: BTreeSet<(i64, String)> = {
             let mut stmt = self
                 .tx
@@ -259,8 +273,9 @@ impl<'a> SqliteBatch<'a> {
                     continue;
                 }
                 insert.execute(params![source, target, link.label])?;
-                // A URL just added has no document yet: its anchors are read when it is indexed.
-                if !is_new && !link.label.is_empty() {
+                // A URL just added has no document yet, and a held one is not written yet: their
+                // anchors are read when they are indexed.
+                if !is_new && !link.label.is_empty() && !held(target) {
                     labelled.push((target, link.label.as_str()));
                 }
             }

@@ -408,6 +408,37 @@ fn links_are_replaced_and_anchor_changes_marked() {
 }
 
 #[test]
+fn a_held_page_gains_labels_unmarked_and_loses_them_marked() {
+    let (_d, mut f) = open();
+    let mut b = f.batch(0).unwrap();
+    let page = id_of(&mut b, "gemini://a.test/");
+    let [held, written] = indexed_pages(&mut b, ["gemini://b.test/", "gemini://c.test/"]);
+    b.commit().unwrap();
+    let marked = |f: &SqliteFrontier| -> Vec<i64> {
+        let updates = f.anchor_updates(0, 100).unwrap();
+        updates.into_iter().map(|u| u.dirty_id).collect()
+    };
+    let links = [
+        labelled("gemini://b.test/", "kept back"),
+        labelled("gemini://c.test/", "sent"),
+    ];
+    let mut b = f.batch(0).unwrap();
+    b.set_links_holding(page, 0, &links, u64::MAX, &|id| id == held)
+        .unwrap();
+    b.commit().unwrap();
+    // The held document reads its label when it goes; the written one needs an update.
+    assert_eq!(marked(&f), [written]);
+    assert_eq!(f.inbound_labels(held, 10).unwrap(), ["kept back"]);
+    f.clear_anchor_updates(&[written]).unwrap();
+    // Losing a label marks a held page all the same.
+    let mut b = f.batch(0).unwrap();
+    b.set_links_holding(page, 0, &[], u64::MAX, &|id| id == held)
+        .unwrap();
+    b.commit().unwrap();
+    assert_eq!(marked(&f), [held, written]);
+}
+
+#[test]
 fn anchor_updates_resolve_through_redirects_to_indexed_pages() {
     let (_d, mut f) = open();
     let mut b = f.batch(0).unwrap();

@@ -293,6 +293,19 @@ impl PgBatch<'_> {
         links: &[LinkOut],
         budget: u64,
     ) -> Result<LinkReport> {
+        self.set_links_holding(source, depth, links, budget, &|_| false)
+    }
+
+    /// [`PgBatch::set_links`], marking nothing for a label gained by a page whose document is
+    /// `held` (see `Batch::set_links_holding`).
+    pub fn set_links_holding(
+        &mut self,
+        source: i64,
+        depth: u32,
+        links: &[LinkOut],
+        budget: u64,
+        held: &(dyn Fn(i64) -> bool + Sync),
+    ) -> Result<LinkReport> {
         let wanted: Vec<Wanted<'_>> = links
             .iter()
             .map(|link| Wanted {
@@ -326,8 +339,9 @@ impl PgBatch<'_> {
             }
             targets.push(target);
             labels.push(link.label.as_str());
-            // A URL just added has no document yet: its anchors are read when it is indexed.
-            known.push(!is_new);
+            // A URL just added has no document yet, and a held one is not written yet: their
+            // anchors are read when they are indexed.
+            known.push(!is_new && !held(target));
         }
         self.replace_links(source, &targets, &labels, &known)?;
         Ok(report)
