@@ -652,6 +652,22 @@ fn link(url: &str, label: &str, excluded: Option<&'static str>, prio: Priority) 
     }
 }
 
+/// A visit that found `result`'s content and sent it to the index, due again at 100.
+fn indexed_visit(result: &FetchResult) -> VisitRecord<'_> {
+    VisitRecord {
+        state: UrlState::Indexed,
+        result,
+        due_at: Some(100),
+        revisit_secs: 84,
+        first_failed_at: None,
+        prio: Priority::Revisit,
+        feed: false,
+        changed: true,
+        index_op: Some(geode::frontier::IndexOp::Upsert),
+        redirect_to: None,
+    }
+}
+
 /// What a store records of the links of a few pages, told in URLs and capsule names (ids
 /// differ between stores: PostgreSQL does not take back the ids of a rolled-back insert).
 /// Every report, the anchor updates each step caused, every URL as `geode show` tells it, and
@@ -683,22 +699,7 @@ fn record_links(f: &mut dyn Frontier) -> Vec<String> {
             ..FetchResult::default()
         };
         let mut b = f.batch(at).unwrap();
-        b.record_visit(
-            url_id,
-            &VisitRecord {
-                state: UrlState::Indexed,
-                result: &result,
-                due_at: Some(100),
-                revisit_secs: 84,
-                first_failed_at: None,
-                prio: Priority::Revisit,
-                feed: false,
-                changed: true,
-                index_op: Some(geode::frontier::IndexOp::Upsert),
-                redirect_to: None,
-            },
-        )
-        .unwrap();
+        b.record_visit(url_id, &indexed_visit(&result)).unwrap();
         b.commit().unwrap();
     };
     visited(f, root, 9);
@@ -854,22 +855,7 @@ fn record_links(f: &mut dyn Frontier) -> Vec<String> {
             mime: Some("text/gemini".into()),
             ..FetchResult::default()
         };
-        b.record_visit(
-            root,
-            &VisitRecord {
-                state: UrlState::Indexed,
-                result: &result,
-                due_at: Some(100),
-                revisit_secs: 84,
-                first_failed_at: None,
-                prio: Priority::Revisit,
-                feed: false,
-                changed: true,
-                index_op: Some(geode::frontier::IndexOp::Upsert),
-                redirect_to: None,
-            },
-        )
-        .unwrap();
+        b.record_visit(root, &indexed_visit(&result)).unwrap();
         assert_eq!(b.inbound_labels(b4, 10).unwrap(), ["three"]);
     }
     b.commit().unwrap();

@@ -207,20 +207,10 @@ impl<'a> SqliteBatch<'a> {
     /// links it had: links the page no longer has leave the graph. Each link's `excluded`
     /// verdict (and the capsule `budget`) decides whether its target may be fetched; excluded
     /// targets are kept for the link graph. When the labels pointing to a page already visited
-    /// change, that page is marked for an anchor update.
-    pub fn set_links(
-        &mut self,
-        source: i64,
-        depth: u32,
-        links: &[LinkOut],
-        budget: u64,
-    ) -> Result<LinkReport> {
-        self.set_links_holding(source, depth, links, budget, &|_| false)
-    }
-
-    /// [`SqliteBatch::set_links`], marking nothing for a label gained by a page whose document
-    /// is `held` (see `Batch::set_links_holding`). On the bench farm's first crawl, most pages
-    /// gaining a label still had their document held.
+    /// change, that page is marked for an anchor update, unless its document is `held` and the
+    /// label is new to it (see `Batch::set_links_holding`; on the bench farm's first crawl,
+    /// most pages gaining a label still had their document held). `Batch::set_links` is this
+    /// with nothing held.
     pub fn set_links_holding(
         &mut self,
         source: i64,

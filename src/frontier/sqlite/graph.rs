@@ -86,6 +86,7 @@ mod tests {
     use super::super::tests::{id_of, index, link, redirect, visit};
     use super::super::{LinkOut, UrlState};
     use super::*;
+    use crate::frontier::Batch as _;
 
     /// The graph as sorted (source URL, target URL) pairs.
     fn edges(g: &LinkGraph) -> Vec<(String, String)> {

@@ -2,7 +2,7 @@
 //! test modules of the frontier.
 
 use super::*;
-use crate::frontier::CertificateChange;
+use crate::frontier::{Batch as _, CertificateChange};
 use crate::revisit::Priority;
 
 pub(super) fn link(url: &str) -> LinkOut {
@@ -327,6 +327,12 @@ fn capsules_in_back_off_wait() {
     assert_eq!(f.next_wakeup(501).unwrap(), None, "leased now");
 }
 
+/// The pages marked for an anchor update.
+fn marked(f: &SqliteFrontier) -> Vec<i64> {
+    let updates = f.anchor_updates(0, 100).unwrap();
+    updates.into_iter().map(|u| u.dirty_id).collect()
+}
+
 #[test]
 fn links_are_replaced_and_anchor_changes_marked() {
     let (_d, mut f) = open();
@@ -336,13 +342,6 @@ fn links_are_replaced_and_anchor_changes_marked() {
     // Known, never visited: its anchors are read when it is first indexed.
     let unvisited = id_of(&mut b, "gemini://u.test/");
     b.commit().unwrap();
-    let marked = |f: &SqliteFrontier| -> Vec<i64> {
-        f.anchor_updates(0, 100)
-            .unwrap()
-            .into_iter()
-            .map(|u| u.dirty_id)
-            .collect()
-    };
 
     let mut b = f.batch(0).unwrap();
     let report = b
@@ -414,10 +413,6 @@ fn a_held_page_gains_labels_unmarked_and_loses_them_marked() {
     let page = id_of(&mut b, "gemini://a.test/");
     let [held, written] = indexed_pages(&mut b, ["gemini://b.test/", "gemini://c.test/"]);
     b.commit().unwrap();
-    let marked = |f: &SqliteFrontier| -> Vec<i64> {
-        let updates = f.anchor_updates(0, 100).unwrap();
-        updates.into_iter().map(|u| u.dirty_id).collect()
-    };
     let links = [
         labelled("gemini://b.test/", "kept back"),
         labelled("gemini://c.test/", "sent"),

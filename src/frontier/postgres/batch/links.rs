@@ -284,20 +284,9 @@ impl PgBatch<'_> {
         Ok(round)
     }
 
-    /// Records the links of a page, replacing the links it had (see the SQLite store's
-    /// `set_links`, whose report this is, link for link).
-    pub fn set_links(
-        &mut self,
-        source: i64,
-        depth: u32,
-        links: &[LinkOut],
-        budget: u64,
-    ) -> Result<LinkReport> {
-        self.set_links_holding(source, depth, links, budget, &|_| false)
-    }
-
-    /// [`PgBatch::set_links`], marking nothing for a label gained by a page whose document is
-    /// `held` (see `Batch::set_links_holding`).
+    /// Records the links of a page, replacing the links it had, a label gained by a page whose
+    /// document is `held` marking nothing (see the SQLite store's `set_links_holding`, whose
+    /// report this is, link for link).
     pub fn set_links_holding(
         &mut self,
         source: i64,
