@@ -208,9 +208,8 @@ impl<'a> SqliteBatch<'a> {
     /// verdict (and the capsule `budget`) decides whether its target may be fetched; excluded
     /// targets are kept for the link graph. When the labels pointing to a page already visited
     /// change, that page is marked for an anchor update, unless its document is `held` and the
-    /// label is new to it (see `Batch::set_links_holding`; on the bench farm's first crawl,
-    /// most pages gaining a label still had their document held). `Batch::set_links` is this
-    /// with nothing held.
+    /// label is new to it (see `Batch::set_links_holding`: such a mark would only be forgotten
+    /// when the document goes). `Batch::set_links` is this with nothing held.
     pub fn set_links_holding(
         &mut self,
         source: i64,
