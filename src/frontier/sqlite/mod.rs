@@ -75,8 +75,8 @@ impl SqliteFrontier {
         // Foreign keys are checked in debug builds, which every test runs: they catch a store
         // that would point at a row it never wrote. A release build leaves the checks out:
         // they were two row lookups for each link recorded, 2-3% of a crawl's CPU, to guard
-        // ids this store hands out itself and never deletes (and, updating rows, they left the
-        // database 15% larger).
+        // ids this store hands out itself and never deletes. (With them, bench-scale's database
+        // of 500,000 URLs came out at 377 bytes a URL instead of 324; why, I did not find out.)
         conn.pragma_update(None, "foreign_keys", cfg!(debug_assertions))?;
         // Fewer, larger checkpoints (each one syncs the database file) and a bigger page cache:
         // a crawl writes small rows at a high rate.
