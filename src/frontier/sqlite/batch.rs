@@ -218,13 +218,8 @@ impl<'a> SqliteBatch<'a> {
         budget: u64,
         held: &(dyn Fn(i64) -> bool + Sync),
     ) -> Result<LinkReport> {
-        let old: BTreeSet<(i64, String)> = {
-            let mut stmt = self
-                .tx
-                .prepare_cached("SELECT target, label FROM links WHERE source = ?1")?;
-            let rows = stmt.query_map([source], |r| Ok((r.get(0)?, r.get(1)?)))?;
-            rows.collect::<std::result::Result<_, _>>()?
-        };
+        let recorded = self.links_of(source)?;
+        let old: BTreeSet<(i64, &str)> = recorded.iter().map(|(t, l)| (*t, l.as_str())).collect();
         let mut report = LinkReport::default();
         // The targets first (new URLs join the frontier), then the links, through statements
         // held for the whole page rather than looked up again for each link.
@@ -256,9 +251,8 @@ impl<'a> SqliteBatch<'a> {
                 .prepare_cached("INSERT INTO links(source, target, label) VALUES (?1, ?2, ?3)")?;
             for (link, target, is_new) in targets {
                 // Repeated on the page, or recorded at an earlier visit.
-                if !current.insert((target, &link.label))
-                    || (!old.is_empty() && old.contains(&(target, link.label.clone())))
-                {
+                let key = (target, link.label.as_str());
+                if !current.insert(key) || old.contains(&key) {
                     continue;
                 }
                 insert.execute(params![source, target, link.label])?;
@@ -274,25 +268,25 @@ impl<'a> SqliteBatch<'a> {
         for (target, label) in labelled {
             self.mark_anchor_update_if(target, label, 1)?;
         }
-        for (target, label) in &old {
-            if !current.contains(&(*target, label.as_str())) {
-                self.remove_link(source, *target, label)?;
-            }
+        for &(target, label) in old.difference(&current) {
+            self.remove_link(source, target, label)?;
         }
         Ok(report)
+    }
+
+    /// The links a page has recorded: (target, label).
+    fn links_of(&mut self, source: i64) -> Result<Vec<(i64, String)>> {
+        let mut stmt = self
+            .tx
+            .prepare_cached("SELECT target, label FROM links WHERE source = ?1")?;
+        let rows = stmt.query_map([source], |r| Ok((r.get(0)?, r.get(1)?)))?;
+        Ok(rows.collect::<std::result::Result<_, _>>()?)
     }
 
     /// Removes every link of a page (it left the index), marking the pages whose anchors lose
     /// a label.
     pub fn drop_links(&mut self, source: i64) -> Result<()> {
-        let old: Vec<(i64, String)> = {
-            let mut stmt = self
-                .tx
-                .prepare_cached("SELECT target, label FROM links WHERE source = ?1")?;
-            let rows = stmt.query_map([source], |r| Ok((r.get(0)?, r.get(1)?)))?;
-            rows.collect::<std::result::Result<_, _>>()?
-        };
-        for (target, label) in old {
+        for (target, label) in self.links_of(source)? {
             self.remove_link(source, target, &label)?;
         }
         Ok(())
