@@ -130,9 +130,19 @@ pub(crate) struct Relaxed {
     required: Vec<Box<dyn TQuery>>,
     excluded: Vec<Box<dyn TQuery>>,
     pub words: Vec<Word>,
-    /// The words near each other, as a sloppy phrase over the body: a bonus only, added to the
-    /// best pages after they are collected.
-    proximity: Option<Box<dyn TQuery>>,
+    /// The words near each other in the body: a bonus only, added to the best pages after they
+    /// are collected.
+    proximity: Option<Proximity>,
+}
+
+/// The words of a query near each other in the body: a phrase of their tokens with a slop of
+/// [`PROXIMITY_SLOP`], boosted by [`BOOST_PROXIMITY`]. `search` checks it at the best pages
+/// only (`search/proximity.rs`), not as a query run over the index.
+pub(crate) struct Proximity {
+    /// The body terms, in query order (term `i` at phrase position `i`).
+    pub terms: Vec<Term>,
+    pub slop: u32,
+    pub boost: f32,
 }
 
 impl Word {
@@ -167,8 +177,8 @@ impl Relaxed {
 
     /// The words near each other in the body, as a sloppy phrase: a bonus the best pages earn
     /// when ranked (`search`), never a condition.
-    pub fn proximity(&self) -> Option<&dyn TQuery> {
-        self.proximity.as_deref()
+    pub fn proximity(&self) -> Option<&Proximity> {
+        self.proximity.as_ref()
     }
 
     /// Pages holding at least one essential word: both tiers.
@@ -525,8 +535,8 @@ impl Compiler<'_> {
         })
     }
 
-    /// The words (those that are one token) near each other in the body, as a sloppy phrase.
-    fn proximity(&self, words: &[Word]) -> Option<Box<dyn TQuery>> {
+    /// The words (those that are one token) near each other in the body.
+    fn proximity(&self, words: &[Word]) -> Option<Proximity> {
         let mut terms = Vec::new();
         for word in words.iter().take(PROXIMITY_MAX_WORDS) {
             if let [(_, token)] = analysis::query_tokens(&word.text).as_slice() {
@@ -536,9 +546,11 @@ impl Compiler<'_> {
         if terms.len() < 2 {
             return None;
         }
-        let mut phrase = PhraseQuery::new(terms);
-        phrase.set_slop(PROXIMITY_SLOP);
-        Some(boosted(Box::new(phrase), BOOST_PROXIMITY))
+        Some(Proximity {
+            terms,
+            slop: PROXIMITY_SLOP,
+            boost: BOOST_PROXIMITY,
+        })
     }
 
     /// Tokens of `text` in a row in one of `fields`. A single token is a plain term query.

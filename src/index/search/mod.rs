@@ -19,11 +19,13 @@
 //!
 //! Not here: query parsing (`crate::query`), compiling a query (`compile`), writing. Here and
 //! below: `score` (the per-document score and its parts, coverage of relaxed queries), `lexicon`
-//! (the index as the query compiler sees it), `diversity` (capsules taking turns).
+//! (the index as the query compiler sees it), `proximity` (the words near each other, at the
+//! best pages only), `diversity` (capsules taking turns).
 
 mod diversity;
 mod lexicon;
 mod priors;
+mod proximity;
 mod score;
 #[cfg(test)]
 mod tests;

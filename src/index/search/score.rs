@@ -12,7 +12,8 @@ use tantivy::query::{EnableScoring, Query, Scorer, Weight};
 use tantivy::{DocAddress, DocId, DocSet, Score, Searcher, SegmentOrdinal, SegmentReader};
 
 use super::priors::{Priors, SegmentPriors};
-use crate::index::compile::Relaxed;
+use super::proximity;
+use crate::index::compile::{Proximity, Relaxed};
 use crate::index::ScoreParts;
 
 /// Weight of link authority: a page with the highest authority scores `1 + W_AUTHORITY` times
@@ -266,32 +267,26 @@ fn score_bound(text: f32, max_authority: f32) -> f32 {
     (text + TEXT_FLOOR) * (1.0 + W_AUTHORITY * max_authority) * (1.0 + W_HOME)
 }
 
-/// Adds the score of `bonus` (a query scored like the text, e.g. the words near each other) to
-/// the text score of each page of `ranked` that matches it, and orders them again, best first
-/// (ties by document address, as collected). One cursor per segment, moving forward only.
+/// Adds the proximity bonus (the query's words near each other, `proximity.rs`) to the text
+/// score of each page of `ranked` that earns it, and orders them again, best first (ties by
+/// document address, as collected).
 pub(super) fn rescore(
     searcher: &Searcher,
-    bonus: &dyn Query,
+    bonus: &Proximity,
     ranked: &mut [(Ranked, DocAddress)],
     full: bool,
 ) -> tantivy::Result<()> {
     if ranked.is_empty() {
         return Ok(());
     }
-    let weight = bonus.weight(EnableScoring::enabled_from_searcher(searcher))?;
     let addresses: Vec<DocAddress> = ranked.iter().map(|&(_, address)| address).collect();
-    in_index_order(
-        searcher,
-        &addresses,
-        |segment| weight.scorer(segment, 1.0),
-        |i, doc, scorer| {
-            if holds(scorer.as_mut(), doc) {
-                let parts = &mut ranked[i].0.parts;
-                parts.text += scorer.score();
-                ranked[i].0.score = final_score(parts, full);
-            }
-        },
-    )?;
+    let bonuses = proximity::bonuses(searcher, bonus, &addresses)?;
+    for ((r, _), bonus) in ranked.iter_mut().zip(bonuses) {
+        if let Some(bonus) = bonus {
+            r.parts.text += bonus;
+            r.score = final_score(&r.parts, full);
+        }
+    }
     ranked.sort_by(best_first);
     Ok(())
 }
