@@ -256,7 +256,8 @@ pub fn snippet_with(
 }
 
 /// Length in characters of text of `before` characters followed by text of `after`, joined by a
-/// space when both have some: [`collapsed_chars`] of lines, one line at a time.
+/// space when both have some: the collapsed length of lines joined by spaces, one line at a
+/// time.
 fn joined_chars(before: usize, after: usize) -> usize {
     match (before, after) {
         (0, n) | (n, 0) => n,
@@ -264,17 +265,26 @@ fn joined_chars(before: usize, after: usize) -> usize {
     }
 }
 
-/// Length in characters of `lines` joined by spaces with whitespace collapsed.
-fn collapsed_chars(text: &str, lines: &[Line]) -> usize {
-    lines.iter().fold(0, |n, line| {
-        joined_chars(n, collapsed_len(line_text(text, line)))
-    })
-}
-
 /// Length in characters of `text` with its whitespace collapsed to single spaces and trimmed.
 fn collapsed_len(text: &str) -> usize {
-    text.split_whitespace()
-        .fold(0, |n, word| joined_chars(n, word.chars().count()))
+    if !text.is_ascii() {
+        return text
+            .split_whitespace()
+            .fold(0, |n, word| joined_chars(n, word.chars().count()));
+    }
+    // ASCII: a character is a byte. The whitespace is `char::is_whitespace`'s, vertical tab
+    // included (`u8::is_ascii_whitespace` leaves it out).
+    let (mut chars, mut words, mut in_word) = (0, 0, false);
+    for &b in text.as_bytes() {
+        if matches!(b, b' ' | b'\t' | b'\n' | 0x0B | 0x0C | b'\r') {
+            in_word = false;
+        } else {
+            words += usize::from(!in_word);
+            in_word = true;
+            chars += 1;
+        }
+    }
+    chars + words.saturating_sub(1)
 }
 
 fn line_text<'a>(text: &'a str, line: &Line) -> &'a str {
@@ -303,6 +313,10 @@ fn best_passage(text: &str, lines: &[Line], max_chars: usize) -> Option<Range<us
             ls.len() > 1,
         )
     };
+    // Each line's collapsed length, found the first time a two-line passage needs it.
+    let mut lengths: Vec<Option<usize>> = vec![None; lines.len()];
+    let mut length =
+        |i: usize| *lengths[i].get_or_insert_with(|| collapsed_len(line_text(text, &lines[i])));
     let mut best: Option<(Key, Range<usize>)> = None;
     for (i, line) in lines.iter().enumerate() {
         if line.matches.is_empty() {
@@ -314,7 +328,9 @@ fn best_passage(text: &str, lines: &[Line], max_chars: usize) -> Option<Range<us
             (i + 1 < lines.len()).then(|| i..i + 2),
         ];
         for passage in candidates.into_iter().flatten() {
-            if passage.len() > 1 && collapsed_chars(text, &lines[passage.clone()]) > max_chars {
+            if passage.len() > 1
+                && passage.clone().map(&mut length).fold(0, joined_chars) > max_chars
+            {
                 continue;
             }
             let k = key(&passage);
@@ -637,6 +653,26 @@ mod tests {
         }
         assert!(hl(&[], &[]).is_empty());
         assert!(hl(&["--"], &[]).is_empty());
+    }
+
+    /// The ASCII count is the count of the general case, every ASCII whitespace included.
+    #[test]
+    fn collapsed_len_of_ascii_is_the_general_count() {
+        let general = |t: &str| {
+            t.split_whitespace()
+                .fold(0, |n, w| joined_chars(n, w.chars().count()))
+        };
+        let pieces = [
+            "", " ", "a", "bc", "\t", "\x0b", "\x0c", "\r", "\n", "  ", "d-e", "é",
+        ];
+        for a in pieces {
+            for b in pieces {
+                for c in pieces {
+                    let text = format!("{a}{b}{c}{a}");
+                    assert_eq!(collapsed_len(&text), general(&text), "{text:?}");
+                }
+            }
+        }
     }
 
     #[test]
