@@ -103,3 +103,109 @@ async fn sessions_of_many_capsules_taking_turns_are_resumed() {
         "resumed handshakes per round of {CAPSULES} capsules"
     );
 }
+
+/// A Gemini server on `addr` speaking only the TLS `versions`, answering every request with a
+/// page; it records, per connection, the version negotiated (`None`: the handshake failed) and
+/// whether the handshake was resumed.
+async fn tls_server(
+    addr: SocketAddr,
+    versions: &[&'static rustls::SupportedProtocolVersion],
+) -> (
+    SocketAddr,
+    std::sync::Arc<std::sync::Mutex<Vec<Option<(rustls::ProtocolVersion, bool)>>>>,
+) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let key = rcgen::KeyPair::generate().unwrap();
+    let cert = rcgen::CertificateParams::new(vec!["versions.test".to_string()])
+        .unwrap()
+        .self_signed(&key)
+        .unwrap();
+    let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_protocol_versions(versions)
+        .unwrap()
+        .with_no_client_auth()
+        .with_single_cert(
+            vec![cert.der().clone()],
+            rustls::pki_types::PrivateKeyDer::Pkcs8(key.serialize_der().into()),
+        )
+        .unwrap();
+    let acceptor = tokio_rustls::TlsAcceptor::from(std::sync::Arc::new(config));
+    let listener = tokio::net::TcpListener::bind(addr).await.unwrap();
+    let bound = listener.local_addr().unwrap();
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let log = std::sync::Arc::clone(&seen);
+    tokio::spawn(async move {
+        while let Ok((tcp, _)) = listener.accept().await {
+            let Ok(mut tls) = acceptor.accept(tcp).await else {
+                log.lock().unwrap().push(None);
+                continue;
+            };
+            let conn = tls.get_ref().1;
+            let resumed = conn.handshake_kind() == Some(rustls::HandshakeKind::Resumed);
+            log.lock()
+                .unwrap()
+                .push(conn.protocol_version().map(|v| (v, resumed)));
+            let mut request = [0u8; 1026];
+            let _ = tls.read(&mut request).await;
+            let _ = tls.write_all(b"20 text/gemini\r\n# Versions\n").await;
+            let _ = tls.shutdown().await;
+        }
+    });
+    (bound, seen)
+}
+
+/// Issue 19: a capsule is asked for TLS 1.2, whose resumed handshakes make no key exchange, and
+/// its session is resumed from then on.
+#[tokio::test]
+async fn tls_1_2_is_asked_for_and_its_sessions_resumed() {
+    use rustls::ProtocolVersion::TLSv1_2;
+    let both = [&rustls::version::TLS13, &rustls::version::TLS12];
+    let (addr, seen) = tls_server(SocketAddr::from(([127, 0, 9, 3], 0)), &both).await;
+    let fetcher = Fetcher::new(FetchLimits::default(), SocketBudget::new(8));
+    let url = url::Url::parse("gemini://versions.test/").unwrap();
+    for _ in 0..3 {
+        let response = fetcher.fetch(&url, addr).await.expect("a response");
+        assert_eq!(response.status, 20);
+        assert!(response.cert_fingerprint.is_some());
+    }
+    assert_eq!(
+        *seen.lock().unwrap(),
+        [
+            Some((TLSv1_2, false)),
+            Some((TLSv1_2, true)),
+            Some((TLSv1_2, true))
+        ]
+    );
+}
+
+/// A capsule that speaks TLS 1.3 only (the protocol allows it) refuses the TLS 1.2 handshake
+/// once: the same fetch asks again with TLS 1.3, and the next ones ask with TLS 1.3 at once.
+#[tokio::test]
+async fn a_capsule_refusing_tls_1_2_is_asked_again_with_tls_1_3_once() {
+    use rustls::ProtocolVersion::TLSv1_3;
+    let (addr, seen) = tls_server(
+        SocketAddr::from(([127, 0, 9, 4], 0)),
+        &[&rustls::version::TLS13],
+    )
+    .await;
+    let fetcher = Fetcher::new(FetchLimits::default(), SocketBudget::new(8));
+    let url = url::Url::parse("gemini://versions.test/").unwrap();
+    for _ in 0..3 {
+        let response = fetcher.fetch(&url, addr).await.expect("a response");
+        assert_eq!(response.status, 20);
+        let Outcome::Success { body, .. } = response.outcome else {
+            panic!("{:?}", response.outcome);
+        };
+        assert_eq!(body, b"# Versions\n");
+    }
+    assert_eq!(
+        *seen.lock().unwrap(),
+        [
+            None,
+            Some((TLSv1_3, false)),
+            Some((TLSv1_3, true)),
+            Some((TLSv1_3, true))
+        ]
+    );
+}
