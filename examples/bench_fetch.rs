@@ -24,10 +24,6 @@ use geode::fetch::{FetchLimits, Fetcher, Outcome};
 use tokio::sync::Semaphore;
 use url::Url;
 
-/// The allocator of the geode binary (see its `main.rs`), so that fetches are timed as `geode crawl` makes them.
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 #[derive(Default)]
 struct Counts {
     fetched: AtomicU64,

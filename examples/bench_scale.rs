@@ -17,10 +17,6 @@ use std::time::Instant;
 use geode::frontier::{FetchResult, NewUrl, SqliteFrontier, UrlState, VisitRecord};
 use geode::revisit::Priority;
 
-/// The allocator of the geode binary (see its `main.rs`), so that claims are timed as `geode crawl` makes them.
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let number = |i: usize| -> u64 {

@@ -26,11 +26,6 @@ use clap::{Parser, Subcommand};
 use geode::index::{Indexer, PageDoc, SearchIndex};
 use serde::Serialize;
 
-/// The allocator of the geode binary (see its `main.rs`), so that searches are timed as
-/// `geode search` and `geode serve` run them.
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 #[derive(Parser)]
 #[command(about = "geode's side of scripts/bench-search")]
 struct Cli {
