@@ -11,13 +11,6 @@ use clap::Parser;
 
 use cli::{Cli, Command};
 
-/// mimalloc instead of the system allocator. A crawl's threads (fetching, the crawl loop,
-/// indexing) allocate and free small strings all the time: on the bench-crawl farm, in six
-/// alternating pairs of crawls, geode spent 0.507-0.560 ms of CPU a page with it against
-/// 0.552-0.611 with glibc's malloc, for about 45 MB more peak RSS (214-235 against 154-191 MB).
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 /// An error with the exit code it deserves.
 pub(crate) enum Failure {
     /// Bad input from the user: exit 2.
