@@ -67,8 +67,8 @@ pub(super) fn bonuses(
             if !postings.iter_mut().all(holds) {
                 continue;
             }
-            for (p, out) in postings.iter_mut().zip(positions.iter_mut()) {
-                p.positions(out);
+            for (p, at) in postings.iter_mut().zip(positions.iter_mut()) {
+                p.positions(at);
             }
             let count = near_count(&positions, proximity.slop);
             if count > 0 {

@@ -272,7 +272,7 @@ fn score_bound(text: f32, max_authority: f32) -> f32 {
 /// document address, as collected).
 pub(super) fn rescore(
     searcher: &Searcher,
-    bonus: &Proximity,
+    near: &Proximity,
     ranked: &mut [(Ranked, DocAddress)],
     full: bool,
 ) -> tantivy::Result<()> {
@@ -280,7 +280,7 @@ pub(super) fn rescore(
         return Ok(());
     }
     let addresses: Vec<DocAddress> = ranked.iter().map(|&(_, address)| address).collect();
-    let bonuses = proximity::bonuses(searcher, bonus, &addresses)?;
+    let bonuses = proximity::bonuses(searcher, near, &addresses)?;
     for ((r, _), bonus) in ranked.iter_mut().zip(bonuses) {
         if let Some(bonus) = bonus {
             r.parts.text += bonus;
