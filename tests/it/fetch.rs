@@ -105,11 +105,13 @@ async fn sessions_of_many_capsules_taking_turns_are_resumed() {
 }
 
 /// A Gemini server on `addr` speaking only the TLS `versions`, answering every request with a
-/// page; it records, per connection, the version negotiated (`None`: the handshake failed) and
-/// whether the handshake was resumed.
+/// page; it records, per connection, the version negotiated (`None`: the handshake failed, or
+/// never came) and whether the handshake was resumed. With `stall_first`, it holds its first
+/// connection open without a word.
 async fn tls_server(
     addr: SocketAddr,
     versions: &[&'static rustls::SupportedProtocolVersion],
+    stall_first: bool,
 ) -> (
     SocketAddr,
     std::sync::Arc<std::sync::Mutex<Vec<Option<(rustls::ProtocolVersion, bool)>>>>,
@@ -136,7 +138,13 @@ async fn tls_server(
     let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
     let log = std::sync::Arc::clone(&seen);
     tokio::spawn(async move {
+        let mut stalled = Vec::new();
         while let Ok((tcp, _)) = listener.accept().await {
+            if stall_first && stalled.is_empty() {
+                log.lock().unwrap().push(None);
+                stalled.push(tcp);
+                continue;
+            }
             let Ok(mut tls) = acceptor.accept(tcp).await else {
                 log.lock().unwrap().push(None);
                 continue;
@@ -161,7 +169,7 @@ async fn tls_server(
 async fn tls_1_2_is_asked_for_and_its_sessions_resumed() {
     use rustls::ProtocolVersion::TLSv1_2;
     let both = [&rustls::version::TLS13, &rustls::version::TLS12];
-    let (addr, seen) = tls_server(SocketAddr::from(([127, 0, 9, 3], 0)), &both).await;
+    let (addr, seen) = tls_server(SocketAddr::from(([127, 0, 9, 3], 0)), &both, false).await;
     let fetcher = Fetcher::new(FetchLimits::default(), SocketBudget::new(8));
     let url = url::Url::parse("gemini://versions.test/").unwrap();
     for _ in 0..3 {
@@ -187,6 +195,7 @@ async fn a_capsule_refusing_tls_1_2_is_asked_again_with_tls_1_3_once() {
     let (addr, seen) = tls_server(
         SocketAddr::from(([127, 0, 9, 4], 0)),
         &[&rustls::version::TLS13],
+        false,
     )
     .await;
     let fetcher = Fetcher::new(FetchLimits::default(), SocketBudget::new(8));
@@ -207,5 +216,28 @@ async fn a_capsule_refusing_tls_1_2_is_asked_again_with_tls_1_3_once() {
             Some((TLSv1_3, true)),
             Some((TLSv1_3, true))
         ]
+    );
+}
+
+/// A capsule that lets a TLS 1.2 hello go unanswered past the handshake time limit is asked
+/// again at once with TLS 1.3 offered, as one that refuses it is.
+#[tokio::test]
+async fn a_tls_1_2_hello_left_unanswered_is_asked_again_with_tls_1_3() {
+    use rustls::ProtocolVersion::TLSv1_3;
+    let both = [&rustls::version::TLS13, &rustls::version::TLS12];
+    let (addr, seen) = tls_server(SocketAddr::from(([127, 0, 9, 5], 0)), &both, true).await;
+    let limits = FetchLimits {
+        handshake_timeout: std::time::Duration::from_millis(300),
+        ..FetchLimits::default()
+    };
+    let fetcher = Fetcher::new(limits, SocketBudget::new(8));
+    let url = url::Url::parse("gemini://versions.test/").unwrap();
+    for _ in 0..2 {
+        let response = fetcher.fetch(&url, addr).await.expect("a response");
+        assert_eq!(response.status, 20);
+    }
+    assert_eq!(
+        *seen.lock().unwrap(),
+        [None, Some((TLSv1_3, false)), Some((TLSv1_3, true))]
     );
 }
