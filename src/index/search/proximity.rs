@@ -121,25 +121,26 @@ mod tests {
     use super::*;
     use tantivy::collector::TopDocs;
     use tantivy::query::PhraseQuery;
-    use tantivy::schema::{Schema, TEXT};
+    use tantivy::schema::{Schema, FAST, TEXT};
     use tantivy::{doc, Index, Term};
 
-    /// Over pages of a few words in every order, repeats included: a page earns the bonus at
-    /// the count a search of every choice of positions finds, and exact phrases (no slop)
-    /// score as Tantivy's `PhraseQuery` scores them. (With a slop, Tantivy's matches are not
-    /// these: it pairs positions off greedily, counts a position of the last word once per
-    /// pairing, and on some pages of this test matches where no choice of positions is within
-    /// the slop, or passes over one that is.)
+    /// Over pages of a few words in every order, repeats included, in three segments and asked
+    /// for in no particular order: a page earns the bonus at the count a search of every choice
+    /// of positions finds, and exact phrases (no slop) score as Tantivy's `PhraseQuery` scores
+    /// them. (With a slop, Tantivy's matches are not these: it pairs positions off greedily,
+    /// counts a position of the last word once per pairing, and on some pages of this test
+    /// matches where no choice of positions is within the slop, or passes over one that is.)
     #[test]
     fn bonuses_count_the_matches_every_choice_of_positions_finds() {
         let mut builder = Schema::builder();
         let body = builder.add_text_field("body", TEXT);
+        let page_no = builder.add_u64_field("page", FAST);
         let index = Index::create_in_ram(builder.build());
         let mut writer = index.writer(15_000_000).unwrap();
         let words = ["a", "b", "c", "d", "x", "y"];
         let mut pages: Vec<Vec<&str>> = Vec::new();
         let mut state = 7u64;
-        for _ in 0..3000 {
+        for n in 0..3000u64 {
             let mut next = || {
                 state = state
                     .wrapping_mul(6364136223846793005)
@@ -148,14 +149,26 @@ mod tests {
             };
             let len = 2 + next() % 60;
             let text: Vec<&str> = (0..len).map(|_| words[next() % words.len()]).collect();
-            writer.add_document(doc!(body => text.join(" "))).unwrap();
+            writer
+                .add_document(doc!(body => text.join(" "), page_no => n))
+                .unwrap();
             pages.push(text);
+            if n % 1000 == 999 {
+                writer.commit().unwrap();
+            }
         }
-        writer.commit().unwrap();
         let searcher = index.reader().unwrap().searcher();
-        let all: Vec<DocAddress> = (0..searcher.num_docs() as u32)
-            .map(|d| DocAddress::new(0, d))
-            .collect();
+        assert_eq!(searcher.segment_readers().len(), 3);
+        // Every document, last segment first and each backwards, with its page.
+        let mut all: Vec<(DocAddress, usize)> = Vec::new();
+        for (ord, reader) in searcher.segment_readers().iter().enumerate().rev() {
+            let column = reader.fast_fields().u64("page").unwrap();
+            for doc in (0..reader.max_doc()).rev() {
+                let page = column.first(doc).unwrap() as usize;
+                all.push((DocAddress::new(ord as u32, doc), page));
+            }
+        }
+        let addresses: Vec<DocAddress> = all.iter().map(|&(a, _)| a).collect();
         let phrases: [&[&str]; 6] = [
             &["a", "b"],
             &["a", "b", "c"],
@@ -172,39 +185,40 @@ mod tests {
                     .collect();
                 let mut query = PhraseQuery::new(terms.clone());
                 query.set_slop(slop);
-                let mut tantivy = vec![None; all.len()];
                 let found = searcher
                     .search(&query, &TopDocs::with_limit(all.len()))
                     .unwrap();
-                for (score, address) in found {
-                    tantivy[address.doc_id as usize] = Some(score * 1.5);
-                }
+                let tantivy: std::collections::HashMap<DocAddress, Score> = found
+                    .into_iter()
+                    .map(|(score, a)| (a, score * 1.5))
+                    .collect();
                 let proximity = Proximity {
                     terms,
                     slop,
                     boost: 1.5,
                 };
-                let got = bonuses(&searcher, &proximity, &all).unwrap();
+                let got = bonuses(&searcher, &proximity, &addresses).unwrap();
                 let weight = Bm25Weight::for_terms(&searcher, &proximity.terms)
                     .unwrap()
                     .boost_by(proximity.boost);
-                let fieldnorms = searcher
-                    .segment_reader(0)
-                    .get_fieldnorms_reader(body)
-                    .unwrap();
                 let mut matched = 0;
-                for (doc, page) in pages.iter().enumerate() {
-                    let count = every_choice_count(page, phrase, slop);
+                for (&(address, page), got) in all.iter().zip(&got) {
+                    let count = every_choice_count(&pages[page], phrase, slop);
+                    let fieldnorms = searcher
+                        .segment_reader(address.segment_ord)
+                        .get_fieldnorms_reader(body)
+                        .unwrap();
                     let expected = (count > 0)
-                        .then(|| weight.score(fieldnorms.fieldnorm_id(doc as u32), count));
-                    let context = format!("{phrase:?} slop {slop}, doc {doc}");
-                    assert_eq!(got[doc], expected, "{context}");
+                        .then(|| weight.score(fieldnorms.fieldnorm_id(address.doc_id), count));
+                    let context = format!("{phrase:?} slop {slop}, page {page}");
+                    assert_eq!(*got, expected, "{context}");
                     if slop == 0 {
-                        let same = match (got[doc], tantivy[doc]) {
+                        let tantivy = tantivy.get(&address).copied();
+                        let same = match (*got, tantivy) {
                             (Some(g), Some(t)) => (g - t).abs() <= 1e-5 * t,
                             (g, t) => g.is_none() && t.is_none(),
                         };
-                        assert!(same, "{context}: {:?} against {:?}", got[doc], tantivy[doc]);
+                        assert!(same, "{context}: {got:?} against {tantivy:?}");
                     }
                     matched += usize::from(count > 0);
                 }
