@@ -57,8 +57,7 @@ impl Measures {
     }
 
     pub(super) fn add_line(&mut self, line: &str) {
-        let graphemes: Vec<(&str, Kind)> = line
-            .graphemes(true)
+        let graphemes: Vec<(&str, Kind)> = graphemes(line)
             .map(|g| (g, kind(g)))
             .filter(|(_, k)| *k != Kind::Space)
             .collect();
@@ -226,7 +225,7 @@ pub(super) fn is_rule_line(line: &str) -> bool {
     if !bare.is_empty() && bare.chars().all(|c| c == '.' || c == '…') && line.trim() != bare {
         return true;
     }
-    let all: Vec<(&str, Kind)> = line.graphemes(true).map(|g| (g, kind(g))).collect();
+    let all: Vec<(&str, Kind)> = graphemes(line).map(|g| (g, kind(g))).collect();
     let graphemes: Vec<(&str, Kind)> = all
         .iter()
         .copied()
@@ -255,7 +254,7 @@ pub(super) fn is_rule_line(line: &str) -> bool {
 pub(super) fn is_single_bar(line: &str) -> bool {
     let mut bars = 0;
     let mut inside = false;
-    for g in line.graphemes(true) {
+    for g in graphemes(line) {
         let block = is_block_element(g);
         if block && !inside {
             bars += 1;
@@ -268,7 +267,7 @@ pub(super) fn is_single_bar(line: &str) -> bool {
 /// Symbols on a line, and how many of them have no letter or digit next to them: drawings set
 /// their strokes apart (`/ \`, `(__)\`), code and data attach them to names (`f(x)`, `a, b`).
 pub(super) fn loose_symbols(line: &str) -> (usize, usize) {
-    let kinds: Vec<Kind> = line.graphemes(true).map(kind).collect();
+    let kinds: Vec<Kind> = graphemes(line).map(kind).collect();
     let mut symbols = 0;
     let mut loose = 0;
     for (i, k) in kinds.iter().enumerate() {
@@ -295,7 +294,7 @@ pub(super) fn repeated_graphemes(line: &str) -> usize {
             total += run;
         }
     };
-    for g in line.graphemes(true) {
+    for g in graphemes(line) {
         if Some(g) == prev {
             run += 1;
         } else {

@@ -18,8 +18,6 @@ mod measures;
 #[cfg(test)]
 mod tests;
 
-use unicode_segmentation::UnicodeSegmentation;
-
 use alt::*;
 use glyphs::*;
 use measures::*;
@@ -218,10 +216,7 @@ pub fn is_decoration_line(line: &str) -> bool {
     {
         return false;
     }
-    let graphemes: Vec<&str> = line
-        .graphemes(true)
-        .filter(|g| kind(g) != Kind::Space)
-        .collect();
+    let graphemes: Vec<&str> = graphemes(line).filter(|g| kind(g) != Kind::Space).collect();
     if graphemes.len() < 3 {
         return false;
     }

@@ -562,3 +562,24 @@ fn never_panics_on_odd_input() {
         let _ = caption(text);
     }
 }
+
+/// The ASCII path cuts text as the segmentation tables do, controls and CR included; other
+/// text goes through the tables.
+#[test]
+fn graphemes_are_unicode_segmentation_s() {
+    use unicode_segmentation::UnicodeSegmentation;
+    let texts = [
+        "",
+        "plain words, (x) = y; | -- ##",
+        "tab\there\rcr\x1b[0m\x00\x7f",
+        "ends with cr\r",
+        "crlf\r\nin ascii",
+        "café ⣿⣿ e\u{301} 👍🏽 日本語",
+        "  ",
+    ];
+    for text in texts {
+        let ours: Vec<&str> = graphemes(text).collect();
+        let tables: Vec<&str> = text.graphemes(true).collect();
+        assert_eq!(ours, tables, "{text:?}");
+    }
+}
