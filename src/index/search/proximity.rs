@@ -18,11 +18,13 @@
 //!
 //! Pure: reads the index through a searcher, writes nothing.
 
+use tantivy::fieldnorm::FieldNormReader;
 use tantivy::postings::{Postings, SegmentPostings};
 use tantivy::query::Bm25Weight;
 use tantivy::schema::IndexRecordOption;
-use tantivy::{DocAddress, DocSet, Score, Searcher};
+use tantivy::{DocAddress, Score, Searcher, SegmentReader};
 
+use super::score::{holds, in_index_order};
 use crate::index::compile::Proximity;
 
 /// The bonus of each of `addresses` (in their order): the phrase's score where the page holds
@@ -37,47 +39,40 @@ pub(super) fn bonuses(
         return Ok(out);
     };
     let weight = Bm25Weight::for_terms(searcher, &proximity.terms)?.boost_by(proximity.boost);
-    let mut order: Vec<usize> = (0..addresses.len()).collect();
-    order.sort_by_key(|&i| addresses[i]);
-    let mut positions: Vec<Vec<u32>> = vec![Vec::new(); proximity.terms.len()];
-    for segment in order.chunk_by(|&a, &b| addresses[a].segment_ord == addresses[b].segment_ord) {
-        let reader = searcher.segment_reader(addresses[segment[0]].segment_ord);
+    // A segment's cursor on each word and its body lengths; `None` when a word is absent from
+    // it: no page of it holds the phrase.
+    let open = |reader: &SegmentReader| -> tantivy::Result<Option<Segment>> {
         let index = reader.inverted_index(field)?;
         let mut postings = Vec::with_capacity(proximity.terms.len());
         for term in &proximity.terms {
             match index.read_postings(term, IndexRecordOption::WithFreqsAndPositions)? {
                 Some(p) => postings.push(p),
-                // A word absent from the segment: no page of it holds the phrase.
-                None => break,
+                None => return Ok(None),
             }
         }
-        if postings.len() < proximity.terms.len() {
-            continue;
+        Ok(Some((postings, reader.get_fieldnorms_reader(field)?)))
+    };
+    let mut positions: Vec<Vec<u32>> = vec![Vec::new(); proximity.terms.len()];
+    in_index_order(searcher, addresses, open, |i, doc, segment| {
+        let Some((postings, fieldnorms)) = segment else {
+            return;
+        };
+        if !postings.iter_mut().all(|p| holds(p, doc)) {
+            return;
         }
-        let fieldnorms = reader.get_fieldnorms_reader(field)?;
-        for &i in segment {
-            let doc = addresses[i].doc_id;
-            // A cursor only moves forward, and may be past `doc` already.
-            let holds = |p: &mut SegmentPostings| {
-                if p.doc() < doc {
-                    p.seek(doc);
-                }
-                p.doc() == doc
-            };
-            if !postings.iter_mut().all(holds) {
-                continue;
-            }
-            for (p, at) in postings.iter_mut().zip(positions.iter_mut()) {
-                p.positions(at);
-            }
-            let count = near_count(&positions, proximity.slop);
-            if count > 0 {
-                out[i] = Some(weight.score(fieldnorms.fieldnorm_id(doc), count));
-            }
+        for (p, at) in postings.iter_mut().zip(positions.iter_mut()) {
+            p.positions(at);
         }
-    }
+        let count = near_count(&positions, proximity.slop);
+        if count > 0 {
+            out[i] = Some(weight.score(fieldnorms.fieldnorm_id(doc), count));
+        }
+    })?;
     Ok(out)
 }
+
+/// What [`bonuses`] reads in a segment: each word's postings, and the body lengths.
+type Segment = (Vec<SegmentPostings>, FieldNormReader);
 
 /// How many positions of the last word end a match of the words in order, each word's
 /// positions in `positions` (sorted), within `slop` (see the module doc). Words of one position

@@ -298,7 +298,7 @@ fn best_first((a, x): &(Ranked, DocAddress), (b, y): &(Ranked, DocAddress)) -> O
 
 /// Whether `docs` holds `doc`, moving it forward to `doc` if it is behind (a doc set only moves
 /// forward: documents must be asked for in increasing order).
-fn holds(docs: &mut dyn DocSet, doc: DocId) -> bool {
+pub(super) fn holds(docs: &mut dyn DocSet, doc: DocId) -> bool {
     if docs.doc() < doc {
         docs.seek(doc);
     }
@@ -308,7 +308,7 @@ fn holds(docs: &mut dyn DocSet, doc: DocId) -> bool {
 /// Calls `visit` with each of `addresses` (its index in `addresses`, its document and the state
 /// of its segment) in index order, so that cursors in the state only move forward; `open` makes
 /// a segment's state once, when the walk reaches it.
-fn in_index_order<S>(
+pub(super) fn in_index_order<S>(
     searcher: &Searcher,
     addresses: &[DocAddress],
     mut open: impl FnMut(&SegmentReader) -> tantivy::Result<S>,
