@@ -88,7 +88,7 @@ pub fn apply(
             break;
         }
     }
-    // Everything applied (not a stop): searches until the next run read one segment.
+    // Everything applied (not a stop): searches until the next run read one or two segments.
     if !follow {
         crate::index::compact_or_warn(&mut indexer);
     }

@@ -427,9 +427,9 @@ pub async fn run_observed(
     frontier.clear_anchor_updates(&refreshed)?;
     frontier.end_run()?;
     frontier.set_meta("last_crawl_finished", &unix_now().to_string())?;
-    // A run that did its work leaves the index in one segment, which searches until the next
-    // run read faster; a stop by signal or time does not wait for the merge (it rewrites the
-    // index). In a shared store the index writer does it.
+    // A run that did its work leaves the index in one or two segments (`Indexer::compact`),
+    // which searches until the next run read faster; a stop by signal or time does not wait for
+    // the merge. In a shared store the index writer does it.
     if matches!(crawl.summary.ended, StopReason::Done | StopReason::MaxPages)
         && !location.is_shared()
     {

@@ -77,7 +77,8 @@ async fn crawl_indexes_exactly_the_reachable_pages_and_nothing_forbidden() {
         expected.len(),
         "one document per URL"
     );
-    // A run that did its work leaves the index in one segment (several commits made several).
+    // A first run that did its work leaves the index in one segment (several commits made
+    // several, all of them new: see `Indexer::compact`).
     let segments = tantivy::Index::open_in_dir(geode::datadir::index_path(data.path()))
         .unwrap()
         .searchable_segment_ids()
