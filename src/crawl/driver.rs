@@ -3,7 +3,7 @@
 //! batched transactions ([`super::record`]), keeps leased capsules fed and lets finished ones go,
 //! and, at the end of a run, rewrites the documents whose inbound link labels changed.
 
-use std::collections::{BTreeSet, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -48,6 +48,9 @@ pub(super) struct Crawl {
     /// Capsules this run tried to reach, and those that answered anything.
     pub(super) tried: HashSet<i64>,
     pub(super) answered: HashSet<i64>,
+    /// The certificate each capsule answered with, and when the store last heard of it: a
+    /// capsule showing the same one again within a minute is not written again.
+    pub(super) pinned: HashMap<i64, (String, i64)>,
     /// New and changed documents waiting for their capsule to be done, to be written once
     /// with the anchors its other pages give them.
     pub(super) hold: Hold,
@@ -101,6 +104,7 @@ impl Crawl {
             effects: Effects::default(),
             tried: HashSet::new(),
             answered: HashSet::new(),
+            pinned: HashMap::new(),
             // A crawler of a shared store indexes nothing itself: nothing to hold.
             hold: Hold::new(config.shared.is_none(), hold::MAX_BYTES, hold::MAX_AGE),
             config,

@@ -206,7 +206,17 @@ impl Crawl {
         fingerprint: &str,
         now: i64,
     ) -> Result<(), CrawlError> {
-        if let Pin::Changed { previous } = batch.pin_certificate(host_id, fingerprint, now)? {
+        // Every page of a capsule shows its certificate: checking and dating it in the store
+        // once a minute is enough (a change seen by another crawler of a shared store meanwhile
+        // is that crawler's to report).
+        if let Some((pinned, at)) = self.pinned.get(&host_id) {
+            if pinned == fingerprint && now.saturating_sub(*at) < PIN_REFRESH_SECS {
+                return Ok(());
+            }
+        }
+        let pin = batch.pin_certificate(host_id, fingerprint, now)?;
+        self.pinned.insert(host_id, (fingerprint.to_string(), now));
+        if let Pin::Changed { previous } = pin {
             self.summary.certificates_changed += 1;
             tracing::warn!(
                 host_id,

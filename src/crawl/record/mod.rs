@@ -38,6 +38,10 @@ use super::indexing::IndexMsg;
 /// The longest a capsule is backed off for.
 const MAX_CAPSULE_BACKOFF: Duration = Duration::from_secs(24 * 3600);
 
+/// A capsule's certificate, when it is the one already pinned this run, is dated in the store
+/// at most this often (seconds).
+const PIN_REFRESH_SECS: i64 = 60;
+
 /// Most distinct inbound link labels indexed with a page: enough to say what others call it,
 /// bounded for pages every capsule links to.
 pub const MAX_ANCHORS: usize = 200;

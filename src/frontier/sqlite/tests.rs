@@ -407,6 +407,54 @@ fn links_are_replaced_and_anchor_changes_marked() {
 }
 
 #[test]
+fn many_links_of_a_page_are_all_recorded_and_replaced() {
+    let (_d, mut f) = open();
+    let mut b = f.batch(0).unwrap();
+    let page = id_of(&mut b, "gemini://a.test/");
+    // 40 distinct links (two statements' worth and 8 more), each also repeated once.
+    let links: Vec<LinkOut> = (0..80)
+        .map(|i| {
+            labelled(
+                &format!("gemini://b.test/{}", i % 40),
+                &format!("to {}", i % 40),
+            )
+        })
+        .collect();
+    b.set_links(page, 0, &links, u64::MAX).unwrap();
+    b.commit().unwrap();
+    let recorded = |f: &SqliteFrontier| count(f, "SELECT COUNT(*) FROM links");
+    assert_eq!(recorded(&f), 40);
+    for i in [0, 15, 16, 31, 32, 39] {
+        let mut b = f.batch(0).unwrap();
+        let target = id_of(&mut b, &format!("gemini://b.test/{i}"));
+        drop(b);
+        assert_eq!(f.inbound_labels(target, 10).unwrap(), [format!("to {i}")]);
+    }
+    // Seen again with 20 of them and 17 new ones: 37 links, the other 20 gone.
+    let again: Vec<LinkOut> = (20..57)
+        .map(|i| labelled(&format!("gemini://b.test/{i}"), &format!("to {i}")))
+        .collect();
+    let mut b = f.batch(0).unwrap();
+    b.set_links(page, 0, &again, u64::MAX).unwrap();
+    b.commit().unwrap();
+    assert_eq!(recorded(&f), 37);
+    assert_eq!(
+        count(
+            &f,
+            "SELECT MIN(CAST(substr(label, 4) AS INTEGER)) FROM links"
+        ),
+        20
+    );
+    assert_eq!(
+        count(
+            &f,
+            "SELECT MAX(CAST(substr(label, 4) AS INTEGER)) FROM links"
+        ),
+        56
+    );
+}
+
+#[test]
 fn a_held_page_gains_labels_unmarked_and_loses_them_marked() {
     let (_d, mut f) = open();
     let mut b = f.batch(0).unwrap();
