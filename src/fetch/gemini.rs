@@ -309,8 +309,8 @@ fn header_too_long() -> FetchError {
 }
 
 /// What the first read of a response asks for: its header and, most often, the whole page
-/// (the corpus' median page is about 2 KB). Bodies are read straight into their buffer, which
-/// grows from there only for larger ones.
+/// (of the corpus' 4,055 pages, half are under 2.1 KB and nine in ten under 8 KB). Bodies are
+/// read straight into their buffer, which grows from there only for larger ones.
 const FIRST_READ_BYTES: usize = 8 * 1024;
 
 /// Room made in a body's buffer when it is full before the body ends.

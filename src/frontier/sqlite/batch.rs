@@ -7,6 +7,10 @@ use std::sync::LazyLock;
 
 use rusqlite::{params, OptionalExtension};
 
+use super::{
+    FetchResult, IndexOp, LinkOut, LinkReport, NewUrl, Pin, Result, UrlState, VisitRecord,
+};
+
 /// Links inserted by one statement ([`SqliteBatch::insert_links`]).
 const LINK_ROWS: usize = 16;
 
@@ -18,10 +22,6 @@ static INSERT_LINK_ROWS: LazyLock<String> = LazyLock::new(|| {
         vec!["(?, ?, ?)"; LINK_ROWS].join(", ")
     )
 });
-
-use super::{
-    FetchResult, IndexOp, LinkOut, LinkReport, NewUrl, Pin, Result, UrlState, VisitRecord,
-};
 
 /// The web URLs [`SqliteBatch::admit_web_urls`] admits; the partial index `urls_web_waiting` keeps
 /// this from reading every URL.
@@ -286,7 +286,7 @@ impl<'a> SqliteBatch<'a> {
 
     /// Inserts links of `source`: (target, label), none of them recorded yet. Rows go
     /// [`LINK_ROWS`] to a statement: each execution opens its cursors on the table and its
-    /// index again, which one row a statement paid for every link (on the bench farm, 15
+    /// index anew, which with one row a statement every link paid for (on the bench farm, 15
     /// links a page).
     fn insert_links(&mut self, source: i64, links: &[(i64, &str)]) -> Result<()> {
         let mut chunks = links.chunks_exact(LINK_ROWS);
