@@ -20,6 +20,14 @@ use super::{
     SqliteBatch, SqliteFrontier,
 };
 
+/// Deletes body `?1` when no response points at it and no URL holds it as its content; URLs are
+/// looked up by the hash's first 16 digits (`urls_by_hash_prefix`).
+pub(super) const FORGET_UNUSED_BODY: &str = "DELETE FROM bodies WHERE hash = ?1
+     AND NOT EXISTS (SELECT 1 FROM responses WHERE body_hash = ?1)
+     AND NOT EXISTS (SELECT 1 FROM urls
+                     WHERE substr(content_hash, 1, 16) = substr(?1, 1, 16)
+                       AND content_hash = ?1)";
+
 impl SqliteBatch<'_> {
     /// Archives the latest response of a URL, replacing the one before.
     pub fn archive(&mut self, url_id: i64, record: &ArchiveRecord<'_>) -> Result<()> {
@@ -63,11 +71,7 @@ impl SqliteBatch<'_> {
     /// its content (a page that now fails, or answers 44, keeps what the index holds).
     pub(super) fn forget_body_if_unused(&mut self, hash: &str) -> Result<()> {
         self.tx
-            .prepare_cached(
-                "DELETE FROM bodies WHERE hash = ?1
-                   AND NOT EXISTS (SELECT 1 FROM responses WHERE body_hash = ?1)
-                   AND NOT EXISTS (SELECT 1 FROM urls WHERE content_hash = ?1)",
-            )?
+            .prepare_cached(FORGET_UNUSED_BODY)?
             .execute([hash])?;
         Ok(())
     }

@@ -23,6 +23,13 @@ static INSERT_LINK_ROWS: LazyLock<String> = LazyLock::new(|| {
     )
 });
 
+/// Another page holding content `?1` in the index (or on its way there), other than `?2`
+/// ([`SqliteBatch::same_content`]): looked up by the hash's first 16 digits (`urls_by_hash_prefix`).
+pub(super) const SAME_CONTENT: &str = "SELECT url FROM urls
+     WHERE substr(content_hash, 1, 16) = substr(?1, 1, 16) AND content_hash = ?1 AND id != ?2
+       AND ((in_index = 1 AND index_op IS NULL) OR index_op = 'upsert')
+     ORDER BY id LIMIT 1";
+
 /// The web URLs [`SqliteBatch::admit_web_urls`] admits; the partial index `urls_web_waiting` keeps
 /// this from reading every URL.
 pub(super) const WEB_WAITING: &str = "SELECT id, url, host_id FROM urls
@@ -398,11 +405,7 @@ impl<'a> SqliteBatch<'a> {
     pub fn same_content(&mut self, hash: &str, except: i64) -> Result<Option<String>> {
         Ok(self
             .tx
-            .prepare_cached(
-                "SELECT url FROM urls WHERE content_hash = ?1 AND id != ?2
-                   AND ((in_index = 1 AND index_op IS NULL) OR index_op = 'upsert')
-                 ORDER BY id LIMIT 1",
-            )?
+            .prepare_cached(SAME_CONTENT)?
             .query_row(params![hash, except], |r| r.get(0))
             .optional()?)
     }

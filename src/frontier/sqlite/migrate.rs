@@ -56,6 +56,26 @@ fn additions(conn: &Connection) -> Result<()> {
         "CREATE INDEX IF NOT EXISTS urls_web_waiting ON urls(id)
              WHERE state = 'excluded' AND error IN ('web', 'not-fetchable');",
     )?;
+    // The index of whole content hashes gave way to one of their first 16 digits (schema.sql).
+    let whole: bool = conn.query_row(
+        "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = 'urls_by_hash')",
+        [],
+        |r| r.get(0),
+    )?;
+    if whole {
+        let started = std::time::Instant::now();
+        conn.execute_batch(
+            "BEGIN IMMEDIATE;
+             CREATE INDEX IF NOT EXISTS urls_by_hash_prefix ON urls(substr(content_hash, 1, 16))
+                 WHERE content_hash IS NOT NULL;
+             DROP INDEX urls_by_hash;
+             COMMIT;",
+        )?;
+        tracing::info!(
+            secs = started.elapsed().as_secs_f64(),
+            "crawl database: content hashes indexed by their first 16 digits"
+        );
+    }
     Ok(())
 }
 

@@ -75,7 +75,11 @@ CREATE TABLE urls (
 CREATE INDEX urls_due ON urls(host_id, prio, due_at) WHERE claimed = 0 AND due_at IS NOT NULL;
 CREATE INDEX urls_claimed ON urls(host_id) WHERE claimed != 0;
 CREATE INDEX urls_by_op ON urls(batch) WHERE index_op IS NOT NULL;
-CREATE INDEX urls_by_hash ON urls(content_hash) WHERE content_hash IS NOT NULL;
+-- Pages by content (duplicates, bodies still needed): by the first 16 hex digits of the hash,
+-- 64 bits, which tell contents apart as well as all 64 digits do for this lookup, in a quarter
+-- of the space (queries compare the whole hash on the rows found).
+CREATE INDEX urls_by_hash_prefix ON urls(substr(content_hash, 1, 16))
+    WHERE content_hash IS NOT NULL;
 CREATE INDEX urls_redirected ON urls(redirect_to) WHERE redirect_to IS NOT NULL;
 -- Web links waiting for a run that follows the web (see migrate.rs: also made in older files).
 CREATE INDEX urls_web_waiting ON urls(id) WHERE state = 'excluded' AND error IN ('web', 'not-fetchable');

@@ -732,6 +732,22 @@ fn claims_use_the_indexes() {
     assert!(release.contains("urls_claimed"), "{release}");
     let web = plan(super::batch::WEB_WAITING);
     assert!(web.contains("urls_web_waiting"), "{web}");
+    // Content hashes are looked up by their first 16 digits, never by reading every URL.
+    let hash = "'0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef'";
+    let same = plan(
+        &super::batch::SAME_CONTENT
+            .replace("?1", hash)
+            .replace("?2", "1"),
+    );
+    assert!(
+        same.contains("SEARCH urls USING INDEX urls_by_hash_prefix"),
+        "{same}"
+    );
+    let unused = plan(&super::archive::FORGET_UNUSED_BODY.replace("?1", hash));
+    assert!(
+        unused.contains("SEARCH urls USING INDEX urls_by_hash_prefix"),
+        "{unused}"
+    );
 }
 
 fn claim_next_due_sql() -> &'static str {
