@@ -75,9 +75,9 @@ CREATE TABLE urls (
 CREATE INDEX urls_due ON urls(host_id, prio, due_at) WHERE claimed = 0 AND due_at IS NOT NULL;
 CREATE INDEX urls_claimed ON urls(host_id) WHERE claimed != 0;
 CREATE INDEX urls_by_op ON urls(batch) WHERE index_op IS NOT NULL;
--- Pages by content (duplicates, bodies still needed): by the first 16 hex digits of the hash,
--- 64 bits, which tell contents apart as well as all 64 digits do for this lookup, in a quarter
--- of the space (queries compare the whole hash on the rows found).
+-- Pages by content (duplicates, bodies still needed): by the first 16 hex digits of the hash
+-- (64 bits, which distinct contents about never share), in a quarter of the space of the whole
+-- hash; queries compare the whole hash on the rows found.
 CREATE INDEX urls_by_hash_prefix ON urls(substr(content_hash, 1, 16))
     WHERE content_hash IS NOT NULL;
 CREATE INDEX urls_redirected ON urls(redirect_to) WHERE redirect_to IS NOT NULL;
