@@ -73,6 +73,11 @@ impl Space {
     pub fn requests(&self) -> Vec<RequestRecord> {
         self.server.requests()
     }
+
+    /// The server's clock now, as the log's `accepted` and `closed` count it.
+    pub fn elapsed(&self) -> Duration {
+        self.server.elapsed()
+    }
 }
 
 /// A crawl config over the space, seeded at alpha's home page.
