@@ -24,7 +24,8 @@ static INSERT_LINK_ROWS: LazyLock<String> = LazyLock::new(|| {
 });
 
 /// Another page holding content `?1` in the index (or on its way there), other than `?2`
-/// ([`SqliteBatch::same_content`]): looked up by the hash's first 16 digits (`urls_by_hash_prefix`).
+/// ([`SqliteBatch::same_content`]): looked up by the hash's first 16 digits
+/// (`urls_by_hash_prefix`).
 pub(super) const SAME_CONTENT: &str = "SELECT url FROM urls
      WHERE substr(content_hash, 1, 16) = substr(?1, 1, 16) AND content_hash = ?1 AND id != ?2
        AND ((in_index = 1 AND index_op IS NULL) OR index_op = 'upsert')
