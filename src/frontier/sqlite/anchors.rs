@@ -5,6 +5,7 @@ use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 
 use std::collections::BTreeSet;
 
+use super::outlinks;
 use super::{AnchorUpdate, IndexedPage, Result, SqliteFrontier, MAX_REDIRECT_CHAIN};
 
 impl SqliteFrontier {
@@ -95,11 +96,11 @@ impl SqliteFrontier {
 
     /// The labels of the links on a page (its own, not those pointing to it), distinct.
     pub fn own_labels(&self, id: i64) -> Result<Vec<String>> {
-        let mut stmt = self.conn.prepare_cached(
-            "SELECT DISTINCT label FROM links WHERE source = ?1 AND label != '' ORDER BY label",
-        )?;
-        let rows = stmt.query_map([id], |r| r.get(0))?;
-        Ok(rows.collect::<std::result::Result<_, _>>()?)
+        let labels: BTreeSet<String> = outlinks::read(&self.conn, id)?
+            .into_iter()
+            .filter_map(|(_, label)| (!label.is_empty()).then_some(label))
+            .collect();
+        Ok(labels.into_iter().collect())
     }
 
     /// The distinct labels of the links that point to a URL, or to a URL that redirects to it
@@ -109,6 +110,11 @@ impl SqliteFrontier {
         inbound_labels(&self.conn, id, limit)
     }
 }
+
+/// The distinct labels of the links to URL `?1`, at most `?2`, read on a prefix of the primary
+/// key of `links`.
+pub(super) const INBOUND_LABELS: &str =
+    "SELECT DISTINCT label FROM links WHERE target = ?1 AND label != '' ORDER BY label LIMIT ?2";
 
 pub(super) fn inbound_labels(conn: &Connection, id: i64, limit: usize) -> Result<Vec<String>> {
     // The chain is walked here, a level at a time, rather than in a recursive CTE: SQLite
@@ -132,10 +138,7 @@ pub(super) fn inbound_labels(conn: &Connection, id: i64, limit: usize) -> Result
         }
         level = next;
     }
-    let mut labels = conn.prepare_cached(
-        "SELECT DISTINCT label FROM links WHERE target = ?1 AND label != '' \
-         ORDER BY label LIMIT ?2",
-    )?;
+    let mut labels = conn.prepare_cached(INBOUND_LABELS)?;
     let sql_limit = i64::try_from(limit).unwrap_or(i64::MAX);
     let mut found = BTreeSet::new();
     for target in chain {

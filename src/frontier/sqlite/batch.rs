@@ -7,6 +7,7 @@ use std::sync::LazyLock;
 
 use rusqlite::{params, OptionalExtension};
 
+use super::outlinks;
 use super::{
     FetchResult, IndexOp, LinkOut, LinkReport, NewUrl, Pin, Result, UrlState, VisitRecord,
 };
@@ -22,6 +23,17 @@ static INSERT_LINK_ROWS: LazyLock<String> = LazyLock::new(|| {
         vec!["(?, ?, ?)"; LINK_ROWS].join(", ")
     )
 });
+
+/// Removes the link from `?1` to `?2` labelled `?3` (the whole primary key of `links`).
+pub(super) const REMOVE_LINK: &str =
+    "DELETE FROM links WHERE source = ?1 AND target = ?2 AND label = ?3";
+
+/// [`SqliteBatch::mark_anchor_update_if`]: marks URL `?1` for an anchor update when `?3` links
+/// (0 or 1) carry label `?2` to it, counted on a prefix of the primary key of `links`.
+pub(super) const MARK_ANCHOR_UPDATE: &str = "INSERT OR IGNORE INTO anchor_updates(url_id)
+     SELECT id FROM urls WHERE id = ?1 AND NOT (state = 'new' AND in_index = 0)
+       AND (SELECT COUNT(*) FROM (SELECT 1 FROM links
+                                  WHERE target = ?1 AND label = ?2 LIMIT 2)) = ?3";
 
 /// Another page holding content `?1` in the index (or on its way there), other than `?2`
 /// ([`SqliteBatch::same_content`]): looked up by the hash's first 16 digits
@@ -289,6 +301,9 @@ impl<'a> SqliteBatch<'a> {
         for &(target, label) in old.difference(&current) {
             self.remove_link(source, target, label)?;
         }
+        if current != old {
+            outlinks::write(&self.tx, source, current.iter().copied())?;
+        }
         Ok(report)
     }
 
@@ -323,11 +338,7 @@ impl<'a> SqliteBatch<'a> {
 
     /// The links a page has recorded: (target, label).
     fn links_of(&mut self, source: i64) -> Result<Vec<(i64, String)>> {
-        let mut stmt = self
-            .tx
-            .prepare_cached("SELECT target, label FROM links WHERE source = ?1")?;
-        let rows = stmt.query_map([source], |r| Ok((r.get(0)?, r.get(1)?)))?;
-        Ok(rows.collect::<std::result::Result<_, _>>()?)
+        outlinks::read(&self.tx, source)
     }
 
     /// Removes every link of a page (it left the index), marking the pages whose anchors lose
@@ -336,12 +347,12 @@ impl<'a> SqliteBatch<'a> {
         for (target, label) in self.links_of(source)? {
             self.remove_link(source, target, &label)?;
         }
-        Ok(())
+        outlinks::write(&self.tx, source, std::iter::empty())
     }
 
     fn remove_link(&mut self, source: i64, target: i64, label: &str) -> Result<()> {
         self.tx
-            .prepare_cached("DELETE FROM links WHERE source = ?1 AND target = ?2 AND label = ?3")?
+            .prepare_cached(REMOVE_LINK)?
             .execute(params![source, target, label])?;
         if !label.is_empty() {
             self.mark_anchor_update_if(target, label, 0)?;
@@ -356,12 +367,7 @@ impl<'a> SqliteBatch<'a> {
     /// farm's first crawl, 70,476 of 129,159 checks marked a page.)
     fn mark_anchor_update_if(&mut self, target: i64, label: &str, count: i64) -> Result<()> {
         self.tx
-            .prepare_cached(
-                "INSERT OR IGNORE INTO anchor_updates(url_id)
-                 SELECT id FROM urls WHERE id = ?1 AND NOT (state = 'new' AND in_index = 0)
-                   AND (SELECT COUNT(*) FROM (SELECT 1 FROM links
-                                              WHERE target = ?1 AND label = ?2 LIMIT 2)) = ?3",
-            )?
+            .prepare_cached(MARK_ANCHOR_UPDATE)?
             .execute(params![target, label, count])?;
         Ok(())
     }

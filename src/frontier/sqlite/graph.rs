@@ -6,15 +6,16 @@
 //! resolves to its redirect's target (`redirect_to`). Chains are followed a few steps; links that
 //! resolve to no indexed page (mail, web, excluded or failed URLs) are left out.
 //!
-//! Two statements read everything (the redirect-relevant URLs with the pages, then the links);
-//! ids are mapped in memory, so the cost is two table scans whatever the graph's size. Only
-//! SELECTs: this works on a read-only [`SqliteFrontier`] too. It is not a live view: the graph is a
-//! snapshot of one moment.
+//! Two statements read everything (the redirect-relevant URLs with the pages, then each page's
+//! packed links, `outlinks`); ids are mapped in memory, so the cost is two table scans whatever
+//! the graph's size. Only SELECTs: this works on a read-only [`SqliteFrontier`] too. It is not a
+//! live view: the graph is a snapshot of one moment.
 
 use std::collections::HashMap;
 
 use crate::rank::{LinkGraph, LinkGraphBuilder};
 
+use super::outlinks;
 use super::{Result, SqliteFrontier};
 
 /// Redirects followed from one URL before giving up (a crawl follows at most five).
@@ -57,13 +58,24 @@ impl SqliteFrontier {
             .collect();
         let page = |id: i64| page_of.get(&id).or_else(|| resolved.get(&id)).copied();
 
-        let mut stmt = self
-            .conn
-            .prepare("SELECT DISTINCT source, target FROM links")?;
+        // Each page's own links, packed by target: a target's labels come together, so a
+        // target differing from the one before is a distinct (source, target).
+        let mut stmt = self.conn.prepare("SELECT source, links FROM outlinks")?;
         let mut rows = stmt.query([])?;
         while let Some(row) = rows.next()? {
-            if let (Some(source), Some(target)) = (page(row.get(0)?), page(row.get(1)?)) {
-                builder.add_link(source, target);
+            let id: i64 = row.get(0)?;
+            let Some(source) = page(id) else {
+                continue;
+            };
+            let packed: Vec<u8> = row.get(1)?;
+            let links = outlinks::unpack(id, &packed)?;
+            let mut previous = None;
+            for (target, _) in links {
+                if previous.replace(target) != Some(target) {
+                    if let Some(target) = page(target) {
+                        builder.add_link(source, target);
+                    }
+                }
             }
         }
         Ok(builder.build())

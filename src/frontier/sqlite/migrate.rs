@@ -3,10 +3,11 @@
 //! transaction when a crawl opens it, so a crash mid-migration leaves the old version intact.
 //! Read-only commands never migrate: they say what to run instead.
 //!
-//! Versions: 1 (no `user_version`, the first release: one-shot crawling) and 2 (the revisit
+//! Versions: 1 (no `user_version`, the first release: one-shot crawling), 2 (the revisit
 //! schedule, index membership apart from the crawl state, leases, anchor updates, seeds people
-//! suggested, the archive of responses). A database from version 1 has an empty archive: its
-//! pages are archived as the next crawls visit them.
+//! suggested, the archive of responses) and 3 (links keyed by target, a page's own links packed
+//! in `outlinks`). A database from version 1 has an empty archive: its pages are archived as the
+//! next crawls visit them.
 
 use rusqlite::{params, Connection, TransactionBehavior};
 
@@ -14,7 +15,7 @@ use super::{FrontierError, Result};
 use crate::revisit::Priority;
 
 /// The version this geode reads and writes.
-pub const CURRENT: i64 = 2;
+pub const CURRENT: i64 = 3;
 
 /// The default interval given to pages fetched before version 2 (the default `--revisit`).
 const V1_INTERVAL: i64 = 3 * 24 * 3600;
@@ -30,10 +31,13 @@ pub(super) fn prepare(conn: &mut Connection) -> Result<()> {
     }
     match version {
         CURRENT => additions(conn),
-        0 | 1 => {
+        older @ 0..CURRENT => {
             let started = std::time::Instant::now();
             let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-            v1_to_v2(&tx)?;
+            if older < 2 {
+                v1_to_v2(&tx)?;
+            }
+            v2_to_v3(&tx)?;
             tx.pragma_update(None, "user_version", CURRENT)?;
             tx.commit()?;
             tracing::info!(
@@ -199,6 +203,58 @@ fn v1_to_v2(tx: &rusqlite::Transaction<'_>) -> Result<()> {
     Ok(())
 }
 
+/// Version 2 to 3: the link graph keyed by target alone, each page's own links packed in
+/// `outlinks` (see `outlinks.rs`). Rows are copied in the order of the new keys, so that both
+/// tables are written front to back.
+fn v2_to_v3(tx: &rusqlite::Transaction<'_>) -> Result<()> {
+    tx.execute_batch(
+        "CREATE TABLE links_by_target_v3 (
+             target INTEGER NOT NULL REFERENCES urls(id),
+             label  TEXT NOT NULL DEFAULT '',
+             source INTEGER NOT NULL REFERENCES urls(id),
+             PRIMARY KEY (target, label, source)
+         ) WITHOUT ROWID;
+         INSERT INTO links_by_target_v3(target, label, source)
+             SELECT target, label, source FROM links ORDER BY target, label, source;
+         CREATE TABLE outlinks (
+             source INTEGER PRIMARY KEY REFERENCES urls(id),
+             links  BLOB NOT NULL
+         );",
+    )?;
+    {
+        // Version 2's primary key gives the rows by source, then (target, label): each page's
+        // links arrive together and sorted, as `outlinks::encode` wants them.
+        let mut rows =
+            tx.prepare("SELECT source, target, label FROM links ORDER BY source, target, label")?;
+        let mut rows = rows.query([])?;
+        let mut page: Option<i64> = None;
+        let mut links: Vec<(i64, String)> = Vec::new();
+        let flush = |source: i64, links: &mut Vec<(i64, String)>| -> Result<()> {
+            let packed = super::outlinks::encode(links.iter().map(|(t, l)| (*t, l.as_str())));
+            tx.prepare_cached("INSERT INTO outlinks(source, links) VALUES (?1, ?2)")?
+                .execute(params![source, packed])?;
+            links.clear();
+            Ok(())
+        };
+        while let Some(row) = rows.next()? {
+            let source: i64 = row.get(0)?;
+            if let Some(previous) = page.filter(|&p| p != source) {
+                flush(previous, &mut links)?;
+            }
+            page = Some(source);
+            links.push((row.get(1)?, row.get(2)?));
+        }
+        if let Some(source) = page {
+            flush(source, &mut links)?;
+        }
+    }
+    tx.execute_batch(
+        "DROP TABLE links;
+         ALTER TABLE links_by_target_v3 RENAME TO links;",
+    )?;
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -299,6 +355,8 @@ mod tests {
             .query_row("SELECT next_due FROM hosts WHERE id = 1", [], |r| r.get(0))
             .unwrap();
         assert_eq!(next_due, Some(0));
+        assert_eq!(f.own_labels(1).unwrap(), ["a post"]);
+        assert_eq!(f.inbound_labels(2, 10).unwrap(), ["a post"]);
         assert_eq!(user_version(&f.conn).unwrap(), CURRENT);
         drop(f);
         // Opening again changes nothing, and read-only opens accept it.
@@ -322,6 +380,82 @@ mod tests {
                 r.get(0)
             })
             .unwrap()
+    }
+
+    /// Version 2's link graph: keyed by source, with an index by target.
+    const V2_LINKS: &str = "
+        DROP TABLE links;
+        DROP TABLE outlinks;
+        CREATE TABLE links (
+            source INTEGER NOT NULL REFERENCES urls(id), target INTEGER NOT NULL REFERENCES urls(id),
+            label TEXT NOT NULL DEFAULT '', PRIMARY KEY (source, target, label)) WITHOUT ROWID;
+        CREATE INDEX links_by_target ON links(target, label);
+        PRAGMA user_version = 2;";
+
+    #[test]
+    fn version_2_links_are_keyed_by_target_and_packed_by_source() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("crawl.sqlite");
+        drop(SqliteFrontier::open(&path).unwrap());
+        {
+            let conn = Connection::open(&path).unwrap();
+            conn.execute_batch(V2_LINKS).unwrap();
+            conn.execute_batch(
+                "INSERT INTO hosts(id, name) VALUES (1, 'a.test');
+                 INSERT INTO urls(id, url, host_id, state, depth)
+                 VALUES (1, 'gemini://a.test/', 1, 'indexed', 0),
+                        (2, 'gemini://a.test/b', 1, 'indexed', 1),
+                        (3, 'gemini://a.test/c', 1, 'indexed', 1);
+                 INSERT INTO links(source, target, label)
+                 VALUES (1, 3, 'see c'), (1, 2, 'see b'), (1, 2, ''), (2, 3, 'also c'),
+                        (3, 1, 'home');",
+            )
+            .unwrap();
+        }
+        let f = SqliteFrontier::open(&path).unwrap();
+        assert_eq!(user_version(&f.conn).unwrap(), CURRENT);
+        let packed: Vec<(i64, Vec<u8>)> = {
+            let mut stmt = f
+                .conn
+                .prepare("SELECT source, links FROM outlinks ORDER BY source")
+                .unwrap();
+            let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?))).unwrap();
+            rows.map(|r| r.unwrap()).collect()
+        };
+        let unpacked: Vec<(i64, Vec<(i64, String)>)> = packed
+            .into_iter()
+            .map(|(source, bytes)| (source, super::super::outlinks::decode(&bytes).unwrap()))
+            .collect();
+        let link = |t: i64, l: &str| (t, l.to_string());
+        assert_eq!(
+            unpacked,
+            [
+                (1, vec![link(2, ""), link(2, "see b"), link(3, "see c")]),
+                (2, vec![link(3, "also c")]),
+                (3, vec![link(1, "home")]),
+            ]
+        );
+        assert_eq!(f.inbound_labels(3, 10).unwrap(), ["also c", "see c"]);
+        assert_eq!(f.own_labels(1).unwrap(), ["see b", "see c"]);
+        let backlinks: Vec<String> = f
+            .backlinks("gemini://a.test/c")
+            .unwrap()
+            .into_iter()
+            .map(|b| format!("{} {}", b.url, b.label))
+            .collect();
+        assert_eq!(
+            backlinks,
+            ["gemini://a.test/ see c", "gemini://a.test/b also c"]
+        );
+        let tables: i64 = f
+            .conn
+            .query_row(
+                "SELECT COUNT(*) FROM sqlite_master WHERE name IN ('links_by_target', 'links_by_target_v3')",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(tables, 0, "the old index and the copy's name are gone");
     }
 
     #[test]

@@ -18,6 +18,7 @@ mod batch;
 mod claim;
 mod graph;
 mod migrate;
+mod outlinks;
 mod rows;
 mod seeds;
 mod stats;

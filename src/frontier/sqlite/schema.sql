@@ -84,14 +84,20 @@ CREATE INDEX urls_redirected ON urls(redirect_to) WHERE redirect_to IS NOT NULL;
 -- Web links waiting for a run that follows the web (see migrate.rs: also made in older files).
 CREATE INDEX urls_web_waiting ON urls(id) WHERE state = 'excluded' AND error IN ('web', 'not-fetchable');
 
--- The link graph: one row per distinct (source, target, label).
+-- The link graph: one row per distinct (source, target, label), keyed by target (backlinks,
+-- anchors and their updates look links up by target).
 CREATE TABLE links (
-    source INTEGER NOT NULL REFERENCES urls(id),
     target INTEGER NOT NULL REFERENCES urls(id),
     label  TEXT NOT NULL DEFAULT '',
-    PRIMARY KEY (source, target, label)
+    source INTEGER NOT NULL REFERENCES urls(id),
+    PRIMARY KEY (target, label, source)
 ) WITHOUT ROWID;
-CREATE INDEX links_by_target ON links(target, label);
+-- The same links by source, one row per page that has any: its (target, label) pairs packed
+-- (outlinks.rs), read when it is visited again, removed or shown.
+CREATE TABLE outlinks (
+    source INTEGER PRIMARY KEY REFERENCES urls(id),
+    links  BLOB NOT NULL
+);
 
 -- The archive (archive.rs): the latest response of every fetched URL, and its body once per
 -- distinct content, zstd-compressed.

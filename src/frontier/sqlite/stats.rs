@@ -4,6 +4,7 @@ use rusqlite::params;
 
 use rusqlite::OptionalExtension;
 
+use super::outlinks;
 use super::rows::{count_at, maybe_count_at, status_at};
 use super::{Backlink, KnownHost, Result, SqliteFrontier, Stats, UrlDetails, REDIRECT_CHAIN};
 use crate::frontier::stats::INTERVAL_BUCKETS;
@@ -219,18 +220,18 @@ impl SqliteFrontier {
                 })
             },
         )?;
-        let mut stmt = self.conn.prepare(
-            "SELECT t.url, l.label FROM links l JOIN urls t ON t.id = l.target
-             WHERE l.source = ?1 ORDER BY t.url, l.label",
-        )?;
-        let links = stmt.query_map([id], |r| {
-            Ok(Backlink {
-                url: r.get(0)?,
-                label: r.get(1)?,
-            })
-        })?;
+        let mut url_of = self
+            .conn
+            .prepare_cached("SELECT url FROM urls WHERE id = ?1")?;
+        let mut links_out = Vec::new();
+        for (target, label) in outlinks::read(&self.conn, id)? {
+            if let Some(url) = url_of.query_row([target], |r| r.get(0)).optional()? {
+                links_out.push(Backlink { url, label });
+            }
+        }
+        links_out.sort_by(|a, b| (&a.url, &a.label).cmp(&(&b.url, &b.label)));
         Ok(Some(UrlDetails {
-            links_out: links.collect::<std::result::Result<_, _>>()?,
+            links_out,
             ..details
         }))
     }

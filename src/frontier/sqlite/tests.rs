@@ -697,9 +697,10 @@ fn stats_show_the_schedule() {
     );
 }
 
-/// The claim queries stay index range scans: no table scan, whatever the number of URLs.
+/// The claim queries, the content-hash lookups and the link graph's statements stay index
+/// searches: no table scan, whatever the number of URLs.
 #[test]
-fn claims_use_the_indexes() {
+fn claims_and_lookups_use_the_indexes() {
     let (_d, f) = open();
     let plan = |sql: &str| -> String {
         let mut stmt = f
@@ -747,6 +748,27 @@ fn claims_use_the_indexes() {
     assert!(
         unused.contains("SEARCH urls USING INDEX urls_by_hash_prefix"),
         "{unused}"
+    );
+    // The link graph is read and written by target, on its primary key.
+    let bind = |sql: &str| {
+        sql.replace("?1", "1")
+            .replace("?2", "'label'")
+            .replace("?3", "1")
+    };
+    let inbound = plan(&bind(super::anchors::INBOUND_LABELS).replace("'label'", "5"));
+    assert!(
+        inbound.contains("SEARCH links USING PRIMARY KEY (target=?)"),
+        "{inbound}"
+    );
+    let mark = plan(&bind(super::batch::MARK_ANCHOR_UPDATE));
+    assert!(
+        mark.contains("SEARCH links USING PRIMARY KEY (target=? AND label=?)"),
+        "{mark}"
+    );
+    let remove = plan(&bind(super::batch::REMOVE_LINK));
+    assert!(
+        remove.contains("SEARCH links USING PRIMARY KEY (target=? AND label=? AND source=?)"),
+        "{remove}"
     );
 }
 
