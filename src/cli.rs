@@ -140,7 +140,7 @@ pub struct CrawlArgs {
     /// Commit the index after this many new documents (it also commits every --commit-secs).
     /// Fewer, larger commits make fewer segments to merge; after a crash the pages not yet
     /// committed are fetched again.
-    #[arg(long, value_name = "N", default_value_t = 5000, value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, value_name = "N", default_value_t = 20_000, value_parser = clap::value_parser!(u32).range(1..))]
     pub commit_docs: u32,
     /// Commit the index at least this often, in seconds, while pages arrive.
     #[arg(long, value_name = "SECS", default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..))]
