@@ -224,9 +224,9 @@ fn v2_to_v3(tx: &rusqlite::Transaction<'_>) -> Result<()> {
     {
         // Version 2's primary key gives the rows by source, then (target, label): each page's
         // links arrive together and sorted, as `outlinks::encode` wants them.
-        let mut rows =
+        let mut stmt =
             tx.prepare("SELECT source, target, label FROM links ORDER BY source, target, label")?;
-        let mut rows = rows.query([])?;
+        let mut rows = stmt.query([])?;
         let mut page: Option<i64> = None;
         let mut links: Vec<(i64, String)> = Vec::new();
         let flush = |source: i64, links: &mut Vec<(i64, String)>| -> Result<()> {
