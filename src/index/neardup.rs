@@ -46,10 +46,11 @@ const SHINGLE_WORDS: usize = 3;
 
 /// The fingerprint of a page: its body and its link labels (one per line).
 pub fn page_fingerprint(body: &str, link_labels: &str) -> Option<u64> {
-    let mut text = String::with_capacity(SHINGLE_BYTES.min(body.len()) + 1 + LABEL_BYTES);
-    text.push_str(prefix(body, SHINGLE_BYTES));
+    let (body, labels) = (prefix(body, SHINGLE_BYTES), prefix(link_labels, LABEL_BYTES));
+    let mut text = String::with_capacity(body.len() + 1 + labels.len());
+    text.push_str(body);
     text.push('\n');
-    text.push_str(prefix(link_labels, LABEL_BYTES));
+    text.push_str(labels);
     simhash(&text)
 }
 
