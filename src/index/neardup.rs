@@ -46,7 +46,8 @@ const SHINGLE_WORDS: usize = 3;
 
 /// The fingerprint of a page: its body and its link labels (one per line).
 pub fn page_fingerprint(body: &str, link_labels: &str) -> Option<u64> {
-    let (body, labels) = (prefix(body, SHINGLE_BYTES), prefix(link_labels, LABEL_BYTES));
+    let body = prefix(body, SHINGLE_BYTES);
+    let labels = prefix(link_labels, LABEL_BYTES);
     let mut text = String::with_capacity(body.len() + 1 + labels.len());
     text.push_str(body);
     text.push('\n');
