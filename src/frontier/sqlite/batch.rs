@@ -308,9 +308,9 @@ impl<'a> SqliteBatch<'a> {
     }
 
     /// Inserts links of `source`: (target, label), none of them recorded yet. Rows go
-    /// [`LINK_ROWS`] to a statement: each execution opens its cursors on the table and its
-    /// index anew, which with one row a statement every link paid for (on the bench farm, 15
-    /// links a page).
+    /// [`LINK_ROWS`] to a statement: each execution opens its cursor on the table anew, which
+    /// with one row a statement every link paid for (on the bench farm, 15 links a page). The
+    /// page's packed row in `outlinks` is the caller's to write.
     fn insert_links(&mut self, source: i64, links: &[(i64, &str)]) -> Result<()> {
         let mut chunks = links.chunks_exact(LINK_ROWS);
         if chunks.len() > 0 {
