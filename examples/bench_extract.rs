@@ -14,6 +14,9 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Instant;
 
+#[path = "common/corpus.rs"]
+mod corpus;
+
 fn main() -> ExitCode {
     let mut args = std::env::args().skip(1);
     let root = PathBuf::from(
@@ -63,27 +66,25 @@ fn main() -> ExitCode {
 /// Every file under `root/<host>/`, with the URL it has on that host.
 fn read_pages(root: &Path) -> std::io::Result<Vec<(url::Url, Vec<u8>)>> {
     let mut pages = Vec::new();
-    for host in std::fs::read_dir(root)? {
-        let host = host?.path();
-        let Some(name) = host.file_name().map(|n| n.to_string_lossy().to_string()) else {
+    for path in corpus::files(root, |_| true)? {
+        let Ok(rel) = path.strip_prefix(root) else {
             continue;
         };
-        let mut dirs = vec![host.clone()];
-        while let Some(dir) = dirs.pop() {
-            for entry in std::fs::read_dir(&dir)? {
-                let path = entry?.path();
-                if path.is_dir() {
-                    dirs.push(path);
-                    continue;
-                }
-                let Ok(rel) = path.strip_prefix(&host) else {
-                    continue;
-                };
-                let address = format!("gemini://{name}/{}", rel.to_string_lossy());
-                if let Ok(url) = url::Url::parse(&address) {
-                    pages.push((url, std::fs::read(&path)?));
-                }
-            }
+        let mut parts = rel.components();
+        let Some(host) = parts.next() else {
+            continue;
+        };
+        let on_host = parts.as_path();
+        if on_host.as_os_str().is_empty() {
+            continue; // a file beside the hosts' directories, not in one
+        }
+        let address = format!(
+            "gemini://{}/{}",
+            host.as_os_str().to_string_lossy(),
+            on_host.to_string_lossy()
+        );
+        if let Ok(url) = url::Url::parse(&address) {
+            pages.push((url, std::fs::read(&path)?));
         }
     }
     pages.sort_by(|a, b| a.0.cmp(&b.0));

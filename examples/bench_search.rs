@@ -26,6 +26,9 @@ use clap::{Parser, Subcommand};
 use geode::index::{Indexer, PageDoc, SearchIndex};
 use serde::Serialize;
 
+#[path = "common/corpus.rs"]
+mod corpus;
+
 #[derive(Parser)]
 #[command(about = "geode's side of scripts/bench-search")]
 struct Cli {
@@ -202,9 +205,8 @@ impl Rng {
 /// Reads and extracts every page of the corpus, in a fixed order. robots.txt files are left
 /// out, as a crawl leaves them out of the index.
 fn load_corpus(root: &Path) -> Result<Vec<Source>> {
-    let mut files = Vec::new();
-    walk(root, &mut files).with_context(|| format!("reading the corpus at {}", root.display()))?;
-    files.sort();
+    let files = corpus::files(root, |_| true)
+        .with_context(|| format!("reading the corpus at {}", root.display()))?;
     let mut sources = Vec::with_capacity(files.len());
     let mut skipped = 0usize;
     for file in files {
@@ -259,19 +261,6 @@ fn load_corpus(root: &Path) -> Result<Vec<Source>> {
         eprintln!("bench_search: skipped {skipped} files whose path is not a valid URL");
     }
     Ok(sources)
-}
-
-fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
-    for entry in std::fs::read_dir(dir)? {
-        let entry = entry?;
-        let kind = entry.file_type()?;
-        if kind.is_dir() {
-            walk(&entry.path(), out)?;
-        } else if kind.is_file() {
-            out.push(entry.path());
-        }
-    }
-    Ok(())
 }
 
 /// Bytes of the body looked at to detect a language, as geode's writer does.

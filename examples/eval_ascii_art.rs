@@ -23,6 +23,9 @@ use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use geode::gemtext::{self, art, Line};
+
+#[path = "common/corpus.rs"]
+mod corpus;
 use serde::Deserialize;
 
 #[derive(Debug, Deserialize)]
@@ -357,9 +360,7 @@ fn explain_page(path: &Path) {
 /// Classifies every block of the corpus that is not in the labelled sample and lists the ones
 /// geode calls art, so that a reader can check them by eye (`--scan`).
 fn scan_unlabelled(capsules: &Path, labelled: &HashSet<(String, usize)>) {
-    let mut files = Vec::new();
-    collect_gmi(capsules, &mut files);
-    files.sort();
+    let files = gemtext_pages(capsules);
     let (mut blocks, mut arts) = (0, 0);
     let mut by_rule: BTreeMap<art::Rule, usize> = BTreeMap::new();
     println!();
@@ -567,9 +568,7 @@ fn tlgs_drops_line(t: &str) -> bool {
 /// Decorative text lines over every gemtext page of the corpus (no labels: counts and the lines
 /// on which geode and TLGS disagree).
 fn decoration_lines(capsules: &Path) {
-    let mut files = Vec::new();
-    collect_gmi(capsules, &mut files);
-    files.sort();
+    let files = gemtext_pages(capsules);
     let (mut lines, mut geode_n, mut tlgs_n) = (0, 0, 0);
     let mut only_geode: BTreeMap<String, usize> = BTreeMap::new();
     let mut only_tlgs: BTreeMap<String, usize> = BTreeMap::new();
@@ -623,16 +622,10 @@ fn decoration_lines(capsules: &Path) {
     }
 }
 
-fn collect_gmi(dir: &Path, out: &mut Vec<PathBuf>) {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return;
-    };
-    for e in entries.flatten() {
-        let p = e.path();
-        if p.is_dir() {
-            collect_gmi(&p, out);
-        } else if p.extension().is_some_and(|x| x == "gmi" || x == "gemini") {
-            out.push(p);
-        }
-    }
+/// The gemtext pages under `capsules`, sorted; none (said on stderr) when it cannot be read.
+fn gemtext_pages(capsules: &Path) -> Vec<PathBuf> {
+    corpus::files(capsules, |p| corpus::is_gemtext(p, true)).unwrap_or_else(|e| {
+        eprintln!("eval_ascii_art: reading {}: {e}", capsules.display());
+        Vec::new()
+    })
 }

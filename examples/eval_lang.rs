@@ -11,7 +11,7 @@
 //! This measures the detector; it is not part of the library.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
 
@@ -19,6 +19,9 @@ use anyhow::{Context, Result};
 use clap::Parser;
 use geode::index::page_language;
 use geode::lang::{detect_lang, detect_lang_whatlang};
+
+#[path = "common/corpus.rs"]
+mod corpus;
 
 #[derive(Parser)]
 #[command(about = "language detection on the corpus, against whatlang alone")]
@@ -52,9 +55,8 @@ fn main() -> ExitCode {
 }
 
 fn run(cli: &Cli) -> Result<()> {
-    let mut files = Vec::new();
-    gemtext_files(&cli.corpus, &mut files)?;
-    files.sort();
+    let files = corpus::files(&cli.corpus, |p| corpus::is_gemtext(p, false))
+        .with_context(|| format!("reading {}", cli.corpus.display()))?;
     let mut pages = Vec::with_capacity(files.len());
     for path in files {
         let body = std::fs::read(&path).with_context(|| format!("reading {}", path.display()))?;
@@ -129,17 +131,4 @@ fn timed(
         best = best.min(started.elapsed().as_secs_f64() * 1e6 / pages.len() as f64);
     }
     (answers, best)
-}
-
-/// Every `.gmi` file under `dir`.
-fn gemtext_files(dir: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
-    for entry in std::fs::read_dir(dir).with_context(|| format!("reading {}", dir.display()))? {
-        let path = entry?.path();
-        if path.is_dir() {
-            gemtext_files(&path, out)?;
-        } else if path.extension().is_some_and(|e| e == "gmi") {
-            out.push(path);
-        }
-    }
-    Ok(())
 }
