@@ -23,10 +23,10 @@ use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use geode::gemtext::{self, art, Line};
+use serde::Deserialize;
 
 #[path = "common/corpus.rs"]
 mod corpus;
-use serde::Deserialize;
 
 #[derive(Debug, Deserialize)]
 struct Record {
