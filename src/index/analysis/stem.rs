@@ -92,31 +92,112 @@ pub fn stem_tokens(text: &str, lang: &str) -> Vec<Token> {
 /// Stems already found, by language: every page repeats the same words, and a Snowball stemmer
 /// costs thousands of instructions a word where a lookup costs tens. Each language keeps at
 /// most [`STEM_CACHE_WORDS`] words, then starts afresh.
+///
+/// Words and most stems live in the map's own slots, not behind pointers: a lookup is one
+/// probe, where a `String` key cost a cache miss on its text at every hit (the lookups were 4%
+/// of a crawl's CPU).
 #[derive(Debug, Default, Clone)]
 pub struct StemCache {
     /// By language, in the order of [`STEMMERS`] (empty until a word is stemmed): lowercased
-    /// word -> its stem. hashbrown's maps look a borrowed word up once, and own it only when it
-    /// is new.
-    by_lang: Vec<HashMap<String, Stemmed>>,
+    /// word -> its stem.
+    by_lang: Vec<HashMap<InlineWord, Stem>>,
+    /// Where the stem of a word too long to be kept is put for the caller to read.
+    spill: Stem,
 }
 
-/// A word's stem, as a [`StemCache`] keeps it.
-#[derive(Debug, Clone)]
-struct Stemmed {
-    /// Folded and prefixed (`en:run`).
-    prefixed: String,
-    /// Whether the stem is the word itself as the text fields hold it (folded): `linux`, `run`.
-    own: bool,
+/// A word of at most [`INLINE_WORD_BYTES`] bytes, held by value (the bytes after it are zero).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct InlineWord {
+    len: u8,
+    bytes: [u8; INLINE_WORD_BYTES],
+}
+
+/// The longest word a [`StemCache`] keeps: every word [`text_analyzer`] gives (it drops tokens
+/// of [`MAX_TOKEN_BYTES`] or more). A longer word is stemmed each time it comes.
+const INLINE_WORD_BYTES: usize = MAX_TOKEN_BYTES;
+
+impl std::hash::Hash for InlineWord {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        // The word alone: hashing the padding too would cost more than the lookup saves.
+        state.write(&self.bytes[..usize::from(self.len)]);
+    }
+}
+
+impl InlineWord {
+    fn new(word: &str) -> Option<Self> {
+        let len = word.len();
+        let mut bytes = [0; INLINE_WORD_BYTES];
+        bytes.get_mut(..len)?.copy_from_slice(word.as_bytes());
+        Some(InlineWord {
+            len: len as u8,
+            bytes,
+        })
+    }
+}
+
+/// A word's stem as a [`StemCache`] keeps it, without its language prefix.
+#[derive(Debug, Clone, Default)]
+enum Stem {
+    /// The word itself as the text fields hold it (folded): `linux`, `run`.
+    #[default]
+    Own,
+    /// The word's first `n` bytes (`run` of `running`), the commonest case.
+    Prefix(u8),
+    /// Anything else (`happi` of `happy`, a folded stem of an accented word).
+    Other(Box<str>),
+}
+
+impl Stem {
+    fn of(word: &str, sl: StemLang) -> Self {
+        let stem = stem_lower(word, sl);
+        let own = match word.is_ascii() {
+            true => stem == word,
+            false => stem == fold(word),
+        };
+        match own {
+            true => Stem::Own,
+            false
+                if word.as_bytes().starts_with(stem.as_bytes())
+                    && word.is_char_boundary(stem.len()) =>
+            {
+                Stem::Prefix(stem.len() as u8)
+            }
+            false => Stem::Other(stem.into_boxed_str()),
+        }
+    }
+
+    /// The stem of `word`, unprefixed, where it is not the word itself (folded): `word` is the
+    /// word this was made from.
+    fn text<'a>(&'a self, word: &'a str) -> Option<&'a str> {
+        match self {
+            Stem::Own => None,
+            Stem::Prefix(n) => word.get(..usize::from(*n)),
+            Stem::Other(stem) => Some(stem),
+        }
+    }
 }
 
 impl StemCache {
     /// The stem of `word` (lowercased) in `sl`, prefixed (`en:run`): from the cache, else from
     /// the stemmer and kept.
-    fn stem(&mut self, word: &str, sl: StemLang) -> &str {
-        &self.stemmed(word, sl).prefixed
+    fn stem(&mut self, word: &str, sl: StemLang) -> String {
+        let mut out = String::new();
+        match self.stemmed(word, sl) {
+            // The word folded, which for an accented word is not the word.
+            None if word.is_ascii() => push_prefixed(&mut out, sl.code, word),
+            None => push_prefixed(&mut out, sl.code, &fold(word)),
+            Some(stem) => push_prefixed(&mut out, sl.code, stem),
+        }
+        out
     }
 
-    fn stemmed(&mut self, word: &str, sl: StemLang) -> &Stemmed {
+    /// The stem of `word` (lowercased) in `sl`, unprefixed; `None` when it is the word itself
+    /// as the text fields hold it (folded). From the cache, else from the stemmer and kept.
+    fn stemmed<'a>(&'a mut self, word: &'a str, sl: StemLang) -> Option<&'a str> {
+        let Some(key) = InlineWord::new(word) else {
+            self.spill = Stem::of(word, sl);
+            return self.spill.text(word);
+        };
         if self.by_lang.is_empty() {
             self.by_lang.resize_with(STEMMERS.len(), HashMap::default);
         }
@@ -125,17 +206,10 @@ impl StemCache {
         if stems.len() > STEM_CACHE_WORDS {
             stems.clear();
         }
-        stems.entry_ref(word).or_insert_with(|| {
-            let stem = stem_lower(word, sl);
-            let own = match word.is_ascii() {
-                true => stem == word,
-                false => stem == fold(word),
-            };
-            Stemmed {
-                prefixed: prefixed(sl.code, &stem),
-                own,
-            }
-        })
+        stems
+            .entry(key)
+            .or_insert_with(|| Stem::of(word, sl))
+            .text(word)
     }
 
     /// Words kept, in all languages.
@@ -249,13 +323,12 @@ impl<S: TokenStream> TokenStream for StemTokenStream<'_, S> {
                 return false;
             }
             let word = words.token();
-            let stemmed = self.cache.stemmed(&word.text, *lang);
-            if !stemmed.own {
-                break (word, &stemmed.prefixed);
+            if let Some(stem) = self.cache.stemmed(&word.text, *lang) {
+                break (word, stem);
             }
         };
         self.token.text.clear();
-        self.token.text.push_str(stem);
+        push_prefixed(&mut self.token.text, lang.code, stem);
         self.token.offset_from = word.offset_from;
         self.token.offset_to = word.offset_to;
         self.token.position = word.position;
@@ -274,10 +347,14 @@ impl<S: TokenStream> TokenStream for StemTokenStream<'_, S> {
 
 fn prefixed(code: &str, stem: &str) -> String {
     let mut s = String::with_capacity(code.len() + 1 + stem.len());
-    s.push_str(code);
-    s.push(':');
-    s.push_str(stem);
+    push_prefixed(&mut s, code, stem);
     s
+}
+/// Appends `stem` prefixed with its language code (`en:run`) to `out`.
+fn push_prefixed(out: &mut String, code: &str, stem: &str) {
+    out.push_str(code);
+    out.push(':');
+    out.push_str(stem);
 }
 /// A stem without the language [`prefixed`] gave it: `run` for `en:run`.
 pub(crate) fn unprefixed(stem: &str) -> &str {
@@ -332,7 +409,7 @@ pub(crate) fn stem_analysed_with(
     if token.is_empty() || token.chars().any(is_cjk) {
         return None;
     }
-    Some(cache.stem(token, sl).to_string())
+    Some(cache.stem(token, sl))
 }
 /// Every form one query word takes in the `stem` field: its stem in each language with a
 /// stemmer, prefixed (`en:run`, `de:running`, ...), deduplicated, in a stable order.

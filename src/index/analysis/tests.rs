@@ -581,3 +581,50 @@ fn cached_stems_are_the_stemmer_s() {
         }
     }
 }
+
+#[test]
+fn cached_word_stems_match_the_stemmer_in_every_form() {
+    // Kept in three forms (the word itself, a prefix of it, another text) and, past the
+    // longest word kept, not kept at all: each must give what the stemmer gives, when first
+    // met and when met again.
+    let long = "a".repeat(45);
+    let cases = [
+        ("run", "en"),     // its own stem
+        ("running", "en"), // a prefix of the word
+        ("happy", "en"),   // another text (happi)
+        ("häuser", "de"),  // folded, not a prefix
+        ("haus", "de"),    // its own stem
+        ("café", "fr"),    // its own stem, accented: the stem is the word folded
+        ("собаки", "ru"),  // a prefix, not ASCII
+        (long.as_str(), "en"),
+    ];
+    // The stemmer alone, folded after, as the reference.
+    fn reference(word: &str, lang: &str) -> String {
+        use tantivy::tokenizer::{AsciiFoldingFilter, RawTokenizer, Stemmer};
+        let (_, language) = STEMMERS
+            .iter()
+            .copied()
+            .find(|(code, _)| *code == lang)
+            .expect("a stemmer");
+        let mut analyzer =
+            AsciiFoldingFilter.transform(Stemmer::new(language).transform(RawTokenizer::default()));
+        let mut stream = analyzer.token_stream(word);
+        let stem = stream.next().expect("one token").text.clone();
+        format!("{lang}:{stem}")
+    }
+    let mut cache = StemCache::default();
+    for round in 0..2 {
+        for (word, lang) in cases {
+            let sl = stem_lang(lang).expect("a stemmer");
+            let want = reference(word, lang);
+            let got = stem_analysed_with(word, sl, &mut cache);
+            assert_eq!(
+                got.as_deref(),
+                Some(want.as_str()),
+                "{word} in {lang}, round {round}"
+            );
+        }
+    }
+    // The long word was stemmed, not kept.
+    assert_eq!(cache.len(), cases.len() - 1);
+}
