@@ -193,6 +193,42 @@ impl Relaxed {
         Box::new(BooleanQuery::new(clauses))
     }
 
+    /// Whether [`Relaxed::any_word`] matches exactly what [`Relaxed::all_words`] does: with one
+    /// essential word or none, both ask for the same pages (the other words only score).
+    pub fn any_word_is_all_words(&self) -> bool {
+        self.words.iter().filter(|w| w.essential).count() <= 1
+    }
+
+    /// The terms whose union is exactly what [`Relaxed::any_word`] matches, when it is such a
+    /// union: no phrase, filter or exclusion, and every form of the words it needs one term
+    /// (a phrase, a word of several tokens, has no such form). `None` otherwise. Counting the
+    /// pages that hold one of them needs no scorer at all.
+    pub fn any_word_terms(&self) -> Option<Vec<Term>> {
+        if !self.required.is_empty() || !self.excluded.is_empty() {
+            return None;
+        }
+        // Pages must hold an essential word when there is one: the other words only score.
+        let essential = self.words.iter().any(|w| w.essential);
+        let mut terms = Vec::new();
+        for form in self
+            .words
+            .iter()
+            .filter(|w| w.essential == essential)
+            .flat_map(|w| &w.forms)
+        {
+            let (mut found, mut single) = (0, true);
+            form.query_terms(&mut |term, needs_positions| {
+                found += 1;
+                single &= !needs_positions;
+                terms.push(term.clone());
+            });
+            if found != 1 || !single {
+                return None;
+            }
+        }
+        Some(terms)
+    }
+
     /// The union of the forms of the words that are `essential` (or not): one union, scoring
     /// what the union of the words' own unions would. `None` when there is no such word.
     fn forms_of(&self, essential: bool) -> Option<Box<dyn TQuery>> {

@@ -43,7 +43,9 @@ use std::time::{Duration, Instant};
 use tantivy::collector::Count;
 use tantivy::query::TermQuery;
 use tantivy::schema::{IndexRecordOption, Value};
-use tantivy::{DocAddress, Index, IndexReader, ReloadPolicy, Searcher, TantivyDocument, Term};
+use tantivy::{
+    DocAddress, DocSet, Index, IndexReader, ReloadPolicy, Searcher, TantivyDocument, Term,
+};
 
 use crate::index::analysis::StemCache;
 use crate::index::authority::Authority;
@@ -62,6 +64,39 @@ const _: () = assert!(PROXIMITY_WINDOW <= FIRST_WINDOW);
 /// would be (on the 500,000 pages of `scripts/bench-search`: `linux kernel` 3 times, `coffee
 /// bread` 11), for guessing whether many pages hold them all.
 const WORDS_TOGETHER: f64 = 10.0;
+
+/// How many pages hold any of the words of `relaxed` (what [`Relaxed::any_word`] matches).
+/// When that is a union of terms, their postings are read for document ids alone and marked
+/// in one bit set a segment: no scorer, no term frequencies, no union merging cursors (on the
+/// several-word queries of `scripts/bench-search`, the count took as long as ranking the pages
+/// with all the words).
+fn count_any_word(searcher: &Searcher, relaxed: &Relaxed) -> Result<usize, IndexError> {
+    let Some(terms) = relaxed.any_word_terms() else {
+        return Ok(searcher.search(&*relaxed.any_word(), &Count)?);
+    };
+    let mut total = 0;
+    let mut bits: Vec<u64> = Vec::new();
+    for segment in searcher.segment_readers() {
+        bits.clear();
+        bits.resize((segment.max_doc() as usize).div_ceil(64), 0);
+        let alive = segment.alive_bitset();
+        for term in &terms {
+            let index = segment.inverted_index(term.field())?;
+            let Some(mut postings) = index.read_postings(term, IndexRecordOption::Basic)? else {
+                continue;
+            };
+            let mut doc = postings.doc();
+            while doc != tantivy::TERMINATED {
+                if alive.map_or(true, |a| a.is_alive(doc)) {
+                    bits[doc as usize / 64] |= 1 << (doc % 64);
+                }
+                doc = postings.advance();
+            }
+        }
+        total += bits.iter().map(|w| w.count_ones() as usize).sum::<usize>();
+    }
+    Ok(total)
+}
 
 /// Longest snippet, in characters.
 const SNIPPET_MAX_CHARS: usize = 220;
@@ -319,7 +354,7 @@ impl SearchIndex {
                     (n, n)
                 }
                 Matcher::Relaxed(r) => (
-                    searcher.search(&*r.any_word(), &Count)?,
+                    count_any_word(&searcher, r)?,
                     searcher.search(&*r.all_words(), &Count)?,
                 ),
             };
@@ -463,7 +498,11 @@ impl SearchIndex {
                     false => searcher.search(&*all_words, &(Count, ranker(None)))?,
                 };
                 if complete >= enough {
-                    (searcher.search(&*r.any_word(), &Count)?, complete, ranked)
+                    let total = match r.any_word_is_all_words() {
+                        true => complete,
+                        false => count_any_word(searcher, r)?,
+                    };
+                    (total, complete, ranked)
                 } else {
                     covered = true;
                     let coverage = Arc::new(Coverage::new(searcher, r)?);

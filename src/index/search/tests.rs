@@ -997,3 +997,71 @@ fn words_found_together_more_than_guessed_are_ranked_as_ever() {
     assert!(res.hits.iter().all(|h| h.missing.is_empty()));
     assert!(res.hits.iter().all(|h| h.snippet.contains("**alder**")));
 }
+
+#[test]
+fn counting_any_word_by_postings_counts_what_the_query_matches() {
+    // Two segments, the first with deleted documents (pages rewritten in the second), so that
+    // both the deletes and the sum over segments are exercised.
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let body = |i: usize| match i % 4 {
+        0 => "garden tomato and an e-mail",
+        1 => "garden only",
+        2 => "tomato only, on gemini",
+        _ => "nothing to see",
+    };
+    {
+        let mut ix = Indexer::open_or_create(tmp.path()).expect("open");
+        for i in 0..80 {
+            let url = format!("gemini://g{}.example/{i}", i % 7);
+            ix.upsert(&page(&url, "Notes", body(i))).expect("upsert");
+        }
+        ix.commit(1).expect("commit");
+        // Every third page rewritten: its old document is deleted from the first segment.
+        for i in (0..80).step_by(3) {
+            let url = format!("gemini://g{}.example/{i}", i % 7);
+            ix.upsert(&page(&url, "Notes", body(i + 1)))
+                .expect("upsert");
+        }
+        ix.commit(2).expect("commit");
+    }
+    let si = SearchIndex::open(tmp.path()).expect("search index");
+    let searcher = si.searcher();
+    assert!(searcher.segment_readers().len() >= 2);
+    assert!(searcher
+        .segment_readers()
+        .iter()
+        .any(|s| s.num_deleted_docs() > 0));
+    let lexicon = IndexLexicon {
+        searcher: &searcher,
+        fields: si.fields(),
+        cache: &si.cache,
+    };
+    // (query, whether the count can go by postings)
+    for (text, by_postings) in [
+        ("garden tomato", true),
+        ("garden tomato gemini", true),
+        ("tomato", true),
+        ("garden e-mail", false),
+        ("garden tomato site:g1.example", false),
+        ("garden tomato -gemini", false),
+    ] {
+        let parsed = query::parse(text).expect("parse");
+        let relaxed = relax(&parsed, si.fields(), &lexicon, false).expect("relaxed");
+        assert_eq!(relaxed.any_word_terms().is_some(), by_postings, "{text}");
+        let want = searcher
+            .search(&*relaxed.any_word(), &Count)
+            .expect("count");
+        assert!(want > 0, "{text}");
+        assert_eq!(
+            count_any_word(&searcher, &relaxed).expect("count"),
+            want,
+            "{text}"
+        );
+        if relaxed.any_word_is_all_words() {
+            let all = searcher
+                .search(&*relaxed.all_words(), &Count)
+                .expect("count");
+            assert_eq!(all, want, "{text}");
+        }
+    }
+}
