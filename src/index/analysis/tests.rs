@@ -592,9 +592,10 @@ fn cached_word_stems_match_the_stemmer_in_every_form() {
         ("run", "en"),     // its own stem
         ("running", "en"), // a prefix of the word
         ("happy", "en"),   // another text (happi)
-        ("häuser", "de"),  // folded, not a prefix
+        ("häuser", "de"),  // folded, not a prefix (haus)
         ("haus", "de"),    // its own stem
-        ("café", "fr"),    // its own stem, accented: the stem is the word folded
+        ("für", "de"),     // its own stem, accented: the stem is the word folded (fur)
+        ("café", "fr"),    // a prefix of an accented word (caf)
         ("собаки", "ru"),  // a prefix, not ASCII
         (long.as_str(), "en"),
     ];
