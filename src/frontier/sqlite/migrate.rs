@@ -230,9 +230,7 @@ fn v2_to_v3(tx: &rusqlite::Transaction<'_>) -> Result<()> {
         let mut page: Option<i64> = None;
         let mut links: Vec<(i64, String)> = Vec::new();
         let flush = |source: i64, links: &mut Vec<(i64, String)>| -> Result<()> {
-            let packed = super::outlinks::encode(links.iter().map(|(t, l)| (*t, l.as_str())));
-            tx.prepare_cached("INSERT INTO outlinks(source, links) VALUES (?1, ?2)")?
-                .execute(params![source, packed])?;
+            super::outlinks::write(tx, source, links.iter().map(|(t, l)| (*t, l.as_str())))?;
             links.clear();
             Ok(())
         };
@@ -422,11 +420,11 @@ mod tests {
             let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?))).unwrap();
             rows.map(|r| r.unwrap()).collect()
         };
-        let unpacked: Vec<(i64, Vec<(i64, String)>)> = packed
-            .into_iter()
-            .map(|(source, bytes)| (source, super::super::outlinks::decode(&bytes).unwrap()))
+        let unpacked: Vec<(i64, Vec<(i64, &str)>)> = packed
+            .iter()
+            .map(|(source, bytes)| (*source, super::super::outlinks::decode(bytes).unwrap()))
             .collect();
-        let link = |t: i64, l: &str| (t, l.to_string());
+        let link = |t: i64, l: &'static str| (t, l);
         assert_eq!(
             unpacked,
             [

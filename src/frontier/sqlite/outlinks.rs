@@ -23,12 +23,15 @@ pub(super) fn read(conn: &Connection, source: i64) -> Result<Vec<(i64, String)>>
         .optional()?;
     match packed {
         None => Ok(Vec::new()),
-        Some(bytes) => unpack(source, &bytes),
+        Some(bytes) => Ok(unpack(source, &bytes)?
+            .into_iter()
+            .map(|(target, label)| (target, label.to_string()))
+            .collect()),
     }
 }
 
 /// [`decode`], a value it refuses being an error that names the page.
-pub(super) fn unpack(source: i64, bytes: &[u8]) -> Result<Vec<(i64, String)>> {
+pub(super) fn unpack(source: i64, bytes: &[u8]) -> Result<Vec<(i64, &str)>> {
     decode(bytes).ok_or_else(|| {
         let why = format!("the links of URL {source} in `outlinks` are damaged");
         rusqlite::Error::FromSqlConversionFailure(1, Type::Blob, why.into()).into()
@@ -67,9 +70,10 @@ pub(super) fn encode<'a>(links: impl IntoIterator<Item = (i64, &'a str)>) -> Vec
     out
 }
 
-/// Unpacks what [`encode`] made. `None` for a value it cannot have made (truncated, a length
-/// past the end, a label that is not UTF-8): the caller reports the row as corrupt.
-pub(super) fn decode(bytes: &[u8]) -> Option<Vec<(i64, String)>> {
+/// Unpacks what [`encode`] made, the labels borrowed from `bytes` (the link graph reads every
+/// page's links and needs none of them). `None` for a value it cannot have made (truncated, a
+/// length past the end, a label that is not UTF-8): the caller reports the row as corrupt.
+pub(super) fn decode(bytes: &[u8]) -> Option<Vec<(i64, &str)>> {
     let mut links = Vec::new();
     let mut rest = bytes;
     let mut target = 0i64;
@@ -81,7 +85,7 @@ pub(super) fn decode(bytes: &[u8]) -> Option<Vec<(i64, String)>> {
             return None;
         }
         let (label, after) = rest.split_at(len);
-        links.push((target, std::str::from_utf8(label).ok()?.to_string()));
+        links.push((target, std::str::from_utf8(label).ok()?));
         rest = after;
     }
     Some(links)
@@ -127,7 +131,7 @@ mod tests {
         .collect();
         let packed = encode(set.iter().copied());
         let back = decode(&packed).expect("decodes");
-        let expected: Vec<(i64, String)> = set.iter().map(|&(t, l)| (t, l.to_string())).collect();
+        let expected: Vec<(i64, &str)> = set.iter().copied().collect();
         assert_eq!(back, expected);
         // Small targets and short labels cost a few bytes each.
         assert_eq!(encode([(5, "ab"), (6, "")]), vec![5, 2, b'a', b'b', 1, 0]);
@@ -141,7 +145,7 @@ mod tests {
             let prefix = &packed[..cut];
             // A cut that falls between two whole links is a shorter, valid list.
             if let Some(links) = decode(prefix) {
-                assert_eq!(links, vec![(1, "label".to_string())], "cut at {cut}");
+                assert_eq!(links, vec![(1, "label")], "cut at {cut}");
             }
         }
         assert_eq!(decode(&[1, 2, 0xff, 0xfe]), None, "not UTF-8");
