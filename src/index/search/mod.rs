@@ -79,7 +79,6 @@ fn count_any_word(searcher: &Searcher, relaxed: &Relaxed) -> Result<usize, Index
     for segment in searcher.segment_readers() {
         bits.clear();
         bits.resize((segment.max_doc() as usize).div_ceil(64), 0);
-        let alive = segment.alive_bitset();
         for term in &terms {
             let index = segment.inverted_index(term.field())?;
             let Some(mut postings) = index.read_postings(term, IndexRecordOption::Basic)? else {
@@ -87,7 +86,7 @@ fn count_any_word(searcher: &Searcher, relaxed: &Relaxed) -> Result<usize, Index
             };
             let mut doc = postings.doc();
             while doc != tantivy::TERMINATED {
-                if alive.map_or(true, |a| a.is_alive(doc)) {
+                if !segment.is_deleted(doc) {
                     bits[doc as usize / 64] |= 1 << (doc % 64);
                 }
                 doc = postings.advance();
