@@ -1,6 +1,7 @@
 //! Content and certificate fingerprints: SHA-256 as lower-case hex, the one form geode stores
 //! and shows (body hashes for change detection and the archive, certificate pins, the
-//! frontend's own fingerprint). Pure.
+//! frontend's own fingerprint), and the 64-bit key a URL goes by in the index and in the
+//! authority file. Pure.
 
 /// Lower-case hex SHA-256 of `bytes`.
 ///
@@ -12,6 +13,15 @@
 /// ```
 pub fn sha256_hex(bytes: &[u8]) -> String {
     hex(ring::digest::digest(&ring::digest::SHA256, bytes).as_ref())
+}
+
+/// The key of a URL in the index (its `url_hash` field), in the authority file and in the link
+/// graph: the first 8 bytes of the SHA-256 of the normalised URL, read big-endian.
+pub fn url_hash(url: &str) -> u64 {
+    let d = ring::digest::digest(&ring::digest::SHA256, url.as_bytes());
+    let mut first = [0u8; 8];
+    first.copy_from_slice(&d.as_ref()[..8]);
+    u64::from_be_bytes(first)
 }
 
 /// Lower-case hex of any bytes.

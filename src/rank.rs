@@ -65,34 +65,53 @@ const GENERIC_SECOND_LEVEL: &[&str] = &[
 ];
 
 /// The indexed pages and the links between them. Build one with [`LinkGraphBuilder`].
+///
+/// At the end of a crawl the graph of the whole index is in memory at once, so it is kept
+/// lean: a page is its key (the caller's name for it, e.g. the URL's index key), its capsule
+/// and its site, 16 bytes whatever the URL's length; a link is 8 bytes, in the order the walk
+/// reads them.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct LinkGraph {
-    urls: Vec<String>,
+    keys: Vec<u64>,
     /// Index into `capsules`, per page.
     capsule_of: Vec<u32>,
     capsules: Vec<String>,
-    /// (source, target) page ids, sorted, distinct, no self-links.
-    links: Vec<(u32, u32)>,
+    /// The site ([`site_of`]) of each page, as a number.
+    site_of: Vec<u32>,
+    /// The links, each `target << 32 | source`: distinct, without self-links, ordered by
+    /// target, then by the source's site, then by source, so that the pages of one site that
+    /// link to one target are together.
+    links: Vec<u64>,
+}
+
+/// A link as [`LinkGraph`] keeps it.
+fn pack(source: u32, target: u32) -> u64 {
+    u64::from(target) << 32 | u64::from(source)
+}
+
+/// The (source, target) of a kept link.
+fn unpack(link: u64) -> (u32, u32) {
+    (link as u32, (link >> 32) as u32)
 }
 
 impl LinkGraph {
     /// Number of pages.
     pub fn len(&self) -> usize {
-        self.urls.len()
+        self.keys.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.urls.is_empty()
+        self.keys.is_empty()
     }
 
-    /// The pages' URLs, in page-id order (the order of [`authority`]'s scores).
-    pub fn urls(&self) -> impl ExactSizeIterator<Item = &str> {
-        self.urls.iter().map(String::as_str)
+    /// The pages' keys, in page-id order (the order of [`authority`]'s scores).
+    pub fn keys(&self) -> &[u64] {
+        &self.keys
     }
 
-    /// The URL of a page.
-    pub fn url(&self, page: u32) -> Option<&str> {
-        self.urls.get(page as usize).map(String::as_str)
+    /// The key of a page.
+    pub fn key(&self, page: u32) -> Option<u64> {
+        self.keys.get(page as usize).copied()
     }
 
     /// The capsule key of a page.
@@ -101,9 +120,14 @@ impl LinkGraph {
         self.capsules.get(capsule as usize).map(String::as_str)
     }
 
-    /// The links as (source, target) page ids, sorted, distinct, without self-links.
-    pub fn links(&self) -> &[(u32, u32)] {
-        &self.links
+    /// Number of links.
+    pub fn link_count(&self) -> usize {
+        self.links.len()
+    }
+
+    /// The links as (source, target) page ids, distinct, without self-links, by target.
+    pub fn links(&self) -> impl Iterator<Item = (u32, u32)> + '_ {
+        self.links.iter().map(|&link| unpack(link))
     }
 }
 
@@ -112,6 +136,8 @@ impl LinkGraph {
 pub struct LinkGraphBuilder {
     graph: LinkGraph,
     capsule_ids: HashMap<String, u32>,
+    /// Links as added ([`pack`]ed); [`LinkGraphBuilder::build`] orders them.
+    links: Vec<u64>,
 }
 
 impl LinkGraphBuilder {
@@ -119,11 +145,11 @@ impl LinkGraphBuilder {
         Self::default()
     }
 
-    /// Adds a page and returns its id (ids count up from 0). The caller adds each URL once.
-    /// A graph holds at most `u32::MAX - 1` pages; beyond that the page is dropped and the id
-    /// returned is `u32::MAX`, which [`LinkGraphBuilder::add_link`] ignores.
-    pub fn add_page(&mut self, url: impl Into<String>, capsule: &str) -> u32 {
-        let Ok(id) = u32::try_from(self.graph.urls.len()) else {
+    /// Adds a page under `key` and returns its id (ids count up from 0). The caller adds each
+    /// page once. A graph holds at most `u32::MAX - 1` pages; beyond that the page is dropped
+    /// and the id returned is `u32::MAX`, which [`LinkGraphBuilder::add_link`] ignores.
+    pub fn add_page(&mut self, key: u64, capsule: &str) -> u32 {
+        let Ok(id) = u32::try_from(self.graph.keys.len()) else {
             return u32::MAX;
         };
         if id == u32::MAX {
@@ -138,7 +164,7 @@ impl LinkGraphBuilder {
                 c
             }
         };
-        self.graph.urls.push(url.into());
+        self.graph.keys.push(key);
         self.graph.capsule_of.push(capsule_id);
         id
     }
@@ -146,17 +172,43 @@ impl LinkGraphBuilder {
     /// Adds a link between two pages. Self-links and unknown page ids are ignored; duplicates
     /// are removed by [`LinkGraphBuilder::build`].
     pub fn add_link(&mut self, source: u32, target: u32) {
-        let pages = self.graph.urls.len();
+        let pages = self.graph.keys.len();
         if source != target && (source as usize) < pages && (target as usize) < pages {
-            self.graph.links.push((source, target));
+            self.links.push(pack(source, target));
         }
     }
 
-    pub fn build(mut self) -> LinkGraph {
-        self.graph.links.sort_unstable();
-        self.graph.links.dedup();
-        self.graph.links.shrink_to_fit();
-        self.graph
+    pub fn build(self) -> LinkGraph {
+        let LinkGraphBuilder {
+            mut graph,
+            capsule_ids,
+            mut links,
+        } = self;
+        drop(capsule_ids);
+        // Sites, interned per capsule and then looked up per page.
+        let mut site_ids: HashMap<&str, u32> = HashMap::new();
+        let site_of_capsule: Vec<u32> = graph
+            .capsules
+            .iter()
+            .map(|capsule| {
+                let next = site_ids.len() as u32;
+                *site_ids.entry(site_of(capsule)).or_insert(next)
+            })
+            .collect();
+        graph.site_of = graph
+            .capsule_of
+            .iter()
+            .map(|&capsule| site_of_capsule[capsule as usize])
+            .collect();
+        let site = &graph.site_of;
+        links.sort_unstable_by_key(|&link| {
+            let (source, target) = unpack(link);
+            (target, site[source as usize], source)
+        });
+        links.dedup();
+        links.shrink_to_fit();
+        graph.links = links;
+        graph
     }
 }
 
@@ -221,21 +273,43 @@ pub fn pagerank(graph: &LinkGraph) -> PageRank {
             converged: true,
         };
     }
-    let links = graph.links();
-    let share = link_shares(graph);
+    let mut out_degree = vec![0u32; n];
+    for (source, _) in graph.links() {
+        out_degree[source as usize] += 1;
+    }
+    let site = |page: u32| graph.site_of[page as usize];
     let uniform = 1.0 / n as f64;
     let mut ranks = vec![uniform; n];
     let mut next = vec![0.0; n];
+    // Each page's rank over its out-degree, the share each of its links starts from.
+    let mut per_link = vec![0.0; n];
     let mut iterations = 0;
     let mut converged = false;
     while iterations < MAX_ITERATIONS {
         iterations += 1;
+        for ((share, &rank), &out) in per_link.iter_mut().zip(&ranks).zip(&out_degree) {
+            *share = if out > 0 { rank / f64::from(out) } else { 0.0 };
+        }
         next.fill(0.0);
         let mut passed = 0.0;
-        for (&(source, target), &share) in links.iter().zip(&share) {
-            let vote = ranks[source as usize] * share;
-            next[target as usize] += vote;
-            passed += vote;
+        // The pages of one site linking to one target share one vote: they are together.
+        for voters in graph.links.chunk_by(|&a, &b| {
+            let ((sa, ta), (sb, tb)) = (unpack(a), unpack(b));
+            ta == tb && site(sa) == site(sb)
+        }) {
+            let (first, target) = unpack(voters[0]);
+            let weight = if site(first) == site(target) {
+                INTERNAL_WEIGHT
+            } else {
+                1.0
+            };
+            let weight = weight / voters.len() as f64;
+            let mut received = 0.0;
+            for &link in voters {
+                received += per_link[unpack(link).0 as usize] * weight;
+            }
+            next[target as usize] += received;
+            passed += received;
         }
         let total: f64 = ranks.iter().sum();
         let spread = (total - DAMPING * passed) / n as f64;
@@ -290,71 +364,21 @@ pub fn normalize(ranks: &[f64]) -> Vec<f32> {
         .collect()
 }
 
-/// For every link, the fraction of its source's rank it passes on: its weight (internal or
-/// between sites, divided by how many pages of the source's site link to the same target) over
-/// the source's out-degree.
-fn link_shares(graph: &LinkGraph) -> Vec<f64> {
-    let links = graph.links();
-    // Sites, interned per capsule and then per page.
-    let mut site_ids: HashMap<&str, u32> = HashMap::new();
-    let site_of_capsule: Vec<u32> = graph
-        .capsules
-        .iter()
-        .map(|capsule| {
-            let next = site_ids.len() as u32;
-            *site_ids.entry(site_of(capsule)).or_insert(next)
-        })
-        .collect();
-    let site = |page: u32| site_of_capsule[graph.capsule_of[page as usize] as usize];
-
-    // How many pages of one site link to one target: sort the links by (target, source site)
-    // and count the runs.
-    let mut keyed: Vec<(u64, u32)> = links
-        .iter()
-        .enumerate()
-        .map(|(i, &(source, target))| {
-            (
-                (u64::from(target) << 32) | u64::from(site(source)),
-                i as u32,
-            )
-        })
-        .collect();
-    keyed.sort_unstable();
-    let mut voters = vec![1u32; links.len()];
-    for run in keyed.chunk_by(|a, b| a.0 == b.0) {
-        for &(_, link) in run {
-            voters[link as usize] = run.len() as u32;
-        }
-    }
-
-    let mut out_degree = vec![0u32; graph.len()];
-    for &(source, _) in links {
-        out_degree[source as usize] += 1;
-    }
-    links
-        .iter()
-        .zip(&voters)
-        .map(|(&(source, target), &voters)| {
-            let weight = if site(source) == site(target) {
-                INTERNAL_WEIGHT
-            } else {
-                1.0
-            };
-            weight / f64::from(voters) / f64::from(out_degree[source as usize])
-        })
-        .collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A page's key in these tests: its URL's index key, as the crawl uses.
+    fn key(url: &str) -> u64 {
+        crate::digest::url_hash(url)
+    }
 
     /// A graph from (url, capsule) pages and (source, target) links given by URL.
     fn graph(pages: &[(&str, &str)], links: &[(&str, &str)]) -> LinkGraph {
         let mut b = LinkGraphBuilder::new();
         let mut ids = HashMap::new();
         for (url, capsule) in pages {
-            ids.insert(url.to_string(), b.add_page(*url, capsule));
+            ids.insert(url.to_string(), b.add_page(key(url), capsule));
         }
         for (s, t) in links {
             b.add_link(ids[*s], ids[*t]);
@@ -363,7 +387,11 @@ mod tests {
     }
 
     fn score_of(g: &LinkGraph, scores: &[f32], url: &str) -> f32 {
-        let i = g.urls().position(|u| u == url).expect("page in graph");
+        let i = g
+            .keys()
+            .iter()
+            .position(|&k| k == key(url))
+            .expect("page in graph");
         scores[i]
     }
 
@@ -400,19 +428,20 @@ mod tests {
     #[test]
     fn builder_drops_self_links_duplicates_and_unknown_ids() {
         let mut b = LinkGraphBuilder::new();
-        let a = b.add_page("gemini://a.test/", "a.test");
-        let c = b.add_page("gemini://c.test/", "c.test");
+        let a = b.add_page(key("gemini://a.test/"), "a.test");
+        let c = b.add_page(key("gemini://c.test/"), "c.test");
         b.add_link(a, c);
         b.add_link(a, c);
         b.add_link(c, a);
         b.add_link(a, a);
         b.add_link(a, 7);
         let g = b.build();
-        assert_eq!(g.links(), &[(0, 1), (1, 0)]);
+        assert_eq!(g.links().collect::<Vec<_>>(), [(1, 0), (0, 1)]);
+        assert_eq!(g.link_count(), 2);
         assert_eq!(g.len(), 2);
         assert_eq!(g.capsule(c), Some("c.test"));
-        assert_eq!(g.url(a), Some("gemini://a.test/"));
-        assert_eq!(g.url(9), None);
+        assert_eq!(g.key(a), Some(key("gemini://a.test/")));
+        assert_eq!(g.key(9), None);
     }
 
     /// A test graph under construction: pages with their capsules, and links.
@@ -539,18 +568,18 @@ mod tests {
         // The farm test above means something: counted naively, the farm's votes beat five
         // capsules by far.
         let mut b = LinkGraphBuilder::new();
-        let x = b.add_page("gemini://x.org/", "x.org");
-        let y = b.add_page("gemini://y.org/", "y.org");
+        let x = b.add_page(key("gemini://x.org/"), "x.org");
+        let y = b.add_page(key("gemini://y.org/"), "y.org");
         for i in 0..1000 {
-            let s = b.add_page(format!("gemini://farm.net/{i}"), "farm.net");
+            let s = b.add_page(key(&format!("gemini://farm.net/{i}")), "farm.net");
             b.add_link(s, x);
         }
         for i in 0..5 {
-            let s = b.add_page(format!("gemini://s{i}.net/"), &format!("s{i}.net"));
+            let s = b.add_page(key(&format!("gemini://s{i}.net/")), &format!("s{i}.net"));
             b.add_link(s, y);
         }
         let g = b.build();
-        let in_degree = |page: u32| g.links().iter().filter(|l| l.1 == page).count();
+        let in_degree = |page: u32| g.links().filter(|l| l.1 == page).count();
         assert!(in_degree(x) > 100 * in_degree(y));
         let scores = authority(&g);
         assert!(scores[y as usize] > scores[x as usize]);
@@ -652,7 +681,7 @@ mod tests {
         let mut b = LinkGraphBuilder::new();
         for i in 0..pages {
             let capsule = format!("c{}.s{}.example", i / 20, i / 60);
-            b.add_page(format!("gemini://{capsule}/{i}"), &capsule);
+            b.add_page(u64::from(i), &capsule);
         }
         for _ in 0..links {
             let source = next() % pages;
@@ -678,6 +707,63 @@ mod tests {
         assert!(a.contains(&1.0));
     }
 
+    /// The walk over links filed by target, against the formula of the module documentation
+    /// applied the obvious way: a pass over (source, target) pairs, voters counted in a map.
+    #[test]
+    fn the_walk_is_the_documented_formula() {
+        let g = synthetic(2_000, 20_000);
+        let n = g.len();
+        let site = |page: u32| site_of(g.capsule(page).unwrap());
+        let links: Vec<(u32, u32)> = g.links().collect();
+        assert_eq!(links.len(), g.link_count());
+        let mut voters: HashMap<(u32, &str), u32> = HashMap::new();
+        let mut out_degree = vec![0u32; n];
+        for &(source, target) in &links {
+            *voters.entry((target, site(source))).or_default() += 1;
+            out_degree[source as usize] += 1;
+        }
+        assert!(
+            voters.values().any(|&v| v > 1),
+            "some site casts several votes"
+        );
+        assert!(
+            links.iter().any(|&(s, t)| site(s) == site(t)),
+            "internal links"
+        );
+        assert!(
+            links.iter().any(|&(s, t)| site(s) != site(t)),
+            "external links"
+        );
+
+        let pr = pagerank(&g);
+        let mut ranks = vec![1.0 / n as f64; n];
+        for _ in 0..pr.iterations {
+            let mut next = vec![0.0; n];
+            let mut passed = 0.0;
+            for &(source, target) in &links {
+                let weight = if site(source) == site(target) {
+                    INTERNAL_WEIGHT
+                } else {
+                    1.0
+                };
+                let vote = ranks[source as usize] * weight
+                    / f64::from(voters[&(target, site(source))])
+                    / f64::from(out_degree[source as usize]);
+                next[target as usize] += vote;
+                passed += vote;
+            }
+            let total: f64 = ranks.iter().sum();
+            let spread = (total - DAMPING * passed) / n as f64;
+            ranks = next.iter().map(|v| DAMPING * v + spread).collect();
+        }
+        let worst = ranks
+            .iter()
+            .zip(&pr.ranks)
+            .map(|(a, b)| (a - b).abs())
+            .fold(0.0, f64::max);
+        assert!(worst < 1e-12, "largest difference {worst}");
+    }
+
     /// Timing at scale: `cargo test --lib rank::tests::scale -- --ignored --nocapture`.
     #[test]
     #[ignore]
@@ -692,7 +778,7 @@ mod tests {
         println!(
             "100k pages, {} distinct links: graph built in {built:?}, ranked in {ranked:?} \
              ({} iterations, converged: {})",
-            g.links().len(),
+            g.link_count(),
             pr.iterations,
             pr.converged
         );

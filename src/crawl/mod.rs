@@ -515,24 +515,33 @@ async fn update_authority(frontier: Box<dyn Frontier>, index_dir: PathBuf) {
 
 /// [`update_authority`] on the calling thread (the index writer of a shared store).
 pub fn update_authority_blocking(frontier: &dyn Frontier, index_dir: &Path) {
+    give_back_freed_memory();
     let started = Instant::now();
     let computed = (|| -> Result<(usize, usize), CrawlError> {
         let graph = frontier.link_graph()?;
         let scores = crate::rank::authority(&graph);
-        let pairs: Vec<(u64, f32)> = graph
-            .urls()
-            .map(crate::index::authority::url_hash)
-            .zip(scores)
-            .collect();
+        let pairs: Vec<(u64, f32)> = graph.keys().iter().copied().zip(scores).collect();
         crate::index::authority::write(index_dir, &pairs)?;
         frontier.set_meta("authority_pages", &graph.len().to_string())?;
         frontier.set_meta("authority_computed_at", &unix_now().to_string())?;
-        Ok((graph.len(), graph.links().len()))
+        Ok((graph.len(), graph.link_count()))
     })();
     let secs = started.elapsed().as_secs_f64();
     match computed {
         Ok((pages, links)) => tracing::info!(pages, links, secs, "link authority updated"),
         Err(e) => tracing::warn!(error = %e, "link authority not updated"),
+    }
+}
+
+/// Hands the memory the process has freed back to the system, before the link graph of the
+/// whole index is read. glibc keeps what its threads freed (the index writer's buffers, the
+/// fetches' and the pages') for reuse; on bench-scale's database of a million URLs that was
+/// 75 MB of the crawl's 135, on top of which the graph was built.
+fn give_back_freed_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: malloc_trim only walks glibc's own free lists; it takes no pointer of ours.
+    unsafe {
+        libc::malloc_trim(0);
     }
 }
 

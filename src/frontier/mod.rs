@@ -44,6 +44,7 @@ macro_rules! delegate {
 }
 
 pub mod archive;
+mod graph;
 pub mod postgres;
 pub mod sqlite;
 mod stats;

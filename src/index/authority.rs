@@ -41,14 +41,8 @@ const HEADER_BYTES: usize = 8 + 4 + 8;
 const ENTRY_BYTES: usize = 8 + 4;
 const CHECK_BYTES: usize = 8;
 
-/// The key of a URL in the authority file (and in the index's `url_hash` field): the first 8
-/// bytes of the SHA-256 of the normalised URL, read big-endian.
-pub fn url_hash(url: &str) -> u64 {
-    let d = digest(&SHA256, url.as_bytes());
-    let mut first = [0u8; 8];
-    first.copy_from_slice(&d.as_ref()[..8]);
-    u64::from_be_bytes(first)
-}
+/// The key of a URL in the authority file, as in the index's `url_hash` field.
+pub use crate::digest::url_hash;
 
 /// Where the authority file of the index in `dir` lives.
 pub fn path(dir: &Path) -> PathBuf {

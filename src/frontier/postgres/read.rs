@@ -3,13 +3,15 @@
 //! means what the SQLite store's does (`sqlite/anchors.rs`, `archive.rs`, `graph.rs`,
 //! `seeds.rs`, `stats.rs`).
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
 
+use postgres::fallible_iterator::FallibleIterator;
 use postgres::types::ToSql;
 use postgres::Row;
 
 use super::{count_of, lock, status_of, write_tx, PgFrontier, Result};
 use crate::frontier::archive::decompress;
+use crate::frontier::graph::GraphRows;
 use crate::frontier::stats::INTERVAL_BUCKETS;
 use crate::frontier::Frontier;
 use crate::frontier::{
@@ -17,7 +19,10 @@ use crate::frontier::{
     IndexedContent, IndexedPage, KnownHost, PendingOp, Schedule, Stats, Suggested, SuggestedSeed,
     UrlDetails, MAX_CERTIFICATE_CHANGES, MAX_REDIRECT_CHAIN, MAX_WAITING_SEEDS,
 };
-use crate::rank::{LinkGraph, LinkGraphBuilder};
+use crate::rank::LinkGraph;
+
+/// No parameters, for `query_raw`.
+const NO_PARAMS: [&(dyn ToSql + Sync); 0] = [];
 
 /// The distinct labels of links to `id` or to URLs redirecting to it, walked a level at a time,
 /// each statement run by `query` (a batch runs them prepared: one round trip each).
@@ -310,48 +315,43 @@ impl PgFrontier {
         Ok(out)
     }
 
-    /// The indexed pages and the links between them, resolved through redirects.
+    /// The indexed pages and the links between them, resolved through redirects. Rows are
+    /// streamed, not collected: at the end of a crawl the graph of the whole index is read.
     pub fn link_graph(&self) -> Result<LinkGraph> {
-        let mut builder = LinkGraphBuilder::new();
-        let mut page_of: HashMap<i64, u32> = HashMap::new();
-        let mut redirects: HashMap<i64, i64> = HashMap::new();
-        for row in self.db().query(
+        let mut rows = GraphRows::default();
+        let mut db = self.db();
+        let mut urls = db.query_raw(
             "SELECT u.id, u.in_index, u.url, h.name, u.alias_of,
                     CASE WHEN u.status BETWEEN 30 AND 39 THEN u.redirect_to END
              FROM urls u JOIN hosts h ON h.id = u.host_id
              WHERE u.in_index OR u.alias_of IS NOT NULL OR u.redirect_to IS NOT NULL
              ORDER BY u.id",
-            &[],
-        )? {
+            NO_PARAMS,
+        )?;
+        while let Some(row) = urls.next()? {
             let id: i64 = row.get(0);
             if row.get::<_, bool>(1) {
-                let url: String = row.get(2);
-                let capsule: String = row.get(3);
-                page_of.insert(id, builder.add_page(url, &capsule));
+                rows.page(id, row.get(2), row.get(3));
             } else if let Some(canonical) = row.get::<_, Option<i64>>(4) {
-                redirects.insert(id, canonical);
+                rows.stands_for(id, canonical);
             } else if let Some(target) = row.get::<_, Option<i64>>(5) {
-                redirects.insert(id, target);
+                rows.stands_for(id, target);
             }
         }
-        let resolve = |mut id: i64| -> Option<u32> {
-            for _ in 0..=MAX_REDIRECT_CHAIN {
-                if let Some(&page) = page_of.get(&id) {
-                    return Some(page);
-                }
-                id = *redirects.get(&id)?;
-            }
-            None
-        };
-        for row in self.db().query(
+        drop(urls);
+        rows.links_follow();
+        let mut links = db.query_raw(
             "SELECT DISTINCT source, target FROM links ORDER BY source, target",
-            &[],
-        )? {
-            if let (Some(source), Some(target)) = (resolve(row.get(0)), resolve(row.get(1))) {
-                builder.add_link(source, target);
+            NO_PARAMS,
+        )?;
+        while let Some(row) = links.next()? {
+            if let (Some(source), Some(target)) =
+                (rows.page_of(row.get(0)), rows.page_of(row.get(1)))
+            {
+                rows.add_link(source, target);
             }
         }
-        Ok(builder.build())
+        Ok(rows.build())
     }
 
     /// Records a seed someone suggested (at most [`MAX_WAITING_SEEDS`] wait at a time).

@@ -1,96 +1,88 @@
 //! The link graph of the indexed pages, read in bulk for ranking ([`crate::rank`]).
 //!
-//! Nodes are the URLs the index holds (`in_index`). A link recorded against a URL that is not
-//! indexed itself counts for the page it resolves to: a URL reached through a temporary redirect
-//! resolves to the URL its content is indexed under (`alias_of`), and a URL that redirects
-//! resolves to its redirect's target (`redirect_to`). Chains are followed a few steps; links that
-//! resolve to no indexed page (mail, web, excluded or failed URLs) are left out.
+//! Nodes are the URLs the index holds (`in_index`); a link to a URL that redirects counts for
+//! the page it resolves to ([`crate::frontier::graph`] says how).
 //!
 //! Two statements read everything (the redirect-relevant URLs with the pages, then each page's
 //! packed links, `outlinks`); ids are mapped in memory, so the cost is two table scans whatever
 //! the graph's size. Only SELECTs: this works on a read-only [`SqliteFrontier`] too. It is not a
 //! live view: the graph is a snapshot of one moment.
 
-use std::collections::HashMap;
-
-use crate::rank::{LinkGraph, LinkGraphBuilder};
+use crate::frontier::graph::GraphRows;
+use crate::rank::LinkGraph;
 
 use super::outlinks;
 use super::{Result, SqliteFrontier};
 
-/// Redirects followed from one URL before giving up (a crawl follows at most five).
-const MAX_CHAIN: usize = 8;
+/// The page cache, in KiB, while the link graph is read.
+const SCAN_CACHE_KIB: i64 = 2048;
 
 impl SqliteFrontier {
-    /// The indexed pages and the links between them, resolved through redirects.
+    /// The indexed pages and the links between them, resolved through redirects. Pages are
+    /// keyed by their URL's index key ([`crate::digest::url_hash`]).
+    ///
+    /// The two scans read every page of `urls` and `outlinks` once, which a page cache does
+    /// not speed up: the connection's cache is cut to [`SCAN_CACHE_KIB`] for them and set back
+    /// after. Otherwise they filled the crawl's 64 MiB cache: 57 MB more peak RSS on
+    /// bench-scale's database of a million URLs.
     pub fn link_graph(&self) -> Result<LinkGraph> {
-        let mut builder = LinkGraphBuilder::new();
-        // URL id -> page id, for indexed pages.
-        let mut page_of: HashMap<i64, u32> = HashMap::new();
-        // URL id -> the URL it stands for, for URLs that are not indexed themselves.
-        let mut redirects: HashMap<i64, i64> = HashMap::new();
+        let cache: i64 = self.conn.query_row("PRAGMA cache_size", [], |r| r.get(0))?;
+        self.conn
+            .pragma_update(None, "cache_size", -SCAN_CACHE_KIB)?;
+        let graph = self.read_link_graph();
+        self.conn.pragma_update(None, "cache_size", cache)?;
+        graph
+    }
+
+    fn read_link_graph(&self) -> Result<LinkGraph> {
+        let mut rows = GraphRows::default();
         {
             let mut stmt = self.conn.prepare(
                 "SELECT u.id, u.in_index = 1, u.url, h.name, u.alias_of,
                         CASE WHEN u.status BETWEEN 30 AND 39 THEN u.redirect_to END
                  FROM urls u JOIN hosts h ON h.id = u.host_id
-                 WHERE u.in_index = 1 OR u.alias_of IS NOT NULL OR u.redirect_to IS NOT NULL",
+                 WHERE u.in_index = 1 OR u.alias_of IS NOT NULL OR u.redirect_to IS NOT NULL
+                 ORDER BY u.id",
             )?;
-            let mut rows = stmt.query([])?;
-            while let Some(row) = rows.next()? {
+            let mut urls = stmt.query([])?;
+            while let Some(row) = urls.next()? {
                 let id: i64 = row.get(0)?;
                 if row.get::<_, bool>(1)? {
-                    let url: String = row.get(2)?;
-                    let capsule: String = row.get(3)?;
-                    page_of.insert(id, builder.add_page(url, &capsule));
+                    let text = |i| row.get_ref(i)?.as_str().map_err(rusqlite::Error::from);
+                    rows.page(id, text(2)?, text(3)?);
                 } else if let Some(canonical) = row.get::<_, Option<i64>>(4)? {
                     // Content reached through a temporary redirect counts for the URL that
                     // redirected, whatever this URL does itself.
-                    redirects.insert(id, canonical);
+                    rows.stands_for(id, canonical);
                 } else if let Some(target) = row.get::<_, Option<i64>>(5)? {
-                    redirects.insert(id, target);
+                    rows.stands_for(id, target);
                 }
             }
         }
-        let resolved: HashMap<i64, u32> = redirects
-            .keys()
-            .filter_map(|&id| Some((id, resolve(id, &page_of, &redirects)?)))
-            .collect();
-        let page = |id: i64| page_of.get(&id).or_else(|| resolved.get(&id)).copied();
+        rows.links_follow();
 
         // Each page's own links, packed by target: a target's labels come together, so a
         // target differing from the one before is a distinct (source, target).
         let mut stmt = self.conn.prepare("SELECT source, links FROM outlinks")?;
-        let mut rows = stmt.query([])?;
-        while let Some(row) = rows.next()? {
+        let mut packed = stmt.query([])?;
+        while let Some(row) = packed.next()? {
             let id: i64 = row.get(0)?;
-            let Some(source) = page(id) else {
+            let Some(source) = rows.page_of(id) else {
                 continue;
             };
-            let packed: Vec<u8> = row.get(1)?;
-            let links = outlinks::unpack(id, &packed)?;
+            let blob = row.get_ref(1)?.as_blob().map_err(rusqlite::Error::from)?;
+            let links = outlinks::unpack(id, blob)?;
             let mut previous = None;
             for (target, _) in links {
                 if previous.replace(target) != Some(target) {
-                    if let Some(target) = page(target) {
-                        builder.add_link(source, target);
+                    if let Some(target) = rows.page_of(target) {
+                        rows.add_link(source, target);
                     }
                 }
             }
         }
-        Ok(builder.build())
+        Ok(rows.build())
     }
-}
-
-/// The indexed page a URL stands for, following at most [`MAX_CHAIN`] redirects.
-fn resolve(mut id: i64, page_of: &HashMap<i64, u32>, redirects: &HashMap<i64, i64>) -> Option<u32> {
-    for _ in 0..=MAX_CHAIN {
-        if let Some(&page) = page_of.get(&id) {
-            return Some(page);
-        }
-        id = *redirects.get(&id)?;
-    }
-    None
 }
 
 #[cfg(test)]
@@ -98,14 +90,36 @@ mod tests {
     use super::super::tests::{id_of, index, link, redirect, visit};
     use super::super::{LinkOut, UrlState};
     use super::*;
+    use crate::digest::url_hash;
     use crate::frontier::Batch as _;
+
+    /// Every URL the tests below make, by its key: the graph knows its pages by key only.
+    const URLS: &[&str] = &[
+        "gemini://a.test/",
+        "gemini://c.test/",
+        "gemini://c.test/old",
+        "gemini://c.test/moved",
+        "gemini://d.test/short",
+        "gemini://d.test/long",
+        "gemini://new.test/",
+        "gemini://p.test/",
+        "gemini://x.test/",
+        "gemini://y.test/",
+    ];
+
+    /// The URL a page stands for ("?" for a key none of [`URLS`] has).
+    fn url_of(g: &LinkGraph, page: u32) -> String {
+        let key = g.key(page).expect("page in graph");
+        URLS.iter()
+            .find(|u| url_hash(u) == key)
+            .map_or_else(|| "?".to_string(), |u| u.to_string())
+    }
 
     /// The graph as sorted (source URL, target URL) pairs.
     fn edges(g: &LinkGraph) -> Vec<(String, String)> {
         let mut e: Vec<(String, String)> = g
             .links()
-            .iter()
-            .map(|&(s, t)| (g.url(s).unwrap().to_string(), g.url(t).unwrap().to_string()))
+            .map(|(s, t)| (url_of(g, s), url_of(g, t)))
             .collect();
         e.sort();
         e
@@ -162,7 +176,7 @@ mod tests {
         index(&mut f, &[a, c, moved, short], 1);
 
         let g = f.link_graph().unwrap();
-        let mut urls: Vec<&str> = g.urls().collect();
+        let mut urls: Vec<String> = (0..g.len() as u32).map(|p| url_of(&g, p)).collect();
         urls.sort();
         assert_eq!(
             urls,
@@ -183,8 +197,11 @@ mod tests {
         .map(|(s, t)| (s.to_string(), t.to_string()))
         .collect();
         assert_eq!(edges(&g), want);
-        let short_page = g.urls().position(|u| u == "gemini://d.test/short").unwrap();
-        assert_eq!(g.capsule(short_page as u32), Some("d.test"));
+        let short_page = g
+            .keys()
+            .iter()
+            .position(|&k| k == url_hash("gemini://d.test/short"));
+        assert_eq!(g.capsule(short_page.unwrap() as u32), Some("d.test"));
         drop(f);
 
         // The same from a read-only connection.
@@ -211,16 +228,7 @@ mod tests {
         index(&mut f, &[a], 1);
         let g = f.link_graph().unwrap();
         assert_eq!(g.len(), 1);
-        assert!(g.links().is_empty());
-    }
-
-    #[test]
-    fn resolve_stops_on_loops() {
-        let page_of = HashMap::from([(1, 0u32)]);
-        let redirects = HashMap::from([(2, 3), (3, 2), (4, 5), (5, 1)]);
-        assert_eq!(resolve(2, &page_of, &redirects), None);
-        assert_eq!(resolve(4, &page_of, &redirects), Some(0));
-        assert_eq!(resolve(9, &page_of, &redirects), None);
+        assert_eq!(g.link_count(), 0);
     }
 
     /// Reading a 100k-page, 1M-link graph:
@@ -259,21 +267,17 @@ mod tests {
         println!(
             "link_graph: {} pages, {} links in {:?}",
             g.len(),
-            g.links().len(),
+            g.link_count(),
             started.elapsed()
         );
         assert_eq!(g.len(), pages as usize);
-        assert!(g.links().len() > 900_000);
+        assert!(g.link_count() > 900_000);
 
         // The rest of the crawl's authority step: rank, hash, write.
         let started = std::time::Instant::now();
         let scores = crate::rank::authority(&g);
         let ranked = started.elapsed();
-        let pairs: Vec<(u64, f32)> = g
-            .urls()
-            .map(crate::index::authority::url_hash)
-            .zip(scores)
-            .collect();
+        let pairs: Vec<(u64, f32)> = g.keys().iter().copied().zip(scores).collect();
         crate::index::authority::write(dir.path(), &pairs).unwrap();
         println!(
             "ranked in {ranked:?}, hashed and written in {:?}",
