@@ -1,10 +1,15 @@
 //! Builds and probes a large crawl database for `scripts/bench-scale`.
 //!
 //! ```text
-//! bench_scale build DIR URLS CAPSULES DUE   write DIR/crawl.sqlite: URLS URLs on CAPSULES
+//! bench_scale build DIR URLS CAPSULES DUE [LINKS INDEXED]
+//!                                            write DIR/crawl.sqlite: URLS URLs on CAPSULES
 //!                                            capsules (gemini://cNNNN.test/p/I.gmi), DUE of
 //!                                            them due now (half never fetched, half revisits),
-//!                                            the others visited and due within 30 days
+//!                                            the others visited and due within 30 days; about
+//!                                            INDEXED of the visited pages are indexed, each
+//!                                            linking to LINKS others (default 0: none): the
+//!                                            next indexed ones of its capsule, and its
+//!                                            namesake in the next capsule
 //! bench_scale claims DIR ROUNDS              time ROUNDS rounds of leasing 256 capsules and
 //!                                            claiming their due URLs, then the end of a run
 //! ```
@@ -14,7 +19,9 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use geode::frontier::{FetchResult, NewUrl, SqliteFrontier, UrlState, VisitRecord};
+use geode::frontier::{
+    Batch as _, FetchResult, IndexOp, LinkOut, NewUrl, SqliteFrontier, UrlState, VisitRecord,
+};
 use geode::revisit::Priority;
 
 fn main() {
@@ -25,8 +32,14 @@ fn main() {
             .unwrap_or_else(|| usage())
     };
     match args.first().map(String::as_str) {
-        Some("build") if args.len() == 5 => {
-            build(&PathBuf::from(&args[1]), number(2), number(3), number(4))
+        Some("build") if args.len() == 5 || args.len() == 7 => {
+            let (links, indexed) = if args.len() == 7 {
+                (number(5), number(6))
+            } else {
+                (0, 0)
+            };
+            let dir = PathBuf::from(&args[1]);
+            build(&dir, number(2), number(3), number(4), links, indexed)
         }
         Some("claims") if args.len() == 3 => claims(&PathBuf::from(&args[1]), number(2)),
         _ => usage(),
@@ -34,7 +47,10 @@ fn main() {
 }
 
 fn usage() -> ! {
-    eprintln!("usage: bench_scale build DIR URLS CAPSULES DUE | bench_scale claims DIR ROUNDS");
+    eprintln!(
+        "usage: bench_scale build DIR URLS CAPSULES DUE [LINKS INDEXED] | \
+         bench_scale claims DIR ROUNDS"
+    );
     std::process::exit(2)
 }
 
@@ -45,25 +61,42 @@ fn percentile(sorted: &[f64], p: f64) -> f64 {
     sorted[((sorted.len() - 1) as f64 * p).round() as usize]
 }
 
-fn build(dir: &Path, urls: u64, capsules: u64, due: u64) {
+fn build(dir: &Path, urls: u64, capsules: u64, due: u64, links: u64, indexed: u64) {
     std::fs::create_dir_all(dir).expect("data directory");
     let db = dir.join("crawl.sqlite");
     let mut frontier = SqliteFrontier::open(&db).expect("open");
     let now = geode::crawl::unix_now();
     let per_capsule = (urls / capsules).max(1);
     let due_per_capsule = (due / capsules).min(per_capsule);
+    // Every `every`-th URL of a capsule is an indexed page (when it was visited), the same
+    // ones in every capsule, so that links between them are links of the graph.
+    let every = if links > 0 && indexed > 0 {
+        (urls / indexed).max(1)
+    } else {
+        0
+    };
+    let url_of = |c: u64, i: u64| {
+        if i == 0 {
+            format!("gemini://c{c:04}.test/")
+        } else {
+            format!("gemini://c{c:04}.test/p/{i}.gmi")
+        }
+    };
     let started = Instant::now();
     let mut batch = frontier.batch(now).expect("batch");
     let mut in_batch = 0;
     let mut written = 0u64;
+    let mut link_rows = 0u64;
+    let mut pages = 0u64;
+    // Pages recorded as indexed since the last commit; committed as one index commit each,
+    // as the indexing thread does.
+    let mut in_index: Vec<i64> = Vec::new();
+    let mut seq = 0u64;
     for c in 0..capsules {
         let host = format!("c{c:04}.test");
+        let mut ids = Vec::with_capacity(per_capsule as usize);
         for i in 0..per_capsule {
-            let url = if i == 0 {
-                format!("gemini://{host}/")
-            } else {
-                format!("gemini://{host}/p/{i}.gmi")
-            };
+            let url = url_of(c, i);
             let prio = if i == 0 {
                 Priority::Hub
             } else {
@@ -82,6 +115,9 @@ fn build(dir: &Path, urls: u64, capsules: u64, due: u64) {
                 .ensure_url(&new, None, u64::MAX)
                 .expect("insert")
                 .expect("no budget");
+            ids.push(id);
+        }
+        for (i, &id) in (0..per_capsule).zip(&ids) {
             // The first due_per_capsule URLs of a capsule are due: the even ones were never
             // fetched, the odd ones are revisits whose time has come. The rest were visited and
             // come due over the next 30 days.
@@ -101,11 +137,16 @@ fn build(dir: &Path, urls: u64, capsules: u64, due: u64) {
                     fetched_at: now - 86_400,
                     ..FetchResult::default()
                 };
+                let index = every > 0 && i % every == every - 1;
                 batch
                     .record_visit(
                         id,
                         &VisitRecord {
-                            state: UrlState::Fetched,
+                            state: if index {
+                                UrlState::Indexed
+                            } else {
+                                UrlState::Fetched
+                            },
                             result: &result,
                             due_at: Some(due_at),
                             revisit_secs: 3 * 86_400,
@@ -117,22 +158,52 @@ fn build(dir: &Path, urls: u64, capsules: u64, due: u64) {
                             },
                             feed: false,
                             changed: true,
-                            index_op: None,
+                            index_op: index.then_some(IndexOp::Upsert),
                             redirect_to: None,
                         },
                     )
                     .expect("visit");
+                if index {
+                    // Unlabelled links: a label would mark its target's anchors for a rewrite
+                    // at the end of the bench's crawl, of pages its index does not hold.
+                    let out: Vec<LinkOut> = (1..links)
+                        .map(|k| (c, (i + k * every) % per_capsule))
+                        .chain([((c + 1) % capsules, i)])
+                        .map(|(c, i)| LinkOut {
+                            url: url_of(c, i),
+                            host: format!("c{c:04}.test"),
+                            label: String::new(),
+                            excluded: None,
+                            prio: Priority::Fresh,
+                        })
+                        .collect();
+                    batch.set_links(id, 1, &out, u64::MAX).expect("links");
+                    link_rows += out.len() as u64;
+                    pages += 1;
+                    in_index.push(id);
+                }
             }
             written += 1;
             in_batch += 1;
             if in_batch == 20_000 {
                 batch.commit().expect("commit");
+                if !in_index.is_empty() {
+                    seq += 1;
+                    frontier.assign_batch(&in_index, seq).expect("assign");
+                    frontier.mark_committed(seq).expect("confirm");
+                    in_index.clear();
+                }
                 batch = frontier.batch(now).expect("batch");
                 in_batch = 0;
             }
         }
     }
     batch.commit().expect("commit");
+    if !in_index.is_empty() {
+        seq += 1;
+        frontier.assign_batch(&in_index, seq).expect("assign");
+        frontier.mark_committed(seq).expect("confirm");
+    }
     let inserted = started.elapsed().as_secs_f64();
     // Visits mark URLs as visited in the running crawl; a run's end lets them go. Here every
     // visited URL of the database is marked, the worst case for that step.
@@ -145,6 +216,8 @@ fn build(dir: &Path, urls: u64, capsules: u64, due: u64) {
             .map(|m| m.len())
             .unwrap_or(0);
     println!("urls={written}");
+    println!("indexed={pages}");
+    println!("links={link_rows}");
     println!("capsules={capsules}");
     println!("due={}", due_per_capsule * capsules);
     println!("build_secs={inserted:.1}");
