@@ -536,7 +536,7 @@ pub fn update_authority_blocking(frontier: &dyn Frontier, index_dir: &Path) {
 /// Hands the memory the process has freed back to the system, before the link graph of the
 /// whole index is read. glibc keeps what its threads freed (the index writer's buffers, the
 /// fetches' and the pages') for reuse; on bench-scale's database of a million URLs that was
-/// 75 MB of the crawl's 135, on top of which the graph was built.
+/// 75 MiB of the crawl's 135, on top of which the graph was built.
 fn give_back_freed_memory() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     // SAFETY: malloc_trim only walks glibc's own free lists; it takes no pointer of ours.
