@@ -1,5 +1,7 @@
 //! Read-only questions about the crawl: statistics and backlinks.
 
+use std::collections::{BTreeMap, HashMap, HashSet};
+
 use rusqlite::params;
 
 use rusqlite::OptionalExtension;
@@ -11,126 +13,91 @@ use crate::frontier::stats::INTERVAL_BUCKETS;
 use crate::frontier::{CertificateChange, Schedule, MAX_CERTIFICATE_CHANGES};
 
 impl SqliteFrontier {
-    /// Counts for `geode stats`; `now` decides which back-offs are still running.
+    /// Counts for `geode stats`; `now` decides which back-offs are still running and which
+    /// URLs are due.
+    ///
+    /// Everything about URLs comes from one scan of `urls`, tallied here: at ten million URLs
+    /// a scan takes seconds, and these counts were a dozen scans, one of them once per capsule
+    /// (the capsules with a Gemini URL, which no index serves) and so never done at that size.
     pub fn stats(&self, now: i64) -> Result<Stats> {
-        let count = |sql: &str| -> Result<u64> {
-            Ok(self.conn.query_row(sql, [], |r| r.get::<_, i64>(0))? as u64)
-        };
-        let grouped = |sql: &str| -> Result<Vec<(String, u64)>> {
-            let mut stmt = self.conn.prepare(sql)?;
-            let rows = stmt.query_map([], |r| {
-                Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)? as u64))
-            })?;
-            Ok(rows.collect::<std::result::Result<_, _>>()?)
-        };
-        let by_status = {
-            let mut stmt = self.conn.prepare(
-                "SELECT status, COUNT(*) FROM urls WHERE status IS NOT NULL
-                 GROUP BY status ORDER BY status",
-            )?;
-            let rows = stmt.query_map([], |r| {
-                Ok((
-                    r.get::<_, i64>(0)?.clamp(0, 99) as u8,
-                    r.get::<_, i64>(1)? as u64,
-                ))
-            })?;
-            rows.collect::<std::result::Result<_, _>>()?
-        };
+        let tally = self.tally_urls(now)?;
         let hosts_in_backoff = self.conn.query_row(
             "SELECT COUNT(*) FROM hosts WHERE backoff_until > ?1",
             params![now],
             |r| r.get::<_, i64>(0),
         )? as u64;
+        let certificate_changes = self.conn.query_row(
+            "SELECT COUNT(*) FROM hosts WHERE cert_changes > 0",
+            [],
+            |r| r.get::<_, i64>(0),
+        )? as u64;
         Ok(Stats {
-            urls_known: count("SELECT COUNT(*) FROM urls")?,
-            pages_indexed: count("SELECT COUNT(*) FROM urls WHERE in_index = 1")?,
-            hosts: count(
-                "SELECT COUNT(*) FROM hosts h
-                 WHERE EXISTS (SELECT 1 FROM urls u WHERE u.host_id = h.id AND u.url LIKE 'gemini://%')",
-            )?,
-            by_state: grouped("SELECT state, COUNT(*) FROM urls GROUP BY state ORDER BY state")?,
-            by_status,
-            errors: grouped(
-                "SELECT error, COUNT(*) FROM urls WHERE state = 'failed' AND error IS NOT NULL
-                 GROUP BY error ORDER BY 2 DESC, 1",
-            )?,
-            excluded: grouped(
-                "SELECT COALESCE(error, 'other'), COUNT(*) FROM urls WHERE state = 'excluded'
-                 GROUP BY 1 ORDER BY 2 DESC, 1",
-            )?,
-            duplicates: count("SELECT COUNT(*) FROM urls WHERE error = 'duplicate'")?,
-            query_endpoints: count("SELECT COUNT(*) FROM urls WHERE status IN (10, 11)")?,
-            awaiting_retry: count(
-                "SELECT COUNT(*) FROM urls WHERE attempts > 0 AND due_at IS NOT NULL",
-            )?,
-            certificate_changes: count("SELECT COUNT(*) FROM hosts WHERE cert_changes > 0")?,
+            urls_known: tally.urls,
+            pages_indexed: tally.indexed,
+            hosts: tally.gemini_hosts.len() as u64,
+            by_state: tally.by_state.into_iter().collect(),
+            by_status: tally
+                .by_status
+                .into_iter()
+                .map(|(status, n)| (status.clamp(0, 99) as u8, n))
+                .collect(),
+            errors: by_count(tally.errors),
+            excluded: by_count(tally.excluded),
+            duplicates: tally.duplicates,
+            query_endpoints: tally.query_endpoints,
+            awaiting_retry: tally.awaiting_retry,
+            certificate_changes,
             certificates_changed: self.certificate_changes()?,
             hosts_in_backoff,
             last_crawl_started: self.meta("last_crawl_started")?,
             last_crawl_finished: self.meta("last_crawl_finished")?,
-            schedule: self.schedule(now)?,
+            schedule: Schedule {
+                intervals: INTERVAL_BUCKETS
+                    .iter()
+                    .zip(tally.intervals)
+                    .map(|(&(_, label), n)| (label.to_string(), n))
+                    .collect(),
+                ..tally.schedule
+            },
             archive: self.archive_stats()?,
         })
     }
 
-    fn schedule(&self, now: i64) -> Result<Schedule> {
-        let count = |sql: &str| -> Result<u64> {
-            Ok(self
-                .conn
-                .query_row(sql, [now], |r| r.get::<_, i64>(0))?
-                .max(0) as u64)
+    /// One pass over `urls` for [`SqliteFrontier::stats`].
+    fn tally_urls(&self, now: i64) -> Result<UrlTally> {
+        let mut tally = UrlTally {
+            intervals: vec![0; INTERVAL_BUCKETS.len()],
+            ..UrlTally::default()
         };
-        let (due_now, due_within_day, due_within_week, never_again): (i64, i64, i64, i64) =
-            self.conn.query_row(
-                "SELECT TOTAL(due_at <= ?1), TOTAL(due_at <= ?1 + 86400),
-                        TOTAL(due_at <= ?1 + 604800),
-                        TOTAL(due_at IS NULL AND state != 'new')
-                 FROM urls",
-                [now],
-                |r| {
-                    Ok((
-                        r.get::<_, f64>(0)? as i64,
-                        r.get::<_, f64>(1)? as i64,
-                        r.get::<_, f64>(2)? as i64,
-                        r.get::<_, f64>(3)? as i64,
-                    ))
-                },
-            )?;
-        let mut buckets = vec![0u64; INTERVAL_BUCKETS.len()];
-        {
-            let mut stmt = self.conn.prepare(
-                "SELECT revisit_secs, COUNT(*) FROM urls
-                 WHERE revisit_secs IS NOT NULL AND due_at IS NOT NULL AND state != 'excluded'
-                 GROUP BY revisit_secs",
-            )?;
-            let mut rows = stmt.query([])?;
-            while let Some(row) = rows.next()? {
-                let secs: i64 = row.get(0)?;
-                let n: i64 = row.get(1)?;
-                let at = INTERVAL_BUCKETS
-                    .iter()
-                    .position(|&(below, _)| secs < below)
-                    .unwrap_or(INTERVAL_BUCKETS.len() - 1);
-                buckets[at] += n.max(0) as u64;
-            }
+        let mut stmt = self.conn.prepare(
+            "SELECT host_id, substr(url, 1, 9), state, status, error, in_index, attempts, due_at,
+                    revisit_secs, feed, first_failed_at
+             FROM urls",
+        )?;
+        let mut rows = stmt.query([])?;
+        while let Some(row) = rows.next()? {
+            let text = |i| -> Result<Option<&str>> {
+                Ok(row
+                    .get_ref(i)?
+                    .as_str_or_null()
+                    .map_err(rusqlite::Error::from)?)
+            };
+            tally.add(&UrlRow {
+                host_id: row.get(0)?,
+                gemini: text(1)?.is_some_and(|s| s.eq_ignore_ascii_case("gemini://")),
+                state: text(2)?.unwrap_or_default(),
+                status: row.get(3)?,
+                error: text(4)?,
+                in_index: row.get::<_, i64>(5)? == 1,
+                attempts: row.get(6)?,
+                due_at: row.get(7)?,
+                revisit_secs: row.get(8)?,
+                feed: row.get::<_, i64>(9)? == 1,
+                failing: row.get_ref(10)?.data_type() != rusqlite::types::Type::Null,
+                now,
+            });
         }
-        Ok(Schedule {
-            due_now: due_now.max(0) as u64,
-            due_within_day: due_within_day.max(0) as u64,
-            due_within_week: due_within_week.max(0) as u64,
-            never_visited: count("SELECT COUNT(*) FROM urls WHERE state = 'new' AND ?1 = ?1")?,
-            never_again: never_again.max(0) as u64,
-            feeds: count("SELECT COUNT(*) FROM urls WHERE feed = 1 AND ?1 = ?1")?,
-            failing_but_searchable: count(
-                "SELECT COUNT(*) FROM urls
-                 WHERE in_index = 1 AND first_failed_at IS NOT NULL AND ?1 = ?1",
-            )?,
-            intervals: INTERVAL_BUCKETS
-                .iter()
-                .zip(buckets)
-                .map(|(&(_, label), n)| (label.to_string(), n))
-                .collect(),
-        })
+        Ok(tally)
     }
 
     fn certificate_changes(&self) -> Result<Vec<CertificateChange>> {
@@ -262,4 +229,100 @@ impl SqliteFrontier {
         })?;
         Ok(rows.collect::<std::result::Result<_, _>>()?)
     }
+}
+
+/// What [`SqliteFrontier::stats`] needs of one URL.
+struct UrlRow<'a> {
+    host_id: i64,
+    /// Its scheme is gemini (as `url LIKE 'gemini://%'`, case aside).
+    gemini: bool,
+    state: &'a str,
+    status: Option<i64>,
+    error: Option<&'a str>,
+    in_index: bool,
+    attempts: i64,
+    due_at: Option<i64>,
+    revisit_secs: Option<i64>,
+    feed: bool,
+    /// `first_failed_at` is set.
+    failing: bool,
+    now: i64,
+}
+
+/// The counts of [`SqliteFrontier::stats`] over every URL, as the rows go by.
+#[derive(Default)]
+struct UrlTally {
+    urls: u64,
+    indexed: u64,
+    gemini_hosts: HashSet<i64>,
+    by_state: BTreeMap<String, u64>,
+    by_status: BTreeMap<i64, u64>,
+    errors: HashMap<String, u64>,
+    excluded: HashMap<String, u64>,
+    duplicates: u64,
+    query_endpoints: u64,
+    awaiting_retry: u64,
+    schedule: Schedule,
+    intervals: Vec<u64>,
+}
+
+impl UrlTally {
+    fn add(&mut self, u: &UrlRow<'_>) {
+        fn bump(map: &mut HashMap<String, u64>, key: &str) {
+            match map.get_mut(key) {
+                Some(n) => *n += 1,
+                None => {
+                    map.insert(key.to_string(), 1);
+                }
+            }
+        }
+        self.urls += 1;
+        self.indexed += u64::from(u.in_index);
+        if u.gemini {
+            self.gemini_hosts.insert(u.host_id);
+        }
+        match self.by_state.get_mut(u.state) {
+            Some(n) => *n += 1,
+            None => {
+                self.by_state.insert(u.state.to_string(), 1);
+            }
+        }
+        if let Some(status) = u.status {
+            *self.by_status.entry(status).or_default() += 1;
+        }
+        match (u.state, u.error) {
+            ("failed", Some(error)) => bump(&mut self.errors, error),
+            ("excluded", error) => bump(&mut self.excluded, error.unwrap_or("other")),
+            _ => {}
+        }
+        self.duplicates += u64::from(u.error == Some("duplicate"));
+        self.query_endpoints += u64::from(matches!(u.status, Some(10 | 11)));
+        self.awaiting_retry += u64::from(u.attempts > 0 && u.due_at.is_some());
+        let s = &mut self.schedule;
+        if let Some(due) = u.due_at {
+            s.due_now += u64::from(due <= u.now);
+            s.due_within_day += u64::from(due <= u.now + 86_400);
+            s.due_within_week += u64::from(due <= u.now + 604_800);
+        }
+        s.never_again += u64::from(u.due_at.is_none() && u.state != "new");
+        s.never_visited += u64::from(u.state == "new");
+        s.feeds += u64::from(u.feed);
+        s.failing_but_searchable += u64::from(u.in_index && u.failing);
+        if let (Some(secs), Some(_)) = (u.revisit_secs, u.due_at) {
+            if u.state != "excluded" {
+                let at = INTERVAL_BUCKETS
+                    .iter()
+                    .position(|&(below, _)| secs < below)
+                    .unwrap_or(INTERVAL_BUCKETS.len() - 1);
+                self.intervals[at] += 1;
+            }
+        }
+    }
+}
+
+/// Counts sorted as `ORDER BY count DESC, name`.
+fn by_count(counts: HashMap<String, u64>) -> Vec<(String, u64)> {
+    let mut v: Vec<(String, u64)> = counts.into_iter().collect();
+    v.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    v
 }

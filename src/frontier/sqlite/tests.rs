@@ -697,6 +697,197 @@ fn stats_show_the_schedule() {
     );
 }
 
+/// `stats` tallies every URL in one scan; here its counts are checked against the statements
+/// it replaced, one query a count, on URLs of every kind (states, statuses, errors, schedules,
+/// schemes).
+#[test]
+fn stats_in_one_scan_count_what_one_query_a_count_did() {
+    let (_d, f) = open();
+    let now = 1_000_000;
+    let mut state: u64 = 7;
+    let mut pick = move |n: usize| -> usize {
+        state = state
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        (state >> 33) as usize % n
+    };
+    let states = ["new", "indexed", "fetched", "failed", "excluded"];
+    let statuses = [
+        None,
+        Some(10),
+        Some(11),
+        Some(20),
+        Some(31),
+        Some(51),
+        Some(150),
+    ];
+    let errors = [
+        None,
+        Some("duplicate"),
+        Some("timeout"),
+        Some("web"),
+        Some("other"),
+    ];
+    let dues = [
+        None,
+        Some(now - 10),
+        Some(now),
+        Some(now + 1000),
+        Some(now + 100_000),
+    ];
+    let dues = [
+        dues.as_slice(),
+        &[Some(now + 700_000), Some(now + 5_000_000)],
+    ]
+    .concat();
+    let intervals = [
+        None,
+        Some(3600),
+        Some(200_000),
+        Some(700_000),
+        Some(5_000_000),
+    ];
+    let schemes = ["gemini://", "https://", "GEMINI://"];
+    for h in 0..40 {
+        f.conn
+            .execute(
+                "INSERT INTO hosts(id, name) VALUES (?1, ?2)",
+                params![h, format!("h{h}.test")],
+            )
+            .unwrap();
+    }
+    for i in 0..3000 {
+        let host = pick(40);
+        // Some capsules have web URLs only.
+        let scheme = if host < 5 {
+            "https://"
+        } else {
+            schemes[pick(3)]
+        };
+        f.conn
+            .execute(
+                "INSERT INTO urls(url, host_id, state, depth, status, error, in_index, attempts,
+                                  due_at, revisit_secs, feed, first_failed_at)
+                 VALUES (?1, ?2, ?3, 0, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+                params![
+                    format!("{scheme}h{host}.test/{i}"),
+                    host as i64,
+                    states[pick(5)],
+                    statuses[pick(statuses.len())],
+                    errors[pick(errors.len())],
+                    pick(2) as i64,
+                    [0, 2][pick(2)],
+                    dues[pick(dues.len())],
+                    intervals[pick(intervals.len())],
+                    pick(2) as i64,
+                    [None, Some(5)][pick(2)],
+                ],
+            )
+            .unwrap();
+    }
+    let n = |sql: &str| count(&f, &sql.replace("?1", &now.to_string())) as u64;
+    let grouped = |sql: &str| -> Vec<(String, u64)> {
+        let mut stmt = f.conn.prepare(sql).unwrap();
+        let rows = stmt
+            .query_map([], |r| {
+                Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)? as u64))
+            })
+            .unwrap();
+        rows.collect::<std::result::Result<_, _>>().unwrap()
+    };
+    let stats = f.stats(now).unwrap();
+    assert_eq!(stats.urls_known, n("SELECT COUNT(*) FROM urls"));
+    assert_eq!(
+        stats.pages_indexed,
+        n("SELECT COUNT(*) FROM urls WHERE in_index = 1")
+    );
+    let hosts = n("SELECT COUNT(*) FROM hosts h WHERE EXISTS
+                   (SELECT 1 FROM urls u WHERE u.host_id = h.id AND u.url LIKE 'gemini://%')");
+    assert_eq!(stats.hosts, hosts);
+    assert!(
+        hosts > 0 && hosts < 40,
+        "{hosts}: some capsules have no Gemini URL"
+    );
+    assert_eq!(
+        stats.by_state,
+        grouped("SELECT state, COUNT(*) FROM urls GROUP BY state ORDER BY state")
+    );
+    let by_status: Vec<(String, u64)> = stats
+        .by_status
+        .iter()
+        .map(|(s, n)| (s.to_string(), *n))
+        .collect();
+    assert_eq!(
+        by_status,
+        grouped(
+            "SELECT CAST(MIN(MAX(status, 0), 99) AS TEXT), COUNT(*) FROM urls WHERE status IS NOT NULL
+             GROUP BY status ORDER BY status"
+        )
+    );
+    assert_eq!(
+        stats.errors,
+        grouped(
+            "SELECT error, COUNT(*) FROM urls WHERE state = 'failed' AND error IS NOT NULL
+             GROUP BY error ORDER BY 2 DESC, 1"
+        )
+    );
+    assert_eq!(
+        stats.excluded,
+        grouped(
+            "SELECT COALESCE(error, 'other'), COUNT(*) FROM urls WHERE state = 'excluded'
+             GROUP BY 1 ORDER BY 2 DESC, 1"
+        )
+    );
+    assert_eq!(
+        stats.duplicates,
+        n("SELECT COUNT(*) FROM urls WHERE error = 'duplicate'")
+    );
+    assert_eq!(
+        stats.query_endpoints,
+        n("SELECT COUNT(*) FROM urls WHERE status IN (10, 11)")
+    );
+    assert_eq!(
+        stats.awaiting_retry,
+        n("SELECT COUNT(*) FROM urls WHERE attempts > 0 AND due_at IS NOT NULL")
+    );
+    let s = &stats.schedule;
+    assert_eq!(s.due_now, n("SELECT COUNT(*) FROM urls WHERE due_at <= ?1"));
+    assert_eq!(
+        s.due_within_day,
+        n("SELECT COUNT(*) FROM urls WHERE due_at <= ?1 + 86400")
+    );
+    assert_eq!(
+        s.due_within_week,
+        n("SELECT COUNT(*) FROM urls WHERE due_at <= ?1 + 604800")
+    );
+    assert_eq!(
+        s.never_again,
+        n("SELECT COUNT(*) FROM urls WHERE due_at IS NULL AND state != 'new'")
+    );
+    assert_eq!(
+        s.never_visited,
+        n("SELECT COUNT(*) FROM urls WHERE state = 'new'")
+    );
+    assert_eq!(s.feeds, n("SELECT COUNT(*) FROM urls WHERE feed = 1"));
+    assert_eq!(
+        s.failing_but_searchable,
+        n("SELECT COUNT(*) FROM urls WHERE in_index = 1 AND first_failed_at IS NOT NULL")
+    );
+    let bucket = |from: i64, below: i64| {
+        n(&format!(
+            "SELECT COUNT(*) FROM urls WHERE revisit_secs >= {from} AND revisit_secs < {below}
+             AND due_at IS NOT NULL AND state != 'excluded'"
+        ))
+    };
+    let want: Vec<u64> = [0, 86_400, 259_200, 604_800, 1_209_600, 2_592_000, i64::MAX]
+        .windows(2)
+        .map(|w| bucket(w[0], w[1]))
+        .collect();
+    let got: Vec<u64> = s.intervals.iter().map(|(_, n)| *n).collect();
+    assert_eq!(got, want);
+    assert!(got.iter().filter(|&&n| n > 0).count() >= 4, "{got:?}");
+}
+
 /// The claim queries, the content-hash lookups and the link graph's statements stay index
 /// searches: no table scan, whatever the number of URLs.
 #[test]
