@@ -9,7 +9,7 @@
 //! links that resolve to no indexed page (mail, web, excluded or failed URLs) are left out.
 //!
 //! The whole graph of the index is in memory at once at the end of a crawl, so its bookkeeping
-//! is lean: a page costs 8 bytes here (its URL id, found again by binary search) and 12 in the
+//! is lean: a page costs 8 bytes here (its URL id, found again by binary search) and 16 in the
 //! graph, a link 8.
 
 use std::collections::HashMap;

@@ -199,10 +199,10 @@ impl Backend {
         }
     }
 
-    /// Statistics and capsules, at most [`STATS_TTL`] old, or longer when counting is slow
-    /// ([`reuse_for`]). One thread counts at a time; while
-    /// it does, the others get the previous snapshot (or wait for the first one), so a burst of
-    /// visits to the home page neither counts many times nor holds many blocking slots.
+    /// Statistics and capsules, at most [`STATS_TTL`] old, or older when counting is slow
+    /// ([`reuse_for`]). One thread counts at a time; while it does, the others get the
+    /// previous snapshot (or wait for the first one), so a burst of visits to the home page
+    /// neither counts many times nor holds many blocking slots.
     pub fn snapshot(&self, now_unix: i64) -> Result<Arc<Snapshot>, FrontierError> {
         let cached = || {
             self.snapshot
