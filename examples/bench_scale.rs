@@ -187,23 +187,14 @@ fn build(dir: &Path, urls: u64, capsules: u64, due: u64, links: u64, indexed: u6
             in_batch += 1;
             if in_batch == 20_000 {
                 batch.commit().expect("commit");
-                if !in_index.is_empty() {
-                    seq += 1;
-                    frontier.assign_batch(&in_index, seq).expect("assign");
-                    frontier.mark_committed(seq).expect("confirm");
-                    in_index.clear();
-                }
+                confirm_indexed(&mut frontier, &mut in_index, &mut seq);
                 batch = frontier.batch(now).expect("batch");
                 in_batch = 0;
             }
         }
     }
     batch.commit().expect("commit");
-    if !in_index.is_empty() {
-        seq += 1;
-        frontier.assign_batch(&in_index, seq).expect("assign");
-        frontier.mark_committed(seq).expect("confirm");
-    }
+    confirm_indexed(&mut frontier, &mut in_index, &mut seq);
     let inserted = started.elapsed().as_secs_f64();
     // Visits mark URLs as visited in the running crawl; a run's end lets them go. Here every
     // visited URL of the database is marked, the worst case for that step.
@@ -227,6 +218,18 @@ fn build(dir: &Path, urls: u64, capsules: u64, due: u64, links: u64, indexed: u6
         "db_bytes_per_url={:.0}",
         bytes as f64 / written.max(1) as f64
     );
+}
+
+/// Records the pages in `in_index` as held by index commit `seq + 1`, as the indexing thread
+/// does after a commit, and empties the list.
+fn confirm_indexed(frontier: &mut SqliteFrontier, in_index: &mut Vec<i64>, seq: &mut u64) {
+    if in_index.is_empty() {
+        return;
+    }
+    *seq += 1;
+    frontier.assign_batch(in_index, *seq).expect("assign");
+    frontier.mark_committed(*seq).expect("confirm");
+    in_index.clear();
 }
 
 fn claims(dir: &Path, rounds: u64) {

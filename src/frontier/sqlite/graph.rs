@@ -12,6 +12,7 @@ use crate::frontier::graph::GraphRows;
 use crate::rank::LinkGraph;
 
 use super::outlinks;
+use super::rows::str_at;
 use super::{Result, SqliteFrontier};
 
 /// The page cache, in KiB, while the link graph is read.
@@ -48,8 +49,7 @@ impl SqliteFrontier {
             while let Some(row) = urls.next()? {
                 let id: i64 = row.get(0)?;
                 if row.get::<_, bool>(1)? {
-                    let text = |i| row.get_ref(i)?.as_str().map_err(rusqlite::Error::from);
-                    rows.page(id, text(2)?, text(3)?);
+                    rows.page(id, str_at(row, 2)?, str_at(row, 3)?);
                 } else if let Some(canonical) = row.get::<_, Option<i64>>(4)? {
                     // Content reached through a temporary redirect counts for the URL that
                     // redirected, whatever this URL does itself.

@@ -16,3 +16,16 @@ pub(super) fn count_at(row: &rusqlite::Row<'_>, i: usize) -> rusqlite::Result<u6
 pub(super) fn maybe_count_at(row: &rusqlite::Row<'_>, i: usize) -> rusqlite::Result<Option<u64>> {
     Ok(row.get::<_, Option<i64>>(i)?.map(|n| n.max(0) as u64))
 }
+
+/// Column `i` as text borrowed from the row, without a copy (bulk reads of every URL).
+pub(super) fn str_at<'r>(row: &'r rusqlite::Row<'_>, i: usize) -> rusqlite::Result<&'r str> {
+    Ok(row.get_ref(i)?.as_str()?)
+}
+
+/// [`str_at`] for a column that may be NULL.
+pub(super) fn maybe_str_at<'r>(
+    row: &'r rusqlite::Row<'_>,
+    i: usize,
+) -> rusqlite::Result<Option<&'r str>> {
+    Ok(row.get_ref(i)?.as_str_or_null()?)
+}

@@ -7,7 +7,7 @@ use rusqlite::params;
 use rusqlite::OptionalExtension;
 
 use super::outlinks;
-use super::rows::{count_at, maybe_count_at, status_at};
+use super::rows::{count_at, maybe_count_at, maybe_str_at, status_at, str_at};
 use super::{Backlink, KnownHost, Result, SqliteFrontier, Stats, UrlDetails, REDIRECT_CHAIN};
 use crate::frontier::stats::INTERVAL_BUCKETS;
 use crate::frontier::{CertificateChange, Schedule, MAX_CERTIFICATE_CHANGES};
@@ -35,7 +35,7 @@ impl SqliteFrontier {
             urls_known: tally.urls,
             pages_indexed: tally.indexed,
             hosts: tally.gemini_hosts.len() as u64,
-            by_state: tally.by_state.into_iter().collect(),
+            by_state: by_name(tally.by_state),
             by_status: tally
                 .by_status
                 .into_iter()
@@ -76,26 +76,23 @@ impl SqliteFrontier {
         )?;
         let mut rows = stmt.query([])?;
         while let Some(row) = rows.next()? {
-            let text = |i| -> Result<Option<&str>> {
-                Ok(row
-                    .get_ref(i)?
-                    .as_str_or_null()
-                    .map_err(rusqlite::Error::from)?)
-            };
-            tally.add(&UrlRow {
-                host_id: row.get(0)?,
-                gemini: text(1)?.is_some_and(|s| s.eq_ignore_ascii_case("gemini://")),
-                state: text(2)?.unwrap_or_default(),
-                status: row.get(3)?,
-                error: text(4)?,
-                in_index: row.get::<_, i64>(5)? == 1,
-                attempts: row.get(6)?,
-                due_at: row.get(7)?,
-                revisit_secs: row.get(8)?,
-                feed: row.get::<_, i64>(9)? == 1,
-                failing: row.get_ref(10)?.data_type() != rusqlite::types::Type::Null,
+            let scheme = maybe_str_at(row, 1)?;
+            tally.add(
+                &UrlRow {
+                    host_id: row.get(0)?,
+                    gemini: scheme.is_some_and(|s| s.eq_ignore_ascii_case("gemini://")),
+                    state: str_at(row, 2)?,
+                    status: row.get(3)?,
+                    error: maybe_str_at(row, 4)?,
+                    in_index: row.get::<_, i64>(5)? == 1,
+                    attempts: row.get(6)?,
+                    due_at: row.get(7)?,
+                    revisit_secs: row.get(8)?,
+                    feed: row.get::<_, i64>(9)? == 1,
+                    failing: row.get_ref(10)?.data_type() != rusqlite::types::Type::Null,
+                },
                 now,
-            });
+            );
         }
         Ok(tally)
     }
@@ -246,7 +243,6 @@ struct UrlRow<'a> {
     feed: bool,
     /// `first_failed_at` is set.
     failing: bool,
-    now: i64,
 }
 
 /// The counts of [`SqliteFrontier::stats`] over every URL, as the rows go by.
@@ -255,7 +251,7 @@ struct UrlTally {
     urls: u64,
     indexed: u64,
     gemini_hosts: HashSet<i64>,
-    by_state: BTreeMap<String, u64>,
+    by_state: HashMap<String, u64>,
     by_status: BTreeMap<i64, u64>,
     errors: HashMap<String, u64>,
     excluded: HashMap<String, u64>,
@@ -267,7 +263,9 @@ struct UrlTally {
 }
 
 impl UrlTally {
-    fn add(&mut self, u: &UrlRow<'_>) {
+    /// Counts URL `u`; `now` says what is due.
+    fn add(&mut self, u: &UrlRow<'_>, now: i64) {
+        /// One more under `key`, copied only the first time it is seen.
         fn bump(map: &mut HashMap<String, u64>, key: &str) {
             match map.get_mut(key) {
                 Some(n) => *n += 1,
@@ -281,12 +279,7 @@ impl UrlTally {
         if u.gemini {
             self.gemini_hosts.insert(u.host_id);
         }
-        match self.by_state.get_mut(u.state) {
-            Some(n) => *n += 1,
-            None => {
-                self.by_state.insert(u.state.to_string(), 1);
-            }
-        }
+        bump(&mut self.by_state, u.state);
         if let Some(status) = u.status {
             *self.by_status.entry(status).or_default() += 1;
         }
@@ -300,9 +293,9 @@ impl UrlTally {
         self.awaiting_retry += u64::from(u.attempts > 0 && u.due_at.is_some());
         let s = &mut self.schedule;
         if let Some(due) = u.due_at {
-            s.due_now += u64::from(due <= u.now);
-            s.due_within_day += u64::from(due <= u.now + 86_400);
-            s.due_within_week += u64::from(due <= u.now + 604_800);
+            s.due_now += u64::from(due <= now);
+            s.due_within_day += u64::from(due <= now + 86_400);
+            s.due_within_week += u64::from(due <= now + 604_800);
         }
         s.never_again += u64::from(u.due_at.is_none() && u.state != "new");
         s.never_visited += u64::from(u.state == "new");
@@ -318,6 +311,13 @@ impl UrlTally {
             }
         }
     }
+}
+
+/// Counts sorted as `ORDER BY name`.
+fn by_name(counts: HashMap<String, u64>) -> Vec<(String, u64)> {
+    let mut v: Vec<(String, u64)> = counts.into_iter().collect();
+    v.sort_unstable();
+    v
 }
 
 /// Counts sorted as `ORDER BY count DESC, name`.
