@@ -65,12 +65,20 @@ const _: () = assert!(PROXIMITY_WINDOW <= FIRST_WINDOW);
 /// bread` 11), for guessing whether many pages hold them all.
 const WORDS_TOGETHER: f64 = 10.0;
 
-/// How many pages hold any of the words of `relaxed` (what [`Relaxed::any_word`] matches).
-/// When that is a union of terms, their postings are read for document ids alone and marked
+/// How many pages hold any of the words of `relaxed` (what [`Relaxed::any_word`] matches),
+/// `complete` being how many hold them all. With one essential word or none that is the same
+/// count ([`Relaxed::any_word_is_all_words`]). When it is a union of terms, their postings are read for document ids alone and marked
 /// in one bit set a segment: no scorer, no term frequencies, no union merging cursors (on the
 /// several-word queries of `scripts/bench-search`, counting through a scorer took 13-42% of the
 /// time that ranking the pages with every word took).
-fn count_any_word(searcher: &Searcher, relaxed: &Relaxed) -> Result<usize, IndexError> {
+fn count_any_word(
+    searcher: &Searcher,
+    relaxed: &Relaxed,
+    complete: usize,
+) -> Result<usize, IndexError> {
+    if relaxed.any_word_is_all_words() {
+        return Ok(complete);
+    }
     let Some(terms) = relaxed.any_word_terms() else {
         return Ok(searcher.search(&*relaxed.any_word(), &Count)?);
     };
@@ -352,10 +360,10 @@ impl SearchIndex {
                     let n = searcher.search(q, &Count)?;
                     (n, n)
                 }
-                Matcher::Relaxed(r) => (
-                    count_any_word(&searcher, r)?,
-                    searcher.search(&*r.all_words(), &Count)?,
-                ),
+                Matcher::Relaxed(r) => {
+                    let complete = searcher.search(&*r.all_words(), &Count)?;
+                    (count_any_word(&searcher, r, complete)?, complete)
+                }
             };
             return Ok(SearchResults {
                 total,
@@ -497,11 +505,7 @@ impl SearchIndex {
                     false => searcher.search(&*all_words, &(Count, ranker(None)))?,
                 };
                 if complete >= enough {
-                    let total = match r.any_word_is_all_words() {
-                        true => complete,
-                        false => count_any_word(searcher, r)?,
-                    };
-                    (total, complete, ranked)
+                    (count_any_word(searcher, r, complete)?, complete, ranked)
                 } else {
                     covered = true;
                     let coverage = Arc::new(Coverage::new(searcher, r)?);
