@@ -93,7 +93,7 @@ pub fn apply(
         crate::index::compact_or_warn(&mut indexer);
     }
     drop(indexer);
-    crawl::update_authority_blocking(&*frontier, &index_dir);
+    crawl::update_authority_blocking(&mut *frontier, &index_dir, &[]);
     summary.elapsed_secs = started.elapsed().as_secs_f64();
     Ok(summary)
 }

@@ -126,7 +126,8 @@ pub struct CrawlArgs {
     pub max_depth: u32,
     /// Most URLs one capsule may have in the crawl database; later ones are not stored, and a
     /// full capsule's pages are no longer expanded (bounds infinite dynamic capsules and link
-    /// bombs).
+    /// bombs). The requests a capsule may have in one run are its crawl budget, earned from the
+    /// sites linking to it and the pages it has in the index: see the README's crawler policy.
     #[arg(long, value_name = "N", default_value_t = 100_000, value_parser = clap::value_parser!(u64).range(1..))]
     pub capsule_budget: u64,
     /// A file of URLs never to fetch: one rule per line, a URL prefix, or re:REGEX searched in
@@ -150,7 +151,8 @@ pub struct CrawlArgs {
     /// revisited at --revisit-min. Durations read 90s, 15m, 12h, 3d, 2w.
     #[arg(long, value_name = "DURATION", default_value = "3d", value_parser = parse_duration)]
     pub revisit: Duration,
-    /// The shortest revisit interval.
+    /// The shortest revisit interval; also how long a capsule held back by its crawl budget
+    /// waits before a run goes on with it.
     #[arg(long, value_name = "DURATION", default_value = "1d", value_parser = parse_duration)]
     pub revisit_min: Duration,
     /// The longest revisit interval (also when 51 pages and permanent redirects are checked

@@ -120,6 +120,16 @@ impl LinkGraph {
         self.capsules.get(capsule as usize).map(String::as_str)
     }
 
+    /// The capsule of a page, as its place in [`LinkGraph::capsules`].
+    pub fn capsule_index(&self, page: u32) -> Option<u32> {
+        self.capsule_of.get(page as usize).copied()
+    }
+
+    /// The capsule keys of the graph, each once.
+    pub fn capsules(&self) -> &[String] {
+        &self.capsules
+    }
+
     /// Number of links.
     pub fn link_count(&self) -> usize {
         self.links.len()

@@ -176,7 +176,8 @@ pub(crate) fn print_summary(summary: &crawl::CrawlSummary) {
         "crawl ended ({}): {} pages fetched: {} new, {} changed, {} unchanged, {} removed from \
          the index, {} failed; {} documents rewritten with new anchors; {} URLs discovered, \
          {} excluded by robots.txt, {} duplicates, {} slow-downs (44), {} capsules unreachable, \
-         {} certificate changes; peak open sockets: {} (budget {}), {:.1} s",
+         {} capsules held back for a later run, {} certificate changes; peak open sockets: {} \
+         (budget {}), {:.1} s",
         summary.ended.describe(),
         summary.fetched,
         summary.new,
@@ -190,6 +191,7 @@ pub(crate) fn print_summary(summary: &crawl::CrawlSummary) {
         summary.duplicates,
         summary.slow_downs,
         summary.capsules_unreachable,
+        summary.capsules_held_back,
         summary.certificates_changed,
         summary.peak_sockets,
         summary.socket_budget,

@@ -32,6 +32,7 @@ pub(crate) fn stats(args: StatsArgs) -> Result<(), Failure> {
     row("URLs known", stats.urls_known.to_string());
     row("capsules", stats.hosts.to_string());
     row("capsules in back-off", stats.hosts_in_backoff.to_string());
+    row("capsules held back", stats.capsules_held_back.to_string());
     row(
         "certificate changes",
         format!("{} capsules", stats.certificate_changes),
@@ -93,6 +94,23 @@ pub(crate) fn stats(args: StatsArgs) -> Result<(), Failure> {
     out.push_str("\nrevisit intervals\n");
     for (bucket, n) in &s.intervals {
         out.push_str(&format!("  {bucket:<26}{n}\n"));
+    }
+    if !stats.held_back.is_empty() {
+        out.push_str("\ncapsules held back for a later run (crawl budget)\n");
+        for h in &stats.held_back {
+            out.push_str(&format!(
+                "  {:<26}{} until {}\n",
+                h.host,
+                h.reason,
+                when(Some(&h.until.to_string())),
+            ));
+        }
+        if stats.capsules_held_back > stats.held_back.len() as u64 {
+            out.push_str(&format!(
+                "  ... and {} more\n",
+                stats.capsules_held_back - stats.held_back.len() as u64
+            ));
+        }
     }
     if !stats.certificates_changed.is_empty() {
         out.push_str("\ncertificates changed (accepted and pinned)\n");

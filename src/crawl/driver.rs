@@ -13,6 +13,7 @@ use ::url::Url;
 use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 
+use super::budget::Budgets;
 use super::hold::{self, Held, Hold};
 use super::indexing::IndexMsg;
 use super::scheduler::{self, Job, Scheduler};
@@ -54,6 +55,8 @@ pub(super) struct Crawl {
     /// New and changed documents waiting for their capsule to be done, to be written once
     /// with the anchors its other pages give them.
     pub(super) hold: Hold,
+    /// What each capsule touched in this run may still request, and its trap shapes.
+    pub(super) budgets: Budgets,
 }
 
 /// Follow-ups of recorded results, done after their transaction commits.
@@ -107,6 +110,7 @@ impl Crawl {
             pinned: HashMap::new(),
             // A crawler of a shared store indexes nothing itself: nothing to hold.
             hold: Hold::new(config.shared.is_none(), hold::MAX_BYTES, hold::MAX_AGE),
+            budgets: Budgets::default(),
             config,
         }
     }
@@ -434,6 +438,7 @@ impl Crawl {
                     addr,
                 } => {
                     self.tried.insert(host_id);
+                    self.count_request(&host);
                     let url = urlnorm::Capsule::parse(&host).robots_url();
                     fetches.spawn(fetch(
                         self.fetcher.clone(),
@@ -446,6 +451,7 @@ impl Crawl {
                 }
                 Job::Page { url, addr } => {
                     *pages_started += 1;
+                    self.count_request(&url.host);
                     let target = url.url.clone();
                     let host_id = url.host_id;
                     fetches.spawn(fetch(
@@ -496,6 +502,10 @@ impl Crawl {
             let new_capsule = !self.scheduler.knows(host_id);
             self.scheduler.push(url, first, now);
             if new_capsule {
+                // What earlier runs learned of it sets its budget, read once a run.
+                if let Some(run) = self.budgets.get(&host).filter(|r| !r.has_standing()) {
+                    run.set_standing(frontier.capsule_standing(host_id)?);
+                }
                 // Rules read by an earlier run are read again: a capsule's robots.txt may have
                 // changed since, and pages it now disallows must leave the index.
                 if let Some(cached) = frontier.robots(host_id)? {

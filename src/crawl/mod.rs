@@ -12,6 +12,7 @@
 //! early), at `max_pages`, or when `shutdown` resolves. Then the pages whose inbound link labels
 //! changed get their documents rewritten from what is stored, without a request.
 
+pub mod budget;
 mod driver;
 mod hold;
 pub mod indexing;
@@ -267,6 +268,9 @@ pub struct CrawlSummary {
     /// Capsules that could not be reached at all (DNS, connection, TLS): their due pages count
     /// as failed visits.
     pub capsules_unreachable: u64,
+    /// Capsules held back for a later run: their crawl budget was spent, or they looked like a
+    /// trap ([`budget`]).
+    pub capsules_held_back: u64,
     /// Capsules that presented a certificate other than the one pinned.
     pub certificates_changed: u64,
     /// Capsules this run tried to reach, and those that gave any answer at all: a run where
@@ -449,7 +453,17 @@ pub async fn run_observed(
     // A stop by signal must end within systemd's 10 s: authority waits for the next run. In a
     // shared store the index writer computes it.
     if crawl.summary.ended != StopReason::Signal && !location.is_shared() {
-        update_authority(frontier, crate::datadir::index_path(&crawl.config.data_dir)).await;
+        let seen = crawl
+            .budgets
+            .linkers_seen()
+            .map(|(capsule, n)| (capsule.to_string(), n))
+            .collect();
+        update_authority(
+            frontier,
+            crate::datadir::index_path(&crawl.config.data_dir),
+            seen,
+        )
+        .await;
     }
     crawl.summary.capsules_tried = crawl.tried.len() as u64;
     crawl.summary.capsules_answered = crawl.answered.len() as u64;
@@ -502,19 +516,30 @@ fn crawler_id(data_dir: &Path) -> Result<String, CrawlError> {
 }
 
 /// Recomputes link authority over the whole link graph ([`crate::rank`]) and writes it beside
-/// the index, on a blocking thread. A failure is logged, never returned: the crawl's work is
-/// done and the next crawl tries again.
-async fn update_authority(frontier: Box<dyn Frontier>, index_dir: PathBuf) {
-    let done =
-        tokio::task::spawn_blocking(move || update_authority_blocking(&*frontier, &index_dir))
-            .await;
+/// the index, on a blocking thread, then each capsule's standing for its next crawl budget
+/// ([`budget`]), with the linkers `seen` in this run. A failure is logged, never returned: the
+/// crawl's work is done and the next crawl tries again.
+async fn update_authority(
+    mut frontier: Box<dyn Frontier>,
+    index_dir: PathBuf,
+    seen: Vec<(String, u64)>,
+) {
+    let done = tokio::task::spawn_blocking(move || {
+        update_authority_blocking(&mut *frontier, &index_dir, &seen)
+    })
+    .await;
     if let Err(e) = done {
         tracing::warn!(error = %e, "link authority not updated");
     }
 }
 
-/// [`update_authority`] on the calling thread (the index writer of a shared store).
-pub fn update_authority_blocking(frontier: &dyn Frontier, index_dir: &Path) {
+/// [`update_authority`] on the calling thread (the index writer of a shared store, which
+/// saw no linkers itself).
+pub fn update_authority_blocking(
+    frontier: &mut dyn Frontier,
+    index_dir: &Path,
+    seen: &[(String, u64)],
+) {
     give_back_freed_memory();
     let started = Instant::now();
     let computed = (|| -> Result<(usize, usize), CrawlError> {
@@ -522,9 +547,21 @@ pub fn update_authority_blocking(frontier: &dyn Frontier, index_dir: &Path) {
         let scores = crate::rank::authority(&graph);
         let pairs: Vec<(u64, f32)> = graph.keys().iter().copied().zip(scores).collect();
         crate::index::authority::write(index_dir, &pairs)?;
+        drop(pairs);
         frontier.set_meta("authority_pages", &graph.len().to_string())?;
         frontier.set_meta("authority_computed_at", &unix_now().to_string())?;
-        Ok((graph.len(), graph.link_count()))
+        let counted = (graph.len(), graph.link_count());
+        let mut standings = budget::standings(&graph);
+        drop(graph);
+        // A capsule seen linked in this run may have no indexed page yet (a dead one, or one
+        // whose pages all failed): what this run saw is all that is known of it.
+        for (capsule, linkers) in seen {
+            let standing = standings.entry(capsule.clone()).or_default();
+            standing.linkers = standing.linkers.max(*linkers);
+        }
+        let standings: Vec<_> = standings.into_iter().collect();
+        frontier.set_standings(&standings)?;
+        Ok(counted)
     })();
     let secs = started.elapsed().as_secs_f64();
     match computed {

@@ -60,11 +60,12 @@ pub use archive::{
 pub use postgres::{PgBatch, PgFrontier, PgStore};
 pub use sqlite::{SqliteBatch, SqliteFrontier};
 pub use stats::{
-    Backlink, CertificateChange, KnownHost, Schedule, Stats, UrlDetails, MAX_CERTIFICATE_CHANGES,
+    Backlink, CertificateChange, HeldCapsule, KnownHost, Schedule, Stats, UrlDetails,
+    MAX_CERTIFICATE_CHANGES, MAX_HELD_LISTED,
 };
 pub use types::{
     AnchorUpdate, CachedRobots, Canonical, FetchResult, IndexOp, IndexedPage, LinkOut, LinkReport,
-    NewUrl, Pin, Prior, QueuedUrl, Suggested, SuggestedSeed, UrlState, VisitRecord,
+    NewUrl, Pin, Prior, QueuedUrl, Standing, Suggested, SuggestedSeed, UrlState, VisitRecord,
 };
 
 /// Errors of the crawl database. The store's error is shown in the message, so it is not also
@@ -216,6 +217,12 @@ pub trait Frontier: Send {
         let _ = ip;
         Ok(())
     }
+    /// What earlier runs learned of a capsule's value, for its crawl budget
+    /// (`crawl::budget`).
+    fn capsule_standing(&self, host_id: i64) -> Result<Standing>;
+    /// Records capsules' standing after a run, by capsule key: every capsule's indexed pages
+    /// (capsules not listed have none), and the linkers of those listed.
+    fn set_standings(&mut self, standings: &[(String, Standing)]) -> Result<()>;
     /// Keeps this crawler's leases from running out; called well within the lease while it
     /// works. Returns how many capsules it holds (SQLite: 0, its leases never run out).
     fn renew_leases(&mut self) -> Result<u64>;
@@ -391,6 +398,10 @@ pub trait Batch {
     fn set_robots(&mut self, host_id: i64, status: u8, text: Option<&str>, now: i64) -> Result<()>;
     /// Keeps a capsule from being fetched before `until` (unix seconds).
     fn set_backoff(&mut self, host_id: i64, until: i64) -> Result<()>;
+    /// Holds a capsule back until `until` for `reason` (its crawl budget is spent, or it looks
+    /// like a trap), which `geode stats` shows while the hold lasts. A back-off set later
+    /// replaces it.
+    fn hold_capsule(&mut self, host_id: i64, until: i64, reason: &str) -> Result<()>;
     /// Records that no request may reach the IP address `ip` (which this crawler leases)
     /// before `wait` from now, whichever crawler holds the address then: a request just
     /// started there, or it asked to slow down. A crawler that leases the address later

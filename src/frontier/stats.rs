@@ -29,6 +29,10 @@ pub struct Stats {
     pub certificates_changed: Vec<CertificateChange>,
     /// Capsules in back-off now.
     pub hosts_in_backoff: u64,
+    /// Capsules a crawl held back for a later run (their budget used, or a trap shape), most
+    /// recently held first (at most [`MAX_HELD_LISTED`]), and how many there are in all.
+    pub held_back: Vec<HeldCapsule>,
+    pub capsules_held_back: u64,
     pub last_crawl_started: Option<String>,
     pub last_crawl_finished: Option<String>,
     /// When URLs come due.
@@ -66,6 +70,19 @@ pub struct CertificateChange {
     pub current_since: Option<i64>,
     pub last_seen: Option<i64>,
 }
+
+/// A capsule held back for a later run, and why (`budget`, `near-duplicates`, `fan-out`: see
+/// `crawl::budget`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct HeldCapsule {
+    pub host: String,
+    pub reason: String,
+    /// Not claimed again before this time (unix seconds).
+    pub until: i64,
+}
+
+/// How many held-back capsules `stats` lists.
+pub const MAX_HELD_LISTED: usize = 100;
 
 /// The buckets of revisit intervals for `stats`: upper bound (seconds, exclusive) and label.
 pub(crate) const INTERVAL_BUCKETS: &[(i64, &str)] = &[

@@ -2,7 +2,7 @@
 //! operations, claimed URLs with what was known of them, fetch results, visits, links,
 //! certificate pins, anchor updates and seeds.
 
-use std::collections::BTreeSet;
+use std::collections::BTreeMap;
 
 use crate::revisit::Priority;
 
@@ -181,6 +181,15 @@ pub struct IndexedPage {
     pub header_only: bool,
 }
 
+/// What earlier runs learned of a capsule's value, for its crawl budget (`crawl::budget`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Standing {
+    /// Its pages the index held at the end of the last run.
+    pub pages: u64,
+    /// Other capsules with indexed pages linking to it then.
+    pub linkers: u64,
+}
+
 /// What became of a suggested seed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Suggested {
@@ -247,8 +256,8 @@ pub struct LinkReport {
     /// New URLs with the hub priority (entries new in a feed), to be fetched first: (URL id,
     /// capsule id).
     pub new_hubs: Vec<(i64, i64)>,
-    /// Capsules that got new URLs to fetch.
-    pub hosts_with_new: BTreeSet<i64>,
+    /// Capsules that got new URLs to fetch, with how many.
+    pub hosts_with_new: BTreeMap<i64, u64>,
 }
 
 impl LinkReport {
@@ -263,7 +272,7 @@ impl LinkReport {
         self.added += 1;
         if link.excluded.is_none() {
             let host_id = host_id()?;
-            self.hosts_with_new.insert(host_id);
+            *self.hosts_with_new.entry(host_id).or_default() += 1;
             if link.prio == Priority::Hub {
                 self.new_hubs.push((target, host_id));
             }

@@ -452,6 +452,8 @@ pub fn about() -> String {
         .blank()
         .text("The crawler keeps at most one connection per IP address, waits between requests, slows down when asked (44), never answers input prompts and never sends client certificates.")
         .blank()
+        .text("Each capsule gets a budget of requests per crawl: 1,000, plus 1,000 for each other site linking to it, plus its pages already indexed. A capsule whose pages stop bringing new text, or keep adding endless new addresses, is left for the next crawl. Nothing is dropped: the next crawl goes on where this one stopped.")
+        .blank()
         .link("/search", "Search")
         .link("/", "geode home");
     g.finish()

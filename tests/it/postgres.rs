@@ -918,7 +918,7 @@ fn record_links(f: &mut dyn Frontier) -> Vec<String> {
             .iter()
             .map(|(u, h)| (url_of[u], host_of[h]))
             .collect();
-        let hosts: Vec<_> = report.hosts_with_new.iter().map(|h| host_of[h]).collect();
+        let hosts: Vec<_> = report.hosts_with_new.keys().map(|h| host_of[h]).collect();
         let marked: BTreeSet<_> = marked.iter().map(|u| url_of[u]).collect();
         out.push(format!(
             "{name}: added {}, new hubs {hubs:?}, capsules with new {hosts:?}, anchor updates \

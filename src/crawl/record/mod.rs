@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 
 use ::url::Url;
 
+mod budget;
 mod capsule;
 mod page;
 pub(super) use capsule::robots_of;
@@ -85,7 +86,11 @@ impl Crawl {
         };
         match done.job {
             DoneJob::Robots { host_id } => self.record_robots(batch, host_id, answer),
-            DoneJob::Page(url) => self.record_page(batch, *url, answer, docs),
+            DoneJob::Page(url) => {
+                let capsule = (url.host_id, url.host.clone());
+                self.record_page(batch, *url, answer, docs)?;
+                self.enforce_budget(batch, capsule.0, &capsule.1)
+            }
         }
     }
 

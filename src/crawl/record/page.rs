@@ -8,7 +8,9 @@ use std::time::Instant;
 use ::url::Url;
 
 use super::*;
+use crate::crawl::budget::Content;
 use crate::crawl::hold::Held;
+use crate::index::neardup;
 
 impl Crawl {
     /// A 20: unchanged (the same body as last time) only updates times; otherwise the page is
@@ -71,6 +73,7 @@ impl Crawl {
                 result.error = Some("duplicate".into());
                 result.meta = format!("same content as {first}");
                 self.summary.duplicates += 1;
+                self.note_content(&url.host, Content::Copy);
                 let visit = Visit::Duplicate { change };
                 return self.finish_fetched(batch, &url, &result, visit, docs);
             }
@@ -104,9 +107,10 @@ impl Crawl {
                 &|id| hold.holds(id),
             )?
         };
+        self.note_links(&url, &links, &report, feed);
         self.summary.urls_discovered += report.added as u64;
         self.effects.new_urls |= report.added > 0;
-        self.effects.wake.extend(report.hosts_with_new);
+        self.effects.wake.extend(report.hosts_with_new.keys());
         self.effects.hubs.extend(report.new_hubs);
         match change {
             Change::New => self.summary.new += 1,
@@ -137,6 +141,8 @@ impl Crawl {
             size,
             result.fetched_at,
         );
+        let print = neardup::page_fingerprint(&doc.body, &doc.link_labels);
+        self.note_content(&url.host, Content::New(print));
         // The document goes to the index once its capsule is done, with what the pages
         // linking here call this page by then (later changes reach it through an anchor
         // update): see `crawl::hold`.

@@ -404,9 +404,20 @@ impl<'a> PgBatch<'a> {
 
     /// Keeps a capsule from being fetched before `until`.
     pub fn set_backoff(&mut self, host_id: i64, until: i64) -> Result<()> {
+        self.hold_capsule(host_id, until, None)
+    }
+
+    /// Keeps a capsule from being fetched before `until`, held back for `reason` (a crawl
+    /// budget's, shown by `geode stats`) or backed off (`None`).
+    pub fn hold_capsule<'r>(
+        &mut self,
+        host_id: i64,
+        until: i64,
+        reason: impl Into<Option<&'r str>>,
+    ) -> Result<()> {
         self.exec(
-            "UPDATE hosts SET backoff_until = $2 WHERE id = $1",
-            &[&host_id, &until],
+            "UPDATE hosts SET backoff_until = $2, held_reason = $3 WHERE id = $1",
+            &[&host_id, &until, &reason.into()],
         )?;
         Ok(())
     }

@@ -14,7 +14,7 @@ use std::time::Duration;
 use postgres::{GenericClient, Row};
 
 use super::{lock, write_tx, PgFrontier, Result, DB_NOW, DB_NOW_MS};
-use crate::frontier::{Canonical, Prior, QueuedUrl, UrlState};
+use crate::frontier::{Canonical, Prior, QueuedUrl, Standing, UrlState};
 use crate::revisit::Priority;
 
 /// The columns a claim reads, for [`queued_url`].
@@ -220,6 +220,46 @@ impl PgFrontier {
             "UPDATE addresses SET leased_until = 0 WHERE ip = $1 AND leased_by = $2",
             &[&ip, &self.crawler],
         )?;
+        Ok(())
+    }
+
+    /// What earlier runs learned of a capsule's value (see `crawl::budget`).
+    pub fn capsule_standing(&self, host_id: i64) -> Result<Standing> {
+        let row = lock(&self.conn).query_opt(
+            "SELECT pages, linkers FROM hosts WHERE id = $1",
+            &[&host_id],
+        )?;
+        Ok(row.map_or_else(Standing::default, |r| Standing {
+            pages: r.get::<_, i64>(0).max(0) as u64,
+            linkers: r.get::<_, i64>(1).max(0) as u64,
+        }))
+    }
+
+    /// Records capsules' standing after a run: the pages of every capsule (none for those not
+    /// listed) and the linkers of those listed, in one transaction of three statements.
+    pub fn set_standings(&mut self, standings: &[(String, Standing)]) -> Result<()> {
+        let names: Vec<&str> = standings.iter().map(|(name, _)| name.as_str()).collect();
+        let pages: Vec<i64> = standings
+            .iter()
+            .map(|(_, s)| s.pages.min(i64::MAX as u64) as i64)
+            .collect();
+        let linkers: Vec<i64> = standings
+            .iter()
+            .map(|(_, s)| s.linkers.min(i64::MAX as u64) as i64)
+            .collect();
+        let mut conn = lock(&self.conn);
+        let mut tx = write_tx(&mut conn)?;
+        tx.execute(
+            "UPDATE hosts SET pages = 0 WHERE pages != 0 AND NOT (name = ANY($1))",
+            &[&names],
+        )?;
+        tx.execute(
+            "UPDATE hosts SET pages = s.pages, linkers = s.linkers
+             FROM unnest($1::text[], $2::bigint[], $3::bigint[]) AS s(name, pages, linkers)
+             WHERE hosts.name = s.name",
+            &[&names, &pages, &linkers],
+        )?;
+        tx.commit()?;
         Ok(())
     }
 

@@ -4,14 +4,15 @@
 //! made once. Readers never migrate: they say what to run instead.
 //!
 //! Versions: 1 (the first, the SQLite store's schema 2 with leases held by named crawlers);
-//! 2 (`addresses.next_at_ms`: the earliest next request to an address, across crawlers).
+//! 2 (`addresses.next_at_ms`: the earliest next request to an address, across crawlers);
+//! 3 (capsules' crawl budgets: `hosts.held_reason`, `pages`, `linkers`).
 
 use postgres::Client;
 
 use super::{FrontierError, Result};
 
 /// The version this geode reads and writes.
-pub const CURRENT: i64 = 2;
+pub const CURRENT: i64 = 3;
 
 /// The advisory lock that migrations take in turn.
 const MIGRATE_LOCK: i64 = 0x6765_6f64_6530; // "geode0"
@@ -36,13 +37,20 @@ pub(super) fn prepare(conn: &mut Client) -> Result<()> {
                 supported: CURRENT,
             })
         }
-        Some(1) => {
-            tx.batch_execute("ALTER TABLE addresses ADD COLUMN next_at_ms BIGINT")?;
+        Some(found @ (1 | 2)) => {
+            if found < 2 {
+                tx.batch_execute("ALTER TABLE addresses ADD COLUMN next_at_ms BIGINT")?;
+            }
+            tx.batch_execute(
+                "ALTER TABLE hosts ADD COLUMN held_reason TEXT;
+                 ALTER TABLE hosts ADD COLUMN pages BIGINT NOT NULL DEFAULT 0;
+                 ALTER TABLE hosts ADD COLUMN linkers BIGINT NOT NULL DEFAULT 0;",
+            )?;
             tx.execute(
                 "UPDATE meta SET value = $1 WHERE key = 'schema_version'",
                 &[&CURRENT.to_string()],
             )?;
-            tracing::info!("crawl database upgraded from schema 1 to {CURRENT}");
+            tracing::info!("crawl database upgraded from schema {found} to {CURRENT}");
         }
         Some(found) => {
             return Err(FrontierError::Outdated {

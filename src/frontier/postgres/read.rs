@@ -15,9 +15,10 @@ use crate::frontier::graph::GraphRows;
 use crate::frontier::stats::INTERVAL_BUCKETS;
 use crate::frontier::Frontier;
 use crate::frontier::{
-    AnchorUpdate, ArchiveStats, ArchivedResponse, Backlink, CertificateChange, IndexOp,
-    IndexedContent, IndexedPage, KnownHost, PendingOp, Schedule, Stats, Suggested, SuggestedSeed,
-    UrlDetails, MAX_CERTIFICATE_CHANGES, MAX_REDIRECT_CHAIN, MAX_WAITING_SEEDS,
+    AnchorUpdate, ArchiveStats, ArchivedResponse, Backlink, CertificateChange, HeldCapsule,
+    IndexOp, IndexedContent, IndexedPage, KnownHost, PendingOp, Schedule, Stats, Suggested,
+    SuggestedSeed, UrlDetails, MAX_CERTIFICATE_CHANGES, MAX_HELD_LISTED, MAX_REDIRECT_CHAIN,
+    MAX_WAITING_SEEDS,
 };
 use crate::rank::LinkGraph;
 
@@ -466,6 +467,23 @@ impl PgFrontier {
             )?,
             0,
         );
+        let held: Vec<HeldCapsule> = self
+            .db()
+            .query(
+                "SELECT name, held_reason, backoff_until FROM hosts
+                 WHERE held_reason IS NOT NULL AND backoff_until > $1
+                 ORDER BY backoff_until DESC, name COLLATE \"C\"",
+                &[&now],
+            )?
+            .iter()
+            .map(|r| HeldCapsule {
+                host: r.get(0),
+                reason: r.get(1),
+                until: r.get(2),
+            })
+            .collect();
+        let capsules_held_back = held.len() as u64;
+        let held_back = held.into_iter().take(MAX_HELD_LISTED).collect();
         let certificates_changed = self
             .db()
             .query(
@@ -495,6 +513,8 @@ impl PgFrontier {
             certificate_changes,
             certificates_changed,
             hosts_in_backoff,
+            held_back,
+            capsules_held_back,
             last_crawl_started: self.meta("last_crawl_started")?,
             last_crawl_finished: self.meta("last_crawl_finished")?,
             schedule: self.schedule(now)?,

@@ -26,7 +26,12 @@ CREATE TABLE hosts (
     -- 0 free, 1 leased, 2 passed over (out of the holder's scope) until the holder's run ends.
     claimed           BIGINT NOT NULL DEFAULT 0,
     leased_by         TEXT,               -- the crawler holding it (claimed != 0)
-    leased_until      BIGINT              -- the lease ends then, unless renewed (database clock)
+    leased_until      BIGINT,             -- the lease ends then, unless renewed (database clock)
+    -- Its crawl budget (crawl/budget.rs): why a crawler held it back until backoff_until, and
+    -- what the last run learned of its value.
+    held_reason       TEXT,
+    pages             BIGINT NOT NULL DEFAULT 0,
+    linkers           BIGINT NOT NULL DEFAULT 0
 );
 CREATE INDEX hosts_due ON hosts(next_due) WHERE next_due IS NOT NULL;
 CREATE INDEX hosts_leased ON hosts(leased_by) WHERE claimed != 0;

@@ -8,7 +8,7 @@ use crate::frontier::{
     FetchResult, IndexedContent, KnownHost, LinkOut, LinkReport, NewUrl, PendingOp, Pin, QueuedUrl,
     Result, Stats, Suggested, SuggestedSeed, UrlDetails, UrlState, VisitRecord,
 };
-use crate::frontier::{Batch, Frontier};
+use crate::frontier::{Batch, Frontier, Standing};
 use crate::rank::LinkGraph;
 
 impl Frontier for PgFrontier {
@@ -41,6 +41,8 @@ impl Frontier for PgFrontier {
         fn lease_address(&mut self, ip: &str) -> Result<Option<std::time::Duration>>;
         fn release_address(&mut self, ip: &str) -> Result<()>;
         fn renew_leases(&mut self) -> Result<u64>;
+        fn capsule_standing(&self, host_id: i64) -> Result<Standing>;
+        fn set_standings(&mut self, standings: &[(String, Standing)]) -> Result<()>;
         fn lost_leases(&mut self, capsules: &[i64], ips: &[String]) -> Result<(Vec<i64>, Vec<String>)>;
         fn pending_index_ops(&self, after: i64, limit: usize) -> Result<Vec<PendingOp>>;
         fn anchor_updates(&self, after: i64, limit: usize) -> Result<Vec<AnchorUpdate>>;
@@ -126,6 +128,7 @@ impl Batch for PgBatch<'_> {
         fn set_robots(&mut self, host_id: i64, status: u8, text: Option<&str>, now: i64)
             -> Result<()>;
         fn set_backoff(&mut self, host_id: i64, until: i64) -> Result<()>;
+        fn hold_capsule(&mut self, host_id: i64, until: i64, reason: &str) -> Result<()>;
         fn pin_certificate(&mut self, host_id: i64, sha256: &str, now: i64) -> Result<Pin>;
         fn archive(&mut self, url_id: i64, record: &ArchiveRecord<'_>) -> Result<()>;
     }

@@ -14,6 +14,7 @@ use rusqlite::{params, OptionalExtension, Row, TransactionBehavior};
 
 use super::rows::status_at;
 use super::{Canonical, Prior, QueuedUrl, Result, SqliteFrontier, UrlState};
+use crate::frontier::Standing;
 use crate::revisit::Priority;
 
 /// The columns a claim reads, for [`queued_url`].
@@ -163,6 +164,43 @@ impl SqliteFrontier {
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)?;
         release(&tx, host_id)?;
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// What earlier runs learned of a capsule's value (see `crawl::budget`).
+    pub fn capsule_standing(&self, host_id: i64) -> Result<Standing> {
+        Ok(self
+            .conn
+            .prepare_cached("SELECT pages, linkers FROM hosts WHERE id = ?1")?
+            .query_row([host_id], |r| {
+                Ok(Standing {
+                    pages: r.get::<_, i64>(0)?.max(0) as u64,
+                    linkers: r.get::<_, i64>(1)?.max(0) as u64,
+                })
+            })
+            .optional()?
+            .unwrap_or_default())
+    }
+
+    /// Records capsules' standing after a run: the pages of every capsule (none for those not
+    /// listed) and the linkers of those listed, in one transaction.
+    pub fn set_standings(&mut self, standings: &[(String, Standing)]) -> Result<()> {
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        tx.execute("UPDATE hosts SET pages = 0 WHERE pages != 0", [])?;
+        {
+            let mut stmt =
+                tx.prepare_cached("UPDATE hosts SET pages = ?2, linkers = ?3 WHERE name = ?1")?;
+            for (capsule, standing) in standings {
+                stmt.execute(params![
+                    capsule,
+                    standing.pages.min(i64::MAX as u64) as i64,
+                    standing.linkers.min(i64::MAX as u64) as i64
+                ])?;
+            }
+        }
         tx.commit()?;
         Ok(())
     }

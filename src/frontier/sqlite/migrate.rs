@@ -6,7 +6,8 @@
 //! Versions: 1 (no `user_version`, the first release: one-shot crawling), 2 (the revisit
 //! schedule, index membership apart from the crawl state, leases, anchor updates, seeds people
 //! suggested, the archive of responses) and 3 (links keyed by target, a page's own links packed
-//! in `outlinks`). A database from version 1 has an empty archive: its pages are archived as the
+//! in `outlinks`) and 4 (capsules' crawl budgets: `held_reason`, `pages`, `linkers`). A
+//! database from version 1 has an empty archive: its pages are archived as the
 //! next crawls visit them.
 
 use rusqlite::{params, Connection, TransactionBehavior};
@@ -15,7 +16,7 @@ use super::{FrontierError, Result};
 use crate::revisit::Priority;
 
 /// The version this geode reads and writes.
-pub const CURRENT: i64 = 3;
+pub const CURRENT: i64 = 4;
 
 /// The default interval given to pages fetched before version 2 (the default `--revisit`).
 const V1_INTERVAL: i64 = 3 * 24 * 3600;
@@ -37,7 +38,10 @@ pub(super) fn prepare(conn: &mut Connection) -> Result<()> {
             if older < 2 {
                 v1_to_v2(&tx)?;
             }
-            v2_to_v3(&tx)?;
+            if older < 3 {
+                v2_to_v3(&tx)?;
+            }
+            v3_to_v4(&tx)?;
             tx.pragma_update(None, "user_version", CURRENT)?;
             tx.commit()?;
             tracing::info!(
@@ -253,6 +257,17 @@ fn v2_to_v3(tx: &rusqlite::Transaction<'_>) -> Result<()> {
     Ok(())
 }
 
+/// Version 3 to 4: what a capsule's crawl budget needs. Every capsule starts with no standing:
+/// the next run's end counts its pages and linkers from the link graph.
+fn v3_to_v4(tx: &rusqlite::Transaction<'_>) -> Result<()> {
+    tx.execute_batch(
+        "ALTER TABLE hosts ADD COLUMN held_reason TEXT;
+         ALTER TABLE hosts ADD COLUMN pages INTEGER NOT NULL DEFAULT 0;
+         ALTER TABLE hosts ADD COLUMN linkers INTEGER NOT NULL DEFAULT 0;",
+    )?;
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -380,7 +395,8 @@ mod tests {
             .unwrap()
     }
 
-    /// Version 2's link graph: keyed by source, with an index by target.
+    /// Version 2's link graph: keyed by source, with an index by target; and its capsules,
+    /// without version 4's budget columns.
     const V2_LINKS: &str = "
         DROP TABLE links;
         DROP TABLE outlinks;
@@ -388,6 +404,9 @@ mod tests {
             source INTEGER NOT NULL REFERENCES urls(id), target INTEGER NOT NULL REFERENCES urls(id),
             label TEXT NOT NULL DEFAULT '', PRIMARY KEY (source, target, label)) WITHOUT ROWID;
         CREATE INDEX links_by_target ON links(target, label);
+        ALTER TABLE hosts DROP COLUMN held_reason;
+        ALTER TABLE hosts DROP COLUMN pages;
+        ALTER TABLE hosts DROP COLUMN linkers;
         PRAGMA user_version = 2;";
 
     #[test]

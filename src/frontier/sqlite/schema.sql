@@ -1,4 +1,4 @@
--- The crawl database, schema version 2 (PRAGMA user_version). A new database is created from
+-- The crawl database, schema version 4 (PRAGMA user_version). A new database is created from
 -- this file; an older one is brought here by migrate.rs.
 
 CREATE TABLE meta (
@@ -6,7 +6,11 @@ CREATE TABLE meta (
     value TEXT NOT NULL
 ) WITHOUT ROWID;
 
--- One row per capsule: host, or host:port when the port is not the default.
+-- One row per capsule: host, or host:port when the port is not the default. Its crawl budget
+-- (crawl/budget.rs) keeps why a crawl held it back until backoff_until (`held_reason`) and what
+-- the last run learned of its value: its pages in the index and the other sites with indexed
+-- pages linking to it (`pages`, `linkers`). No comment follows those columns: SQLite edits the
+-- table's text to drop a column, and the migration tests drop them to make an older file.
 CREATE TABLE hosts (
     id                INTEGER PRIMARY KEY,
     name              TEXT NOT NULL UNIQUE,
@@ -21,7 +25,10 @@ CREATE TABLE hosts (
     backoff_level     INTEGER NOT NULL DEFAULT 0, -- consecutive back-offs, for doubling
     url_count         INTEGER NOT NULL DEFAULT 0, -- URLs known on this capsule (the budget)
     next_due          INTEGER,            -- no unclaimed URL of it is due before this (may be early)
-    claimed           INTEGER NOT NULL DEFAULT 0  -- 1 while a running crawl holds the capsule
+    claimed           INTEGER NOT NULL DEFAULT 0, -- 1 while a running crawl holds the capsule
+    held_reason       TEXT,
+    pages             INTEGER NOT NULL DEFAULT 0,
+    linkers           INTEGER NOT NULL DEFAULT 0
 );
 CREATE INDEX hosts_due ON hosts(next_due) WHERE claimed = 0 AND next_due IS NOT NULL;
 

@@ -10,7 +10,9 @@ use super::outlinks;
 use super::rows::{count_at, maybe_count_at, maybe_str_at, status_at, str_at};
 use super::{Backlink, KnownHost, Result, SqliteFrontier, Stats, UrlDetails, REDIRECT_CHAIN};
 use crate::frontier::stats::INTERVAL_BUCKETS;
-use crate::frontier::{CertificateChange, Schedule, MAX_CERTIFICATE_CHANGES};
+use crate::frontier::{
+    CertificateChange, HeldCapsule, Schedule, MAX_CERTIFICATE_CHANGES, MAX_HELD_LISTED,
+};
 
 impl SqliteFrontier {
     /// Counts for `geode stats`; `now` decides which back-offs are still running and which
@@ -26,6 +28,7 @@ impl SqliteFrontier {
             params![now],
             |r| r.get::<_, i64>(0),
         )? as u64;
+        let (held_back, capsules_held_back) = self.held_back(now)?;
         let certificate_changes = self.conn.query_row(
             "SELECT COUNT(*) FROM hosts WHERE cert_changes > 0",
             [],
@@ -49,6 +52,8 @@ impl SqliteFrontier {
             certificate_changes,
             certificates_changed: self.certificate_changes()?,
             hosts_in_backoff,
+            held_back,
+            capsules_held_back,
             last_crawl_started: self.meta("last_crawl_started")?,
             last_crawl_finished: self.meta("last_crawl_finished")?,
             schedule: Schedule {
@@ -61,6 +66,29 @@ impl SqliteFrontier {
             },
             archive: self.archive_stats()?,
         })
+    }
+
+    /// The capsules a crawl held back that are still waiting at `now`, latest hold first (at
+    /// most [`MAX_HELD_LISTED`]), and how many there are.
+    fn held_back(&self, now: i64) -> Result<(Vec<HeldCapsule>, u64)> {
+        let mut stmt = self.conn.prepare(
+            "SELECT name, held_reason, backoff_until FROM hosts
+             WHERE held_reason IS NOT NULL AND backoff_until > ?1
+             ORDER BY backoff_until DESC, name",
+        )?;
+        let mut rows = stmt.query([now])?;
+        let (mut listed, mut all) = (Vec::new(), 0);
+        while let Some(row) = rows.next()? {
+            all += 1;
+            if listed.len() < MAX_HELD_LISTED {
+                listed.push(HeldCapsule {
+                    host: row.get(0)?,
+                    reason: row.get(1)?,
+                    until: row.get(2)?,
+                });
+            }
+        }
+        Ok((listed, all))
     }
 
     /// One pass over `urls` for [`SqliteFrontier::stats`].

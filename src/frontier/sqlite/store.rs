@@ -8,7 +8,7 @@ use super::{
     Result, SqliteBatch, SqliteFrontier, Stats, Suggested, SuggestedSeed, UrlDetails, UrlState,
     VisitRecord,
 };
-use crate::frontier::{Batch, Frontier};
+use crate::frontier::{Batch, Frontier, Standing};
 use crate::rank::LinkGraph;
 
 /// Runs a call as is: SQLite's calls block briefly and need nothing around them.
@@ -45,6 +45,8 @@ impl Frontier for SqliteFrontier {
         fn next_wakeup(&self, now: i64) -> Result<Option<i64>>;
         fn lease_address(&mut self, ip: &str) -> Result<Option<std::time::Duration>>;
         fn renew_leases(&mut self) -> Result<u64>;
+        fn capsule_standing(&self, host_id: i64) -> Result<Standing>;
+        fn set_standings(&mut self, standings: &[(String, Standing)]) -> Result<()>;
         fn pending_index_ops(&self, after: i64, limit: usize) -> Result<Vec<PendingOp>>;
         fn anchor_updates(&self, after: i64, limit: usize) -> Result<Vec<AnchorUpdate>>;
         fn clear_anchor_updates(&mut self, ids: &[i64]) -> Result<()>;
@@ -124,6 +126,7 @@ impl Batch for SqliteBatch<'_> {
         fn set_robots(&mut self, host_id: i64, status: u8, text: Option<&str>, now: i64)
             -> Result<()>;
         fn set_backoff(&mut self, host_id: i64, until: i64) -> Result<()>;
+        fn hold_capsule(&mut self, host_id: i64, until: i64, reason: &str) -> Result<()>;
         fn pin_certificate(&mut self, host_id: i64, sha256: &str, now: i64) -> Result<Pin>;
         fn archive(&mut self, url_id: i64, record: &ArchiveRecord<'_>) -> Result<()>;
     }

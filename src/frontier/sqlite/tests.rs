@@ -2,7 +2,7 @@
 //! test modules of the frontier.
 
 use super::*;
-use crate::frontier::{Batch as _, CertificateChange};
+use crate::frontier::{Batch as _, CertificateChange, Standing};
 use crate::revisit::Priority;
 
 pub(super) fn link(url: &str) -> LinkOut {
@@ -325,6 +325,68 @@ fn capsules_in_back_off_wait() {
     assert_eq!(f.next_wakeup(501).unwrap(), Some(501));
     assert_eq!(f.claim_capsules(1, 5, 501, &|_| true).unwrap().0.len(), 1);
     assert_eq!(f.next_wakeup(501).unwrap(), None, "leased now");
+}
+
+#[test]
+fn a_capsule_held_back_waits_and_stats_say_why_until_the_hold_ends() {
+    let (_d, mut f) = open();
+    let mut b = f.batch(0).unwrap();
+    id_of(&mut b, "gemini://trap.test/");
+    id_of(&mut b, "gemini://good.test/");
+    let trap = b.host_id("trap.test").unwrap();
+    let good = b.host_id("good.test").unwrap();
+    b.hold_capsule(trap, 1_000, "fan-out").unwrap();
+    b.commit().unwrap();
+    let claimed = f.claim_capsules(5, 5, 10, &|_| true).unwrap().0;
+    assert_eq!(claimed.len(), 1);
+    assert_eq!(claimed[0].host_id, good);
+    let stats = f.stats(10).unwrap();
+    assert_eq!(stats.capsules_held_back, 1);
+    assert_eq!(
+        stats.held_back,
+        vec![crate::frontier::HeldCapsule {
+            host: "trap.test".into(),
+            reason: "fan-out".into(),
+            until: 1_000,
+        }]
+    );
+    // Once the hold is over it is not listed, and the capsule is claimed again.
+    assert_eq!(f.stats(1_000).unwrap().capsules_held_back, 0);
+    assert_eq!(f.claim_capsules(5, 5, 1_000, &|_| true).unwrap().0.len(), 1);
+    // A back-off set later is no hold of the budget's.
+    f.release_capsule(trap).unwrap();
+    let mut b = f.batch(0).unwrap();
+    b.set_backoff(trap, 2_000).unwrap();
+    b.commit().unwrap();
+    assert_eq!(f.stats(1_500).unwrap().capsules_held_back, 0);
+    assert_eq!(f.stats(1_500).unwrap().hosts_in_backoff, 1);
+}
+
+#[test]
+fn standings_are_stored_per_capsule_and_pages_reset_for_those_not_listed() {
+    let (_d, mut f) = open();
+    let mut b = f.batch(0).unwrap();
+    id_of(&mut b, "gemini://a.test/");
+    id_of(&mut b, "gemini://b.test/");
+    let a = b.host_id("a.test").unwrap();
+    let bb = b.host_id("b.test").unwrap();
+    b.commit().unwrap();
+    assert_eq!(f.capsule_standing(a).unwrap(), Standing::default());
+    let standing = |pages, linkers| Standing { pages, linkers };
+    f.set_standings(&[
+        ("a.test".into(), standing(40, 3)),
+        ("b.test".into(), standing(7, 2)),
+        ("unknown.test".into(), standing(1, 1)),
+    ])
+    .unwrap();
+    assert_eq!(f.capsule_standing(a).unwrap(), standing(40, 3));
+    assert_eq!(f.capsule_standing(bb).unwrap(), standing(7, 2));
+    // b.test has no indexed page any more; its linkers stay as last counted.
+    f.set_standings(&[("a.test".into(), standing(41, 5))])
+        .unwrap();
+    assert_eq!(f.capsule_standing(a).unwrap(), standing(41, 5));
+    assert_eq!(f.capsule_standing(bb).unwrap(), standing(0, 2));
+    assert_eq!(f.capsule_standing(9_999).unwrap(), Standing::default());
 }
 
 /// The pages marked for an anchor update.

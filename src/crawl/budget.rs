@@ -1,0 +1,532 @@
+//! Per-capsule crawl budgets: how many requests one capsule may have in one run, grown by
+//! evidence of its value, and the trap shapes that end its run early. No list to keep: a
+//! capsule earns its crawl the way IRLbot's STAR budgets do (Lee et al., WWW 2008), from
+//! *other* capsules linking to it, and spends it only while its pages keep bringing new text.
+//!
+//! A capsule's allowance for a run ([`CapsuleRun::allowance`]) is
+//!
+//! ```text
+//!   BASE_REQUESTS                                   (1,000: any capsule, even unknown)
+//! + PER_LINKER x other capsules linking to it       (1,000 each, up to MAX_LINKERS)
+//! + PER_FEED x feeds found in it this run           (250 each, up to MAX_FEEDS)
+//! + its pages the index held after the last run     (what it proved before is revisited)
+//! ```
+//!
+//! A linker is another *site* (a host's registrable part, as ranking reads it: [`site_of`]), so
+//! that a farm of subdomains cannot vote for itself. Linkers are counted from the link graph of
+//! the index at the end of each run (indexed pages of other sites, so a trap's own junk never
+//! votes), and grow during a run as pages of other sites are seen linking to the capsule. A capsule that passes its
+//! allowance, or shows a trap shape, is *held back*: its lease is let go, its queued URLs wait
+//! in the frontier, and it is not claimed again before `--revisit-min` has passed, so the next
+//! scheduled run goes on where this one stopped. What it has is indexed; each run lets a
+//! deserving capsule grow by its allowance again.
+//!
+//! Trap shapes, judged on this run's counts only:
+//! - **near-duplicates** ([`HoldReason::Duplicates`]): of the capsule's last [`NOVELTY_WINDOW`]
+//!   pages with content, fewer than a quarter brought new text: exact copies of pages indexed
+//!   elsewhere (mirrors), or SimHash fingerprints near one of its own recent pages (calendars,
+//!   query spaces, git browsers, pages that differ by a date or a counter);
+//! - **fan-out** ([`HoldReason::FanOut`]): its pages keep adding URLs of its own faster than
+//!   they can be fetched: more than [`FANOUT_SLACK`] new ones plus [`FANOUT_PER_REQUEST`] per
+//!   request made (link bombs, web proxies, endless archives). A big capsule whose index page
+//!   lists a few thousand posts is not one: those are found once, then fetched.
+//!
+//! Endless chains (a calendar's next month, `?page=N+1`) are bounded by `--max-depth` besides.
+//! Pure: counts in, verdicts out. The crawl loop keeps one [`CapsuleRun`] per capsule it touches
+//! in a run ([`Budgets`]); nothing here is kept per URL.
+
+use std::collections::{HashMap, HashSet, VecDeque};
+
+pub use crate::frontier::Standing;
+use crate::rank::{site_of, LinkGraph};
+
+/// Requests any capsule may have in a run before any evidence of its value.
+pub const BASE_REQUESTS: u64 = 1_000;
+/// Requests added for each other capsule linking to it.
+pub const PER_LINKER: u64 = 1_000;
+/// Linking capsules counted at most (about the 100,000 URLs a capsule may store).
+pub const MAX_LINKERS: u64 = 100;
+/// Requests added for each feed (gemfeed, Atom, RSS) found in it during the run.
+pub const PER_FEED: u64 = 250;
+/// Feeds counted at most.
+pub const MAX_FEEDS: u64 = 4;
+/// Pages with content that the novelty of a capsule is judged on: its most recent ones.
+pub const NOVELTY_WINDOW: usize = 64;
+/// Fingerprints of a capsule's recent new pages kept to compare new ones with.
+pub const RECENT_FINGERPRINTS: usize = 32;
+/// New URLs of its own a capsule may add in a run before its fan-out is judged.
+pub const FANOUT_SLACK: u64 = 5_000;
+/// New URLs of its own per request a capsule may keep adding past [`FANOUT_SLACK`].
+pub const FANOUT_PER_REQUEST: u64 = 10;
+/// Capsules whose linkers a run tracks at most (a page linking to thousands of capsules is
+/// counted for as many as fit; beyond that, new capsules are judged on the stored count).
+pub const MAX_TRACKED: usize = 200_000;
+
+/// Why a capsule was held back for the rest of a run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HoldReason {
+    /// It used its allowance of requests.
+    Budget,
+    /// Its recent pages brought almost no new text.
+    Duplicates,
+    /// Its pages add URLs faster than they can be fetched.
+    FanOut,
+}
+
+impl HoldReason {
+    /// The name stored with the capsule and shown by `geode stats`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            HoldReason::Budget => "budget",
+            HoldReason::Duplicates => "near-duplicates",
+            HoldReason::FanOut => "fan-out",
+        }
+    }
+}
+
+/// What one page with an answer brought, for its capsule's novelty.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Content {
+    /// New or changed text, with its SimHash fingerprint when it is long enough to have one.
+    New(Option<u64>),
+    /// The same body as a page indexed already (another URL, maybe another capsule).
+    Copy,
+}
+
+/// One capsule's counts in this run, and the verdict they give.
+#[derive(Debug, Clone, Default)]
+pub struct CapsuleRun {
+    /// Known once the capsule is leased in this run.
+    standing: Option<Standing>,
+    /// Other sites (a hash of their names) seen linking to it in this run, at most
+    /// [`MAX_LINKERS`].
+    linkers: HashSet<u64>,
+    feeds: u64,
+    requests: u64,
+    /// New URLs of its own its pages added in this run.
+    discovered: u64,
+    /// Novelty of its most recent pages with content, oldest first.
+    novelty: VecDeque<bool>,
+    novel_in_window: usize,
+    /// Fingerprints of its most recent new pages.
+    recent: VecDeque<u64>,
+    held: Option<HoldReason>,
+}
+
+impl CapsuleRun {
+    /// Requests it may have in this run, from what is known of it now.
+    pub fn allowance(&self) -> u64 {
+        let standing = self.standing.unwrap_or_default();
+        let linkers = standing
+            .linkers
+            .max(self.linkers.len() as u64)
+            .min(MAX_LINKERS);
+        BASE_REQUESTS + PER_LINKER * linkers + PER_FEED * self.feeds.min(MAX_FEEDS) + standing.pages
+    }
+
+    /// Whether its standing has been read (at its first lease in the run).
+    pub fn has_standing(&self) -> bool {
+        self.standing.is_some()
+    }
+
+    pub fn set_standing(&mut self, standing: Standing) {
+        self.standing = Some(standing);
+    }
+
+    /// Counts a request made to it.
+    pub fn requested(&mut self) {
+        self.requests += 1;
+    }
+
+    pub fn requests(&self) -> u64 {
+        self.requests
+    }
+
+    /// A page of another site links to it (`site`: a hash of the site's name).
+    pub fn linked_from(&mut self, site: u64) {
+        if (self.linkers.len() as u64) < MAX_LINKERS {
+            self.linkers.insert(site);
+        }
+    }
+
+    /// One of its pages turned out to be a feed.
+    pub fn feed_found(&mut self) {
+        self.feeds += 1;
+    }
+
+    /// Its pages added `n` new URLs of its own.
+    pub fn discovered(&mut self, n: u64) {
+        self.discovered += n;
+    }
+
+    /// One of its pages brought `content`: novel unless it is a copy, or near (SimHash) one
+    /// of its recent new pages.
+    pub fn page(&mut self, content: Content) {
+        let novel = match content {
+            Content::Copy => false,
+            Content::New(None) => true,
+            Content::New(Some(print)) => {
+                let novel = !self
+                    .recent
+                    .iter()
+                    .any(|&seen| crate::index::neardup::near(seen, print));
+                if self.recent.len() == RECENT_FINGERPRINTS {
+                    self.recent.pop_front();
+                }
+                self.recent.push_back(print);
+                novel
+            }
+        };
+        if self.novelty.len() == NOVELTY_WINDOW && self.novelty.pop_front() == Some(true) {
+            self.novel_in_window -= 1;
+        }
+        self.novelty.push_back(novel);
+        self.novel_in_window += usize::from(novel);
+    }
+
+    /// Whether it must be held back now, and why. Once held, it stays held for the run.
+    pub fn verdict(&mut self) -> Option<HoldReason> {
+        if self.held.is_none() {
+            self.held = self.judge();
+        }
+        self.held
+    }
+
+    /// Whether it was held back in this run.
+    pub fn held(&self) -> Option<HoldReason> {
+        self.held
+    }
+
+    fn judge(&self) -> Option<HoldReason> {
+        if self.requests >= self.allowance() {
+            return Some(HoldReason::Budget);
+        }
+        if self.novelty.len() == NOVELTY_WINDOW && self.novel_in_window * 4 < NOVELTY_WINDOW {
+            return Some(HoldReason::Duplicates);
+        }
+        if self.discovered > FANOUT_SLACK + FANOUT_PER_REQUEST * self.requests {
+            return Some(HoldReason::FanOut);
+        }
+        None
+    }
+
+    /// Other sites seen linking to it in this run.
+    pub fn linkers_seen(&self) -> u64 {
+        self.linkers.len() as u64
+    }
+}
+
+/// The capsules one run touched, by capsule key.
+#[derive(Debug, Default)]
+pub struct Budgets {
+    runs: HashMap<String, CapsuleRun>,
+}
+
+impl Budgets {
+    /// The counts of a capsule, made when first met. `None` only for a capsule first met
+    /// once [`MAX_TRACKED`] are tracked.
+    pub fn get(&mut self, capsule: &str) -> Option<&mut CapsuleRun> {
+        if !self.runs.contains_key(capsule) {
+            if self.runs.len() >= MAX_TRACKED {
+                return None;
+            }
+            self.runs.insert(capsule.to_string(), CapsuleRun::default());
+        }
+        self.runs.get_mut(capsule)
+    }
+
+    /// The counts of a capsule already met.
+    pub fn peek(&self, capsule: &str) -> Option<&CapsuleRun> {
+        self.runs.get(capsule)
+    }
+
+    /// Capsules seen linked from others in this run, with how many.
+    pub fn linkers_seen(&self) -> impl Iterator<Item = (&str, u64)> + '_ {
+        self.runs
+            .iter()
+            .filter(|(_, run)| run.linkers_seen() > 0)
+            .map(|(capsule, run)| (capsule.as_str(), run.linkers_seen()))
+    }
+}
+
+/// Every capsule's standing in the link graph of the index: its indexed pages, and the other
+/// sites with an indexed page linking to one of them.
+pub fn standings(graph: &LinkGraph) -> HashMap<String, Standing> {
+    let capsules = graph.capsules();
+    let mut site_ids: HashMap<&str, u32> = HashMap::new();
+    let site: Vec<u32> = capsules
+        .iter()
+        .map(|capsule| {
+            let next = site_ids.len() as u32;
+            *site_ids.entry(site_of(capsule)).or_insert(next)
+        })
+        .collect();
+    let mut standing = vec![Standing::default(); capsules.len()];
+    for page in 0..graph.len() as u32 {
+        if let Some(c) = graph.capsule_index(page) {
+            standing[c as usize].pages += 1;
+        }
+    }
+    // (linking site, capsule linked to)
+    let mut pairs: HashSet<(u32, u32)> = HashSet::new();
+    for (source, target) in graph.links() {
+        if let (Some(from), Some(to)) = (graph.capsule_index(source), graph.capsule_index(target)) {
+            let from = site[from as usize];
+            if from != site[to as usize] && pairs.insert((from, to)) {
+                standing[to as usize].linkers += 1;
+            }
+        }
+    }
+    capsules.iter().cloned().zip(standing).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rank::LinkGraphBuilder;
+
+    fn run(standing: Standing) -> CapsuleRun {
+        let mut run = CapsuleRun::default();
+        run.set_standing(standing);
+        run
+    }
+
+    #[test]
+    fn the_allowance_grows_with_linkers_feeds_and_pages_proved_before() {
+        let cases = [
+            // (pages before, linkers stored, linkers seen this run, feeds, allowance)
+            (0, 0, 0, 0, 1_000),
+            (0, 2, 0, 0, 3_000),
+            (0, 0, 3, 0, 4_000),
+            (0, 5, 3, 0, 6_000),
+            (0, 500, 0, 0, 101_000),
+            (0, 0, 0, 1, 1_250),
+            (0, 0, 0, 9, 2_000),
+            (2_500, 2, 0, 0, 5_500),
+        ];
+        for (pages, stored, seen, feeds, allowance) in cases {
+            let mut r = run(Standing {
+                pages,
+                linkers: stored,
+            });
+            for other in 0..seen {
+                r.linked_from(other);
+                r.linked_from(other);
+            }
+            for _ in 0..feeds {
+                r.feed_found();
+            }
+            assert_eq!(
+                r.allowance(),
+                allowance,
+                "pages {pages}, stored {stored}, seen {seen}, feeds {feeds}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_capsule_is_held_once_it_used_its_allowance_and_stays_held() {
+        let mut r = run(Standing {
+            pages: 0,
+            linkers: 1,
+        });
+        for _ in 0..1_999 {
+            r.requested();
+            r.page(Content::New(None));
+            assert_eq!(r.verdict(), None);
+        }
+        r.requested();
+        assert_eq!(r.verdict(), Some(HoldReason::Budget));
+        // A linker seen afterwards does not lift the hold within the run.
+        r.linked_from(42);
+        assert_eq!(r.verdict(), Some(HoldReason::Budget));
+        assert_eq!(r.held(), Some(HoldReason::Budget));
+    }
+
+    #[test]
+    fn a_stream_of_copies_and_near_copies_is_a_trap_and_new_text_is_not() {
+        // Distinct fingerprints: at least 16 bits apart from each other.
+        let distinct = |i: u64| i.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        let mut real = run(Standing::default());
+        for i in 0..500 {
+            real.requested();
+            real.page(Content::New(Some(distinct(i))));
+            assert_eq!(real.verdict(), None, "page {i}");
+        }
+        // A calendar: every page a little different, one bit from the first and two from
+        // each other.
+        let mut calendar = run(Standing::default());
+        let base = distinct(7);
+        let mut held_at = None;
+        for i in 0..500u64 {
+            calendar.requested();
+            calendar.page(Content::New(Some(base ^ (1 << (i % 64)))));
+            if calendar.verdict().is_some() {
+                held_at = Some(i);
+                break;
+            }
+        }
+        assert_eq!(calendar.held(), Some(HoldReason::Duplicates));
+        assert_eq!(held_at, Some(NOVELTY_WINDOW as u64 - 1));
+        // A mirror: copies of pages indexed elsewhere, with a new page now and then.
+        let mut mirror = run(Standing::default());
+        for i in 0..NOVELTY_WINDOW as u64 {
+            mirror.requested();
+            let content = if i % 5 == 0 {
+                Content::New(Some(distinct(i)))
+            } else {
+                Content::Copy
+            };
+            mirror.page(content);
+        }
+        assert_eq!(mirror.verdict(), Some(HoldReason::Duplicates));
+        // Exactly a quarter new is still a capsule worth fetching.
+        let mut quarter = run(Standing::default());
+        for i in 0..NOVELTY_WINDOW as u64 {
+            quarter.requested();
+            let content = if i % 4 == 0 {
+                Content::New(None)
+            } else {
+                Content::Copy
+            };
+            quarter.page(content);
+        }
+        assert_eq!(quarter.verdict(), None);
+    }
+
+    #[test]
+    fn novelty_is_judged_on_the_latest_window_only() {
+        let mut r = run(Standing::default());
+        for _ in 0..NOVELTY_WINDOW {
+            r.page(Content::New(None));
+        }
+        // 47 copies: 17 of the last 64 are new, more than a quarter.
+        for _ in 0..47 {
+            r.page(Content::Copy);
+        }
+        assert_eq!(r.verdict(), None);
+        r.page(Content::Copy);
+        assert_eq!(r.verdict(), None);
+        r.page(Content::Copy);
+        assert_eq!(r.verdict(), Some(HoldReason::Duplicates));
+    }
+
+    #[test]
+    fn fan_out_is_new_urls_growing_faster_than_requests() {
+        // A big capsule: its index lists 4,000 posts, then each post adds one or none.
+        let mut big = run(Standing {
+            pages: 0,
+            linkers: 5,
+        });
+        big.requested();
+        big.discovered(4_000);
+        assert_eq!(big.verdict(), None);
+        for i in 0..4_000u64 {
+            big.requested();
+            big.discovered(i % 2);
+            assert_eq!(big.verdict(), None);
+        }
+        // A link bomb: 5,000 links a page (the most a page contributes).
+        let mut bomb = run(Standing::default());
+        bomb.requested();
+        bomb.discovered(5_000);
+        assert_eq!(bomb.verdict(), None);
+        bomb.requested();
+        bomb.discovered(5_000);
+        assert_eq!(bomb.verdict(), Some(HoldReason::FanOut));
+        // A proxy: 35 new articles a page.
+        let mut proxy = run(Standing {
+            pages: 0,
+            linkers: 3,
+        });
+        let mut requests = 0;
+        while proxy.verdict().is_none() {
+            proxy.requested();
+            proxy.discovered(35);
+            requests += 1;
+        }
+        assert_eq!(proxy.held(), Some(HoldReason::FanOut));
+        assert_eq!(requests, 201);
+        // Ten a page, sustained, is not fan-out.
+        let mut wiki = run(Standing {
+            pages: 0,
+            linkers: 50,
+        });
+        for _ in 0..20_000 {
+            wiki.requested();
+            wiki.discovered(FANOUT_PER_REQUEST);
+        }
+        assert_eq!(wiki.verdict(), None);
+    }
+
+    #[test]
+    fn linkers_seen_in_a_run_are_bounded() {
+        let mut r = CapsuleRun::default();
+        for other in 0..1_000 {
+            r.linked_from(other);
+        }
+        assert_eq!(r.linkers_seen(), MAX_LINKERS);
+        assert_eq!(r.allowance(), BASE_REQUESTS + PER_LINKER * MAX_LINKERS);
+    }
+
+    #[test]
+    fn standings_count_indexed_pages_and_distinct_other_capsules() {
+        let mut b = LinkGraphBuilder::new();
+        let big: Vec<u32> = (0..5).map(|i| b.add_page(i, "big.example")).collect();
+        let a = b.add_page(10, "a.example");
+        let a2 = b.add_page(11, "a.example");
+        let c = b.add_page(12, "c.example");
+        let trap = b.add_page(13, "trap.example");
+        // Subdomains of one site: one linker however many, and none for each other.
+        let farm: Vec<u32> = (0..4)
+            .map(|i| b.add_page(20 + i, &format!("f{i}.farm.example")))
+            .collect();
+        // Inside links do not count; two pages of one capsule count once.
+        b.add_link(big[0], big[1]);
+        b.add_link(a, big[2]);
+        b.add_link(a2, big[3]);
+        b.add_link(c, big[0]);
+        for &f in &farm {
+            b.add_link(f, big[1]);
+            for &g in &farm {
+                b.add_link(f, g);
+            }
+        }
+        // The trap links to everyone: one linker for each.
+        b.add_link(trap, a);
+        b.add_link(trap, c);
+        b.add_link(trap, big[4]);
+        b.add_link(big[0], trap);
+        let s = standings(&b.build());
+        let get = |c: &str| s[c];
+        assert_eq!(
+            get("big.example"),
+            Standing {
+                pages: 5,
+                linkers: 4
+            }
+        );
+        assert_eq!(
+            get("f2.farm.example"),
+            Standing {
+                pages: 1,
+                linkers: 0
+            }
+        );
+        assert_eq!(
+            get("a.example"),
+            Standing {
+                pages: 2,
+                linkers: 1
+            }
+        );
+        assert_eq!(
+            get("trap.example"),
+            Standing {
+                pages: 1,
+                linkers: 1
+            }
+        );
+        assert_eq!(s.len(), 8);
+    }
+}
