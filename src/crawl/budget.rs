@@ -24,14 +24,23 @@
 //! Trap shapes, judged on this run's counts only:
 //! - **near-duplicates** ([`HoldReason::Duplicates`]): of the capsule's last [`NOVELTY_WINDOW`]
 //!   pages with content, fewer than a quarter brought new text: exact copies of pages indexed
-//!   elsewhere (mirrors), or SimHash fingerprints near one of its own recent pages (calendars,
-//!   query spaces, git browsers, pages that differ by a date or a counter);
+//!   elsewhere (mirrors), pages whose SimHash fingerprint is near one of its own recent pages
+//!   (pages that differ by a date or a counter), or thin pages, with fewer than
+//!   [`THIN_WORDS`] words of text besides their links (a calendar's months, a query space's
+//!   listings, a git browser's trees). A capsule's own index pages are thin too, but among
+//!   its posts they are few;
 //! - **fan-out** ([`HoldReason::FanOut`]): its pages keep adding URLs of its own faster than
 //!   they can be fetched: more than [`FANOUT_SLACK`] new ones plus [`FANOUT_PER_REQUEST`] per
 //!   request made (link bombs, web proxies, endless archives). A big capsule whose index page
 //!   lists a few thousand posts is not one: those are found once, then fetched.
 //!
-//! Endless chains (a calendar's next month, `?page=N+1`) are bounded by `--max-depth` besides.
+//! - **deep chain** ([`HoldReason::Chain`]): more than [`MAX_DEEP`] of its pages lie
+//!   [`CHAIN_DEPTH`] links or more below the shallowest page of it this run reached: a chain of
+//!   "next" links that never ends (a calendar's next day, `?page=N+1`, a commit's parent). A
+//!   capsule's own structure (home, sections, posts, an index of thousands) is shallow; its
+//!   posts are found from its index, not from each other.
+//!
+//! `--max-depth` bounds every chain besides, counted from the seeds.
 //! Pure: counts in, verdicts out. The crawl loop keeps one [`CapsuleRun`] per capsule it touches
 //! in a run ([`Budgets`]); nothing here is kept per URL.
 
@@ -50,10 +59,17 @@ pub const MAX_LINKERS: u64 = 100;
 pub const PER_FEED: u64 = 250;
 /// Feeds counted at most.
 pub const MAX_FEEDS: u64 = 4;
+/// Words of text (besides link labels) below which a page brings nothing new: a page of
+/// links, a date, a heading.
+pub const THIN_WORDS: usize = 30;
 /// Pages with content that the novelty of a capsule is judged on: its most recent ones.
 pub const NOVELTY_WINDOW: usize = 64;
 /// Fingerprints of a capsule's recent new pages kept to compare new ones with.
 pub const RECENT_FINGERPRINTS: usize = 32;
+/// Links below the shallowest page of a capsule reached in a run from which a page is deep.
+pub const CHAIN_DEPTH: u32 = 8;
+/// Deep pages a capsule may have in a run.
+pub const MAX_DEEP: u64 = 64;
 /// New URLs of its own a capsule may add in a run before its fan-out is judged.
 pub const FANOUT_SLACK: u64 = 5_000;
 /// New URLs of its own per request a capsule may keep adding past [`FANOUT_SLACK`].
@@ -71,6 +87,8 @@ pub enum HoldReason {
     Duplicates,
     /// Its pages add URLs faster than they can be fetched.
     FanOut,
+    /// Its pages go on and on, one link below the other.
+    Chain,
 }
 
 impl HoldReason {
@@ -80,6 +98,7 @@ impl HoldReason {
             HoldReason::Budget => "budget",
             HoldReason::Duplicates => "near-duplicates",
             HoldReason::FanOut => "fan-out",
+            HoldReason::Chain => "deep-chain",
         }
     }
 }
@@ -91,6 +110,20 @@ pub enum Content {
     New(Option<u64>),
     /// The same body as a page indexed already (another URL, maybe another capsule).
     Copy,
+    /// Fewer than [`THIN_WORDS`] words of text besides its links.
+    Thin,
+}
+
+impl Content {
+    /// What a page with text `body` (its link labels apart) brings; `fingerprint` computes
+    /// its SimHash, and is called only when the page is not thin.
+    pub fn of(body: &str, fingerprint: impl FnOnce() -> Option<u64>) -> Content {
+        if body.split_whitespace().nth(THIN_WORDS - 1).is_none() {
+            Content::Thin
+        } else {
+            Content::New(fingerprint())
+        }
+    }
 }
 
 /// One capsule's counts in this run, and the verdict they give.
@@ -105,6 +138,10 @@ pub struct CapsuleRun {
     requests: u64,
     /// New URLs of its own its pages added in this run.
     discovered: u64,
+    /// The link depth of its shallowest page requested in this run, and how many requested
+    /// pages lay [`CHAIN_DEPTH`] or more below it.
+    entry_depth: Option<u32>,
+    deep: u64,
     /// Novelty of its most recent pages with content, oldest first.
     novelty: VecDeque<bool>,
     novel_in_window: usize,
@@ -138,6 +175,16 @@ impl CapsuleRun {
         self.requests += 1;
     }
 
+    /// Counts a request for one of its pages, `depth` links from a seed.
+    pub fn requested_page(&mut self, depth: u32) {
+        self.requested();
+        match self.entry_depth {
+            Some(entry) if depth >= entry.saturating_add(CHAIN_DEPTH) => self.deep += 1,
+            Some(entry) if depth >= entry => {}
+            _ => self.entry_depth = Some(depth),
+        }
+    }
+
     pub fn requests(&self) -> u64 {
         self.requests
     }
@@ -163,7 +210,7 @@ impl CapsuleRun {
     /// of its recent new pages.
     pub fn page(&mut self, content: Content) {
         let novel = match content {
-            Content::Copy => false,
+            Content::Copy | Content::Thin => false,
             Content::New(None) => true,
             Content::New(Some(print)) => {
                 let novel = !self
@@ -206,6 +253,9 @@ impl CapsuleRun {
         }
         if self.discovered > FANOUT_SLACK + FANOUT_PER_REQUEST * self.requests {
             return Some(HoldReason::FanOut);
+        }
+        if self.deep > MAX_DEEP {
+            return Some(HoldReason::Chain);
         }
         None
     }
@@ -395,6 +445,27 @@ mod tests {
     }
 
     #[test]
+    fn a_page_of_links_or_a_line_is_thin_and_a_paragraph_is_not() {
+        let print = || Some(7);
+        assert_eq!(Content::of("", print), Content::Thin);
+        assert_eq!(Content::of("June 2025", print), Content::Thin);
+        let words = |n: usize| vec!["word"; n].join(" ");
+        assert_eq!(Content::of(&words(THIN_WORDS - 1), print), Content::Thin);
+        assert_eq!(
+            Content::of(&words(THIN_WORDS), print),
+            Content::New(Some(7))
+        );
+        assert_eq!(Content::of(&words(THIN_WORDS), || None), Content::New(None));
+        // A capsule of thin pages is held like one of copies.
+        let mut calendar = run(Standing::default());
+        for _ in 0..NOVELTY_WINDOW {
+            calendar.requested();
+            calendar.page(Content::of("July 2031", print));
+        }
+        assert_eq!(calendar.verdict(), Some(HoldReason::Duplicates));
+    }
+
+    #[test]
     fn novelty_is_judged_on_the_latest_window_only() {
         let mut r = run(Standing::default());
         for _ in 0..NOVELTY_WINDOW {
@@ -457,6 +528,52 @@ mod tests {
             wiki.discovered(FANOUT_PER_REQUEST);
         }
         assert_eq!(wiki.verdict(), None);
+    }
+
+    #[test]
+    fn a_chain_of_next_links_is_deep_and_a_big_shallow_capsule_is_not() {
+        // A capsule entered at depth 3: home, 50 sections, 4,000 posts two links down.
+        let mut big = run(Standing {
+            pages: 0,
+            linkers: 5,
+        });
+        big.requested_page(3);
+        for section in 0..50 {
+            big.requested_page(4);
+            for _ in 0..80 {
+                big.requested_page(5 + section % 2);
+            }
+        }
+        assert_eq!(big.verdict(), None);
+        // A calendar entered at depth 3, each day one link below the one before, from every
+        // month's page.
+        let mut calendar = run(Standing::default());
+        let mut requests = 0;
+        'months: for month in 0..100 {
+            for day in 0..30 {
+                calendar.requested_page(4 + month / 12 + day);
+                requests += 1;
+                if calendar.verdict().is_some() {
+                    break 'months;
+                }
+            }
+        }
+        assert_eq!(calendar.held(), Some(HoldReason::Chain));
+        assert!(requests < 500, "{requests}");
+        // Depth counts from the shallowest page, whenever it came.
+        let (entry, deep) = (8, 8 + CHAIN_DEPTH);
+        let mut late = run(Standing::default());
+        for _ in 0..=MAX_DEEP {
+            late.requested_page(deep);
+        }
+        late.requested_page(entry);
+        for _ in 0..MAX_DEEP {
+            late.requested_page(deep - 1);
+            late.requested_page(deep);
+        }
+        assert_eq!(late.verdict(), None);
+        late.requested_page(deep);
+        assert_eq!(late.verdict(), Some(HoldReason::Chain));
     }
 
     #[test]

@@ -438,7 +438,7 @@ impl Crawl {
                     addr,
                 } => {
                     self.tried.insert(host_id);
-                    self.count_request(&host);
+                    self.count_request(&host, None);
                     let url = urlnorm::Capsule::parse(&host).robots_url();
                     fetches.spawn(fetch(
                         self.fetcher.clone(),
@@ -451,7 +451,7 @@ impl Crawl {
                 }
                 Job::Page { url, addr } => {
                     *pages_started += 1;
-                    self.count_request(&url.host);
+                    self.count_request(&url.host, Some(url.depth));
                     let target = url.url.clone();
                     let host_id = url.host_id;
                     fetches.spawn(fetch(

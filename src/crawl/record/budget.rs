@@ -11,10 +11,13 @@ use crate::frontier::LinkReport;
 use crate::rank::site_of;
 
 impl Crawl {
-    /// Counts a request to a capsule.
-    pub(in crate::crawl) fn count_request(&mut self, capsule: &str) {
+    /// Counts a request to a capsule: for one of its pages (not robots.txt), at `depth`.
+    pub(in crate::crawl) fn count_request(&mut self, capsule: &str, depth: Option<u32>) {
         if let Some(run) = self.budgets.get(capsule) {
-            run.requested();
+            match depth {
+                Some(depth) => run.requested_page(depth),
+                None => run.requested(),
+            }
         }
     }
 

@@ -141,8 +141,13 @@ impl Crawl {
             size,
             result.fetched_at,
         );
-        let print = neardup::page_fingerprint(&doc.body, &doc.link_labels);
-        self.note_content(&url.host, Content::New(print));
+        // A file known by its header says nothing of the capsule's novelty.
+        if hash.is_some() {
+            let content = Content::of(&doc.body, || {
+                neardup::page_fingerprint(&doc.body, &doc.link_labels)
+            });
+            self.note_content(&url.host, content);
+        }
         // The document goes to the index once its capsule is done, with what the pages
         // linking here call this page by then (later changes reach it through an anchor
         // update): see `crawl::hold`.
