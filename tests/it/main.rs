@@ -9,6 +9,7 @@ mod cron;
 mod datadir;
 mod fetch;
 mod fuzz;
+mod gspace;
 mod hostile;
 mod http;
 mod polite;
