@@ -41,6 +41,11 @@
 //!   posts are found from its index, not from each other.
 //!
 //! `--max-depth` bounds every chain besides, counted from the seeds.
+//! **Junk does not rank.** The pages a trap-shaped capsule got into the index before it was held
+//! back stay searchable, but their authority is [`TRAP_AUTHORITY`] ([`demote_traps`]): a
+//! tenth of the score a page of no authority would have, so they never stand before real pages
+//! that match as well. A capsule held back only for its budget is not demoted.
+//!
 //! Pure: counts in, verdicts out. The crawl loop keeps one [`CapsuleRun`] per capsule it touches
 //! in a run ([`Budgets`]); nothing here is kept per URL.
 
@@ -74,6 +79,9 @@ pub const MAX_DEEP: u64 = 64;
 pub const FANOUT_SLACK: u64 = 5_000;
 /// New URLs of its own per request a capsule may keep adding past [`FANOUT_SLACK`].
 pub const FANOUT_PER_REQUEST: u64 = 10;
+/// The link authority of every page of a capsule held back for a trap shape: ranking multiplies
+/// a page's score by `1 + authority`, so these score a tenth.
+pub const TRAP_AUTHORITY: f32 = -0.9;
 /// Capsules whose linkers a run tracks at most (a page linking to thousands of capsules is
 /// counted for as many as fit; beyond that, new capsules are judged on the stored count).
 pub const MAX_TRACKED: usize = 200_000;
@@ -92,6 +100,10 @@ pub enum HoldReason {
 }
 
 impl HoldReason {
+    /// The reasons that say a capsule looks like a trap (all but [`HoldReason::Budget`]), as
+    /// stored.
+    pub const TRAP_SHAPES: [&'static str; 3] = ["near-duplicates", "fan-out", "deep-chain"];
+
     /// The name stored with the capsule and shown by `geode stats`.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -328,6 +340,23 @@ pub fn standings(graph: &LinkGraph) -> HashMap<String, Standing> {
         }
     }
     capsules.iter().cloned().zip(standing).collect()
+}
+
+/// Gives every page of the capsules in `traps` the authority [`TRAP_AUTHORITY`]; `scores` are
+/// the pages' authority in graph order.
+pub fn demote_traps(graph: &LinkGraph, scores: &mut [f32], traps: &HashSet<String>) {
+    if traps.is_empty() {
+        return;
+    }
+    let trap: Vec<bool> = graph.capsules().iter().map(|c| traps.contains(c)).collect();
+    for (page, score) in scores.iter_mut().enumerate() {
+        if graph
+            .capsule_index(page as u32)
+            .is_some_and(|c| trap[c as usize])
+        {
+            *score = TRAP_AUTHORITY;
+        }
+    }
 }
 
 #[cfg(test)]
@@ -574,6 +603,33 @@ mod tests {
         assert_eq!(late.verdict(), None);
         late.requested_page(deep);
         assert_eq!(late.verdict(), Some(HoldReason::Chain));
+    }
+
+    #[test]
+    fn the_pages_of_trap_shaped_capsules_are_demoted_and_no_other() {
+        for reason in [
+            HoldReason::Duplicates,
+            HoldReason::FanOut,
+            HoldReason::Chain,
+        ] {
+            assert!(HoldReason::TRAP_SHAPES.contains(&reason.as_str()));
+        }
+        assert!(!HoldReason::TRAP_SHAPES.contains(&HoldReason::Budget.as_str()));
+        let mut b = LinkGraphBuilder::new();
+        let pages = [
+            b.add_page(1, "real.example"),
+            b.add_page(2, "trap.example"),
+            b.add_page(3, "real.example"),
+            b.add_page(4, "trap.example"),
+        ];
+        b.add_link(pages[1], pages[0]);
+        let graph = b.build();
+        let mut scores = vec![0.5, 0.7, 0.0, 0.1];
+        demote_traps(&graph, &mut scores, &HashSet::new());
+        assert_eq!(scores, [0.5, 0.7, 0.0, 0.1]);
+        let traps: HashSet<String> = ["trap.example".to_string()].into();
+        demote_traps(&graph, &mut scores, &traps);
+        assert_eq!(scores, [0.5, TRAP_AUTHORITY, 0.0, TRAP_AUTHORITY]);
     }
 
     #[test]

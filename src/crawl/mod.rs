@@ -544,7 +544,9 @@ pub fn update_authority_blocking(
     let started = Instant::now();
     let computed = (|| -> Result<(usize, usize), CrawlError> {
         let graph = frontier.link_graph()?;
-        let scores = crate::rank::authority(&graph);
+        let mut scores = crate::rank::authority(&graph);
+        let traps = frontier.capsules_held_for(&budget::HoldReason::TRAP_SHAPES)?;
+        budget::demote_traps(&graph, &mut scores, &traps.into_iter().collect());
         let pairs: Vec<(u64, f32)> = graph.keys().iter().copied().zip(scores).collect();
         crate::index::authority::write(index_dir, &pairs)?;
         drop(pairs);

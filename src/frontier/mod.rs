@@ -223,6 +223,8 @@ pub trait Frontier: Send {
     /// Records capsules' standing after a run, by capsule key: every capsule's indexed pages
     /// (capsules not listed have none), and the linkers of those listed.
     fn set_standings(&mut self, standings: &[(String, Standing)]) -> Result<()>;
+    /// The capsules held back, the last time one was, for one of `reasons`.
+    fn capsules_held_for(&self, reasons: &[&str]) -> Result<Vec<String>>;
     /// Keeps this crawler's leases from running out; called well within the lease while it
     /// works. Returns how many capsules it holds (SQLite: 0, its leases never run out).
     fn renew_leases(&mut self) -> Result<u64>;

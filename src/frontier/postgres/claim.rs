@@ -235,6 +235,15 @@ impl PgFrontier {
         }))
     }
 
+    /// The capsules held back, the last time one was, for one of `reasons`.
+    pub fn capsules_held_for(&self, reasons: &[&str]) -> Result<Vec<String>> {
+        let rows = lock(&self.conn).query(
+            "SELECT name FROM hosts WHERE held_reason = ANY($1)",
+            &[&reasons],
+        )?;
+        Ok(rows.iter().map(|r| r.get(0)).collect())
+    }
+
     /// Records capsules' standing after a run: the pages of every capsule (none for those not
     /// listed) and the linkers of those listed, in one transaction of three statements.
     pub fn set_standings(&mut self, standings: &[(String, Standing)]) -> Result<()> {

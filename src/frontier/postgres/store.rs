@@ -42,6 +42,7 @@ impl Frontier for PgFrontier {
         fn release_address(&mut self, ip: &str) -> Result<()>;
         fn renew_leases(&mut self) -> Result<u64>;
         fn capsule_standing(&self, host_id: i64) -> Result<Standing>;
+        fn capsules_held_for(&self, reasons: &[&str]) -> Result<Vec<String>>;
         fn set_standings(&mut self, standings: &[(String, Standing)]) -> Result<()>;
         fn lost_leases(&mut self, capsules: &[i64], ips: &[String]) -> Result<(Vec<i64>, Vec<String>)>;
         fn pending_index_ops(&self, after: i64, limit: usize) -> Result<Vec<PendingOp>>;

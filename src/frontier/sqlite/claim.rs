@@ -205,6 +205,21 @@ impl SqliteFrontier {
         Ok(())
     }
 
+    /// The capsules held back, the last time one was, for one of `reasons`.
+    pub fn capsules_held_for(&self, reasons: &[&str]) -> Result<Vec<String>> {
+        let mut stmt = self
+            .conn
+            .prepare_cached("SELECT name FROM hosts WHERE held_reason = ?1")?;
+        let mut names = Vec::new();
+        for reason in reasons {
+            let rows = stmt.query_map([reason], |r| r.get(0))?;
+            for name in rows {
+                names.push(name?);
+            }
+        }
+        Ok(names)
+    }
+
     /// Every address is this crawl's: one crawl at a time holds a SQLite store.
     pub fn lease_address(&mut self, _ip: &str) -> Result<Option<std::time::Duration>> {
         Ok(Some(std::time::Duration::ZERO))

@@ -46,6 +46,7 @@ impl Frontier for SqliteFrontier {
         fn lease_address(&mut self, ip: &str) -> Result<Option<std::time::Duration>>;
         fn renew_leases(&mut self) -> Result<u64>;
         fn capsule_standing(&self, host_id: i64) -> Result<Standing>;
+        fn capsules_held_for(&self, reasons: &[&str]) -> Result<Vec<String>>;
         fn set_standings(&mut self, standings: &[(String, Standing)]) -> Result<()>;
         fn pending_index_ops(&self, after: i64, limit: usize) -> Result<Vec<PendingOp>>;
         fn anchor_updates(&self, after: i64, limit: usize) -> Result<Vec<AnchorUpdate>>;
