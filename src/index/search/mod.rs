@@ -151,7 +151,8 @@ impl Default for SearchOptions {
 pub struct ScoreParts {
     /// BM25 over the matched fields, with their boosts.
     pub text: f32,
-    /// Link authority in 0..=1 (times its weight in the score).
+    /// Link authority in 0..=1, -0.9 for a page of a capsule held back as a trap (times its
+    /// weight in the score).
     pub authority: f32,
     /// Home-page prior, at least 1.
     pub prior: f32,

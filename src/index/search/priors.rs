@@ -41,7 +41,8 @@ impl SegmentPriors {
         self.authority_table.max_score()
     }
 
-    /// The page's authority in 0..=1.
+    /// The page's authority in 0..=1, or -0.9 for a page of a capsule held back for a trap
+    /// shape (`crawl::budget`).
     pub(super) fn authority(&self, doc: u32) -> f32 {
         let Some(slot) = self.authority.get(doc as usize) else {
             return 0.0;
