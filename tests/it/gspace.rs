@@ -154,8 +154,41 @@ fn search(data: &Path, word: &str) -> Vec<String> {
         .unwrap_or_default()
 }
 
+/// The first two words of four letters or more of a page's indexed title, as a query.
+fn title_words(data: &Path, url: &str) -> Option<String> {
+    let out = Command::new(support::geode_bin())
+        .args(["show", "--data", &data.display().to_string(), "--json", url])
+        .output()
+        .expect("geode show runs");
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).ok()?;
+    let title = doc["title"].as_str()?;
+    let words: Vec<&str> = title
+        .split_whitespace()
+        .filter(|w| w.len() >= 4 && w.chars().all(char::is_alphabetic))
+        .take(2)
+        .collect();
+    (words.len() == 2).then(|| words.join(" "))
+}
+
+/// The capsules of the first ten results of a ranked search.
+fn top_hosts(data: &Path, query: &str) -> Vec<String> {
+    let out = Command::new(support::geode_bin())
+        .args(["search", "--data", &data.display().to_string()])
+        .args(["--json", "--limit", "10", query])
+        .output()
+        .expect("geode search runs");
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
+    doc["hits"]
+        .as_array()
+        .map(|hits| {
+            hits.iter()
+                .filter_map(|h| h["host"].as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "issue 39: needs crawl budgets"]
 async fn geode_crawls_a_geminispace_in_a_box_and_keeps_out_of_its_traps() {
     // Politeness is judged on timestamps: keep bursts of other tests away.
     let _timing = support::TIMING.lock().await;
@@ -272,6 +305,44 @@ async fn geode_crawls_a_geminispace_in_a_box_and_keeps_out_of_its_traps() {
     ));
     if (sample.len() - unsearchable.len()) as f64 / (sample.len() as f64) < COVERAGE {
         failures.push(format!("unique words not found: {unsearchable:?}"));
+    }
+
+    // Junk does not rank: for the first words of each sampled page's title, no page of a
+    // capsule whose content is junk (proxy, git browser, calendar, query space, link bomb,
+    // mirror) stands above a legitimate page in the first ten. The slow capsule and the one
+    // whose text changes on every request serve ordinary text, and are left out.
+    let junk: HashSet<&str> = world
+        .hosts_by_kind()
+        .into_iter()
+        .filter(|(kind, _)| {
+            kind.is_trap() && !matches!(kind, Kind::Slow | Kind::PerRequest | Kind::Dead)
+        })
+        .flat_map(|(_, hosts)| hosts)
+        .collect();
+    let (mut asked, mut inverted) = (0, Vec::new());
+    for page in &sample {
+        let Some(query) = title_words(data.path(), &page.url) else {
+            continue;
+        };
+        asked += 1;
+        let hosts = top_hosts(data.path(), &query);
+        let first_junk = hosts.iter().position(|h| junk.contains(h.as_str()));
+        let last_real = hosts.iter().rposition(|h| !junk.contains(h.as_str()));
+        if let (Some(j), Some(r)) = (first_junk, last_real) {
+            if j < r {
+                inverted.push(format!("{query:?}: {hosts:?}"));
+            }
+        }
+    }
+    report.push(format!(
+        "ranking: {asked} title queries, {} with a junk page above a legitimate one",
+        inverted.len()
+    ));
+    if asked < sample.len() / 2 || !inverted.is_empty() {
+        failures.push(format!(
+            "junk ranks: {} of {asked} title queries: {inverted:#?}",
+            inverted.len()
+        ));
     }
 
     // Traps: requests per trap capsule, from the server's log.
