@@ -24,11 +24,11 @@
 //! Trap shapes, judged on this run's counts only:
 //! - **near-duplicates** ([`HoldReason::Duplicates`]): of the capsule's last [`NOVELTY_WINDOW`]
 //!   pages with content, fewer than a quarter brought new text: exact copies of pages indexed
-//!   elsewhere (mirrors), pages whose SimHash fingerprint is near one of its own recent pages
-//!   (pages that differ by a date or a counter), or thin pages, with fewer than
-//!   [`THIN_WORDS`] words of text besides their links (a calendar's months, a query space's
-//!   listings, a git browser's trees). A capsule's own index pages are thin too, but among
-//!   its posts they are few;
+//!   elsewhere (mirrors), or pages whose SimHash fingerprint is near one of its own recent
+//!   pages (pages that differ by a date or a counter, a git browser's blobs). Thin pages, with
+//!   fewer than [`THIN_WORDS`] words of text besides their links (an index, a calendar's
+//!   month, a one-line note), are left out of the window: too short to tell, and a capsule of
+//!   short notes is no trap;
 //! - **fan-out** ([`HoldReason::FanOut`]): its pages keep adding URLs of its own faster than
 //!   they can be fetched: more than [`FANOUT_SLACK`] new ones plus [`FANOUT_PER_REQUEST`] per
 //!   request made (link bombs, web proxies, endless archives). A big capsule whose index page
@@ -122,7 +122,7 @@ pub enum Content {
     New(Option<u64>),
     /// The same body as a page indexed already (another URL, maybe another capsule).
     Copy,
-    /// Fewer than [`THIN_WORDS`] words of text besides its links.
+    /// Fewer than [`THIN_WORDS`] words of text besides its links: judged neither way.
     Thin,
 }
 
@@ -219,10 +219,11 @@ impl CapsuleRun {
     }
 
     /// One of its pages brought `content`: novel unless it is a copy, or near (SimHash) one
-    /// of its recent new pages.
+    /// of its recent new pages; a thin page counts neither way.
     pub fn page(&mut self, content: Content) {
         let novel = match content {
-            Content::Copy | Content::Thin => false,
+            Content::Thin => return,
+            Content::Copy => false,
             Content::New(None) => true,
             Content::New(Some(print)) => {
                 let novel = !self
@@ -485,13 +486,18 @@ mod tests {
             Content::New(Some(7))
         );
         assert_eq!(Content::of(&words(THIN_WORDS), || None), Content::New(None));
-        // A capsule of thin pages is held like one of copies.
-        let mut calendar = run(Standing::default());
-        for _ in 0..NOVELTY_WINDOW {
-            calendar.requested();
-            calendar.page(Content::of("July 2031", print));
+        // A capsule of short notes is no trap, and thin pages do not hide copies either.
+        let mut notes = run(Standing::default());
+        for _ in 0..10 * NOVELTY_WINDOW {
+            notes.requested();
+            notes.page(Content::of("Fed the cat. Rain again.", print));
         }
-        assert_eq!(calendar.verdict(), Some(HoldReason::Duplicates));
+        assert_eq!(notes.verdict(), None);
+        for _ in 0..NOVELTY_WINDOW {
+            notes.page(Content::Copy);
+            notes.page(Content::Thin);
+        }
+        assert_eq!(notes.verdict(), Some(HoldReason::Duplicates));
     }
 
     #[test]
