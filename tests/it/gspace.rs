@@ -138,9 +138,14 @@ fn copies(world: &World, page: &LegitPage) -> Vec<String> {
 
 /// The URLs `geode search --json --strict --all WORD` finds.
 fn search(data: &Path, word: &str) -> Vec<String> {
+    search_hits(data, &["--strict", "--all", "--limit", "50", word], "url")
+}
+
+/// Field `field` of each hit of `geode search --json ARGS`.
+fn search_hits(data: &Path, args: &[&str], field: &str) -> Vec<String> {
     let out = Command::new(support::geode_bin())
-        .args(["search", "--data", &data.display().to_string()])
-        .args(["--json", "--strict", "--all", "--limit", "50", word])
+        .args(["search", "--data", &data.display().to_string(), "--json"])
+        .args(args)
         .output()
         .expect("geode search runs");
     let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
@@ -148,7 +153,7 @@ fn search(data: &Path, word: &str) -> Vec<String> {
         .as_array()
         .map(|hits| {
             hits.iter()
-                .filter_map(|h| h["url"].as_str().map(str::to_owned))
+                .filter_map(|h| h[field].as_str().map(str::to_owned))
                 .collect()
         })
         .unwrap_or_default()
@@ -172,20 +177,7 @@ fn title_words(data: &Path, url: &str) -> Option<String> {
 
 /// The capsules of the first ten results of a ranked search.
 fn top_hosts(data: &Path, query: &str) -> Vec<String> {
-    let out = Command::new(support::geode_bin())
-        .args(["search", "--data", &data.display().to_string()])
-        .args(["--json", "--limit", "10", query])
-        .output()
-        .expect("geode search runs");
-    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
-    doc["hits"]
-        .as_array()
-        .map(|hits| {
-            hits.iter()
-                .filter_map(|h| h["host"].as_str().map(str::to_owned))
-                .collect()
-        })
-        .unwrap_or_default()
+    search_hits(data, &["--limit", "10", query], "host")
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
