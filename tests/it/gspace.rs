@@ -8,12 +8,11 @@
 //! Every check is made and reported before the test fails, so one run shows all the numbers.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::io::Read;
 use std::net::IpAddr;
 use std::path::Path;
 use std::process::Command;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use geode_fixture::gspace::{loopback_addresses, Kind, LegitPage, World, WorldSpec};
 use geode_fixture::FixtureServer;
@@ -36,68 +35,6 @@ const SECOND_CRAWL_LIMIT: &str = "60s";
 const SEARCHED_LARGE: usize = 10;
 const SEARCHED_OTHERS: usize = 20;
 
-/// What one `geode` run left: exit status, output, its own peak resident set, its wall time.
-struct Run {
-    status: i32,
-    stdout: String,
-    stderr: String,
-    peak_rss: u64,
-    wall: Duration,
-}
-
-/// Runs `geode ARGS` to its end, killing it after `limit`. Reaped with `wait4`, which gives
-/// this process's own peak memory (`RUSAGE_CHILDREN` would count other tests' children).
-async fn geode(args: Vec<String>, limit: Duration) -> Run {
-    tokio::task::spawn_blocking(move || {
-        let started = Instant::now();
-        // Reaped by `wait4` below, which std's `Child` cannot do while giving the rusage.
-        #[allow(clippy::zombie_processes)]
-        let mut child = Command::new(support::geode_bin())
-            .args(&args)
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .expect("geode starts");
-        let drain = |mut pipe: Box<dyn Read + Send>| {
-            std::thread::spawn(move || {
-                let mut bytes = Vec::new();
-                let _ = pipe.read_to_end(&mut bytes);
-                String::from_utf8_lossy(&bytes).into_owned()
-            })
-        };
-        let stdout = drain(Box::new(child.stdout.take().expect("stdout")));
-        let stderr = drain(Box::new(child.stderr.take().expect("stderr")));
-        let pid = child.id() as libc::pid_t;
-        let (status, usage) = loop {
-            let mut status = 0;
-            let mut usage = std::mem::MaybeUninit::<libc::rusage>::zeroed();
-            // SAFETY: wait4 writes a status and a rusage into the places it is given.
-            let reaped =
-                unsafe { libc::wait4(pid, &mut status, libc::WNOHANG, usage.as_mut_ptr()) };
-            assert!(reaped >= 0, "wait4: {}", std::io::Error::last_os_error());
-            if reaped == pid {
-                // SAFETY: filled by the successful wait4 above.
-                break (status, unsafe { usage.assume_init() });
-            }
-            if started.elapsed() > limit {
-                let _ = child.kill();
-                let _ = child.wait();
-                panic!("geode {args:?} still ran after {limit:?}");
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        };
-        Run {
-            status,
-            stdout: stdout.join().expect("stdout thread"),
-            stderr: stderr.join().expect("stderr thread"),
-            peak_rss: usage.ru_maxrss as u64 * 1024,
-            wall: started.elapsed(),
-        }
-    })
-    .await
-    .expect("runner thread")
-}
-
 fn crawl_args(world: &World, server: &FixtureServer, data: &Path, limit: &str) -> Vec<String> {
     let mut args: Vec<String> = ["crawl", "--data", &data.display().to_string()]
         .iter()
@@ -115,7 +52,7 @@ fn crawl_args(world: &World, server: &FixtureServer, data: &Path, limit: &str) -
 }
 
 /// The crawl's JSON summary (its last stdout line), or Null.
-fn summary(run: &Run) -> serde_json::Value {
+fn summary(run: &support::Run) -> serde_json::Value {
     run.stdout
         .lines()
         .last()
@@ -196,7 +133,7 @@ async fn geode_crawls_a_geminispace_in_a_box_and_keeps_out_of_its_traps() {
 
     // The first crawl.
     let limit = Duration::from_secs(400);
-    let first = geode(
+    let first = support::run_geode(
         crawl_args(&world, &server, data.path(), FIRST_CRAWL_LIMIT),
         limit,
     )
@@ -387,7 +324,7 @@ async fn geode_crawls_a_geminispace_in_a_box_and_keeps_out_of_its_traps() {
 
     // A second crawl right after the first has nothing due: not one request.
     let before = server.request_count();
-    let second = geode(
+    let second = support::run_geode(
         crawl_args(&world, &server, data.path(), SECOND_CRAWL_LIMIT),
         Duration::from_secs(180),
     )

@@ -5,10 +5,8 @@
 //! every URL it could not fetch (issue 12).
 
 use std::collections::BTreeMap;
-use std::io::Read;
 use std::net::{IpAddr, SocketAddr};
 use std::path::Path;
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 use geode_fixture::{FixtureConfig, FixtureServer, RequestRecord};
@@ -126,65 +124,18 @@ struct Crawled {
     peak_rss: u64,
 }
 
-/// Runs `geode crawl` to its end (at most three minutes). The process is reaped with `wait4`,
-/// which reports its own peak memory: `RUSAGE_CHILDREN` would also count the children of the
-/// other tests running in this process.
+/// Runs `geode crawl` to its end (at most three minutes), which must succeed.
 async fn crawl(args: Vec<String>) -> Crawled {
-    let (status, stdout, stderr, peak_rss) = tokio::task::spawn_blocking(move || {
-        // Reaped by `wait4` below, which std's `Child` cannot do while giving the rusage.
-        #[allow(clippy::zombie_processes)]
-        let mut child = Command::new(support::geode_bin())
-            .args(&args)
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
-        let drain = |mut pipe: Box<dyn Read + Send>| {
-            std::thread::spawn(move || {
-                let mut bytes = Vec::new();
-                pipe.read_to_end(&mut bytes).unwrap();
-                bytes
-            })
-        };
-        let stdout = drain(Box::new(child.stdout.take().unwrap()));
-        let stderr = drain(Box::new(child.stderr.take().unwrap()));
-        let pid = child.id() as libc::pid_t;
-        let deadline = Instant::now() + Duration::from_secs(180);
-        let (status, usage) = loop {
-            let mut status = 0;
-            let mut usage = std::mem::MaybeUninit::<libc::rusage>::zeroed();
-            // SAFETY: wait4 writes a status and a rusage into the places it is given.
-            let reaped =
-                unsafe { libc::wait4(pid, &mut status, libc::WNOHANG, usage.as_mut_ptr()) };
-            assert!(reaped >= 0, "wait4: {}", std::io::Error::last_os_error());
-            if reaped == pid {
-                // SAFETY: filled by the successful wait4 above.
-                break (status, unsafe { usage.assume_init() });
-            }
-            if Instant::now() > deadline {
-                let _ = child.kill();
-                let _ = child.wait();
-                panic!("the crawl did not end by itself within three minutes");
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        };
-        (
-            status,
-            stdout.join().unwrap(),
-            stderr.join().unwrap(),
-            usage.ru_maxrss as u64 * 1024,
-        )
-    })
-    .await
-    .unwrap();
+    let run = support::run_geode(args, Duration::from_secs(180)).await;
     assert!(
-        libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
-        "status {status}: {}",
-        String::from_utf8_lossy(&stderr)
+        libc::WIFEXITED(run.status) && libc::WEXITSTATUS(run.status) == 0,
+        "status {}: {}",
+        run.status,
+        run.stderr
     );
     Crawled {
-        stdout: String::from_utf8(stdout).unwrap(),
-        peak_rss,
+        stdout: run.stdout,
+        peak_rss: run.peak_rss,
     }
 }
 

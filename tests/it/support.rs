@@ -137,3 +137,66 @@ pub fn assert_polite(log: &[RequestRecord], delay: Duration) {
 /// once), so that the two kinds never run side by side: on a small machine the burst delays
 /// the fixture's timestamps enough to read as a breach. Other tests run beside either.
 pub static TIMING: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+/// What one `geode` run left: exit status, output, its own peak resident set, its wall time.
+pub struct Run {
+    /// The wait status (0: exited with 0).
+    pub status: i32,
+    pub stdout: String,
+    pub stderr: String,
+    pub peak_rss: u64,
+    pub wall: Duration,
+}
+
+/// Runs `geode ARGS` to its end, killing it after `limit`. Reaped with `wait4`, which gives
+/// this process's own peak memory (`RUSAGE_CHILDREN` would count other tests' children).
+pub async fn run_geode(args: Vec<String>, limit: Duration) -> Run {
+    tokio::task::spawn_blocking(move || {
+        let started = std::time::Instant::now();
+        // Reaped by `wait4` below, which std's `Child` cannot do while giving the rusage.
+        #[allow(clippy::zombie_processes)]
+        let mut child = std::process::Command::new(geode_bin())
+            .args(&args)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("geode starts");
+        let drain = |mut pipe: Box<dyn std::io::Read + Send>| {
+            std::thread::spawn(move || {
+                let mut bytes = Vec::new();
+                let _ = pipe.read_to_end(&mut bytes);
+                String::from_utf8_lossy(&bytes).into_owned()
+            })
+        };
+        let stdout = drain(Box::new(child.stdout.take().expect("stdout")));
+        let stderr = drain(Box::new(child.stderr.take().expect("stderr")));
+        let pid = child.id() as libc::pid_t;
+        let (status, usage) = loop {
+            let mut status = 0;
+            let mut usage = std::mem::MaybeUninit::<libc::rusage>::zeroed();
+            // SAFETY: wait4 writes a status and a rusage into the places it is given.
+            let reaped =
+                unsafe { libc::wait4(pid, &mut status, libc::WNOHANG, usage.as_mut_ptr()) };
+            assert!(reaped >= 0, "wait4: {}", std::io::Error::last_os_error());
+            if reaped == pid {
+                // SAFETY: filled by the successful wait4 above.
+                break (status, unsafe { usage.assume_init() });
+            }
+            if started.elapsed() > limit {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!("geode {args:?} still ran after {limit:?}");
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        };
+        Run {
+            status,
+            stdout: stdout.join().expect("stdout thread"),
+            stderr: stderr.join().expect("stderr thread"),
+            peak_rss: usage.ru_maxrss as u64 * 1024,
+            wall: started.elapsed(),
+        }
+    })
+    .await
+    .expect("runner thread")
+}
