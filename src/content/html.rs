@@ -1,9 +1,9 @@
 //! HTML pages into what the index stores: title, headings, readable text and links with their
 //! labels, and the page's declared language. Pure: no I/O.
 //!
-//! Parsing is html5ever's (through `scraper`), the algorithm browsers use, so broken markup
-//! reads as a browser would read it. The walk over the tree is iterative: nesting depth costs no
-//! stack. Left out of the text: `head` (but its `title`), scripts, styles, `noscript`,
+//! Parsing is html5ever's, the algorithm browsers use, so broken markup reads as a browser would
+//! read it, into a compact tree ([`super::dom`]). The walk over the tree is iterative: nesting
+//! depth costs no stack. Left out of the text: `head` (but its `title`), scripts, styles, `noscript`,
 //! `template`, embedded objects, form controls, hidden elements (`hidden`,
 //! `aria-hidden="true"`), and navigation chrome (`nav`, `footer`, `role="navigation"`,
 //! `"banner"` and `"contentinfo"`), whose links are still followed. Block elements end lines;
@@ -15,9 +15,9 @@
 //! is read by stripping the tags, and its links from the `href` attributes.
 
 use ::url::Url;
-use scraper::{Html, Node};
 
-use crate::gemtext::PageLink;
+use super::dom::{Data, Dom, Edge, Element};
+use crate::gemtext::{LinkSet, PageLink, MAX_LINKS, MAX_LINK_TARGETS};
 
 /// What an HTML page holds for the index.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -80,7 +80,7 @@ fn is_heading(name: &str) -> bool {
 }
 
 /// Whether an element is navigation chrome: its links count, its text does not.
-fn is_chrome(element: &scraper::node::Element) -> bool {
+fn is_chrome(element: &Element) -> bool {
     matches!(element.name(), "nav" | "footer")
         || matches!(
             element.attr("role").map(str::to_ascii_lowercase).as_deref(),
@@ -88,7 +88,7 @@ fn is_chrome(element: &scraper::node::Element) -> bool {
         )
 }
 
-fn is_hidden(element: &scraper::node::Element) -> bool {
+fn is_hidden(element: &Element) -> bool {
     element.attr("hidden").is_some()
         || element
             .attr("aria-hidden")
@@ -172,7 +172,7 @@ fn nesting(text: &str) -> usize {
 /// and the targets of its `href` attributes.
 fn extract_flat(url: &Url, text: &str) -> HtmlPage {
     let mut body = String::new();
-    let mut links = Vec::new();
+    let mut links = LinkSet::new(MAX_LINK_TARGETS, MAX_LINKS);
     let lower = text.to_ascii_lowercase();
     let mut i = 0;
     while i < text.len() {
@@ -194,11 +194,7 @@ fn extract_flat(url: &Url, text: &str) -> HtmlPage {
             // The original case of the URL, from the same place.
             let from = tag_start + at + 5 + (tag[at + 5..].len() - value.len());
             if let Ok(target) = crate::urlnorm::resolve(url, &text[from..from + len]) {
-                links.push(PageLink {
-                    url: target,
-                    label: String::new(),
-                    entry: false,
-                });
+                links.offer(target, String::new, false);
             }
         }
         i = tag_end;
@@ -212,7 +208,7 @@ fn extract_flat(url: &Url, text: &str) -> HtmlPage {
     }
     HtmlPage {
         body: body.trim().to_string(),
-        links,
+        links: links.into_links(),
         ..HtmlPage::default()
     }
 }
@@ -233,20 +229,23 @@ pub fn extract(url: &Url, text: &str) -> HtmlPage {
     if nesting(text) > MAX_NESTING {
         return extract_flat(url, text);
     }
-    let document = Html::parse_document(text);
-    let root = document.root_element();
-    let lang = root
-        .value()
-        .attr("lang")
+    let document = Dom::parse(text);
+    let lang = document
+        .root_element()
+        .and_then(|root| root.attr("lang"))
         .map(str::trim)
         .filter(|l| !l.is_empty() && l.len() <= 35)
         .map(str::to_string);
     // `<base href>` changes what relative links resolve against.
     let base = document
-        .tree
-        .root()
-        .descendants()
-        .filter_map(|n| n.value().as_element())
+        .edges()
+        .filter_map(|edge| match edge {
+            Edge::Open(id) => match document.data(id) {
+                Data::Element(e) => Some(e),
+                _ => None,
+            },
+            Edge::Close(_) => None,
+        })
         .find(|e| e.name() == "base" && e.attr("href").is_some())
         .and_then(|e| crate::urlnorm::resolve(url, e.attr("href")?).ok())
         .unwrap_or_else(|| url.clone());
@@ -257,14 +256,15 @@ pub fn extract(url: &Url, text: &str) -> HtmlPage {
     };
     let mut title = String::new();
     let mut first_h1: Option<String> = None;
+    let mut links = LinkSet::new(MAX_LINK_TARGETS, MAX_LINKS);
     // Depths of open elements of each kind.
     let (mut silent, mut chrome, mut pre, mut in_title) = (0usize, 0usize, 0usize, 0usize);
     let mut heading: Option<String> = None;
     let mut link: Option<(Url, String)> = None;
-    for edge in document.tree.root().traverse() {
+    for edge in document.edges() {
         match edge {
-            ego_tree::iter::Edge::Open(node) => match node.value() {
-                Node::Element(element) => {
+            Edge::Open(node) => match document.data(node) {
+                Data::Element(element) => {
                     let name = element.name();
                     if name == "title" {
                         in_title += 1;
@@ -311,7 +311,7 @@ pub fn extract(url: &Url, text: &str) -> HtmlPage {
                         }
                     }
                 }
-                Node::Text(text) => {
+                Data::Text(text) => {
                     if in_title > 0 {
                         push_words(&mut title, text);
                     }
@@ -335,8 +335,8 @@ pub fn extract(url: &Url, text: &str) -> HtmlPage {
                 }
                 _ => {}
             },
-            ego_tree::iter::Edge::Close(node) => {
-                let Node::Element(element) = node.value() else {
+            Edge::Close(node) => {
+                let Data::Element(element) = document.data(node) else {
                     continue;
                 };
                 let name = element.name();
@@ -372,11 +372,7 @@ pub fn extract(url: &Url, text: &str) -> HtmlPage {
                 }
                 if name == "a" {
                     if let Some((url, label)) = link.take() {
-                        page.links.push(PageLink {
-                            url,
-                            label: collapse(&label),
-                            entry: false,
-                        });
+                        links.offer(url, || collapse(&label), false);
                     }
                 }
             }
@@ -384,6 +380,7 @@ pub fn extract(url: &Url, text: &str) -> HtmlPage {
     }
     end_line(&mut page.body);
     page.body = page.body.trim().to_string();
+    page.links = links.into_links();
     let title = collapse(&title);
     page.title = if title.is_empty() {
         first_h1.unwrap_or_default()

@@ -3,6 +3,7 @@
 //! as well), HTML through [`html`], Atom and RSS documents through [`crate::feed`], other
 //! `text/*` is indexed as plain text, and anything else is described by its URL alone.
 
+mod dom;
 pub mod html;
 
 use ::url::Url;
@@ -65,27 +66,15 @@ pub struct Extracted {
     pub feed: bool,
 }
 
-/// Most distinct link targets kept from one page; links to further targets are dropped, so a
-/// page of a million links costs no more than a large index page.
-pub const MAX_LINKS_PER_PAGE: usize = 5_000;
+/// Most distinct link targets kept from one page ([`gemtext::MAX_LINK_TARGETS`]); links to
+/// further targets are dropped, so a page of a million links costs no more than a large index
+/// page. Of links to the targets kept, the first [`gemtext::MAX_LINKS`] in all are kept.
+pub const MAX_LINKS_PER_PAGE: usize = gemtext::MAX_LINK_TARGETS;
 
-/// Extracts a page. `body` is empty for types whose body was not downloaded.
+/// Extracts a page. `body` is empty for types whose body was not downloaded. Links are kept as
+/// [`gemtext::LinkSet`] keeps them, as they are found: a page's links never cost more than
+/// that.
 pub fn extract(url: &Url, meta: &str, body: &[u8]) -> Extracted {
-    let mut extracted = extract_all(url, meta, body);
-    cap_links(&mut extracted.links, MAX_LINKS_PER_PAGE);
-    extracted
-}
-
-/// Keeps the links to the first `max` distinct targets (every link to those, in page order).
-fn cap_links(links: &mut Vec<PageLink>, max: usize) {
-    let mut targets = std::collections::HashSet::new();
-    links.retain(|l| {
-        targets.contains(l.url.as_str())
-            || (targets.len() < max && targets.insert(l.url.to_string()))
-    });
-}
-
-fn extract_all(url: &Url, meta: &str, body: &[u8]) -> Extracted {
     let mime = parse_mime(meta);
     let is_html = is_html(&mime.essence);
     // HTML may declare its charset inside (a BOM, which `decode` honours, still wins).
@@ -119,17 +108,13 @@ fn extract_all(url: &Url, meta: &str, body: &[u8]) -> Extracted {
         feed = page.feed;
         (page.title, page.body, page.headings, page.links)
     } else if let Some(xml) = xml_feed {
-        let links = xml
-            .entries
-            .iter()
-            .filter_map(|(href, label)| {
-                Some(PageLink {
-                    url: crate::urlnorm::resolve(url, href).ok()?,
-                    label: label.clone(),
-                    entry: true,
-                })
-            })
-            .collect();
+        let mut links = gemtext::LinkSet::new(gemtext::MAX_LINK_TARGETS, gemtext::MAX_LINKS);
+        for (href, label) in &xml.entries {
+            if let Ok(target) = crate::urlnorm::resolve(url, href) {
+                links.offer(target, || label.clone(), true);
+            }
+        }
+        let links = links.into_links();
         let title = if xml.title.is_empty() {
             gemtext::title_of(&[], url)
         } else {
@@ -170,6 +155,11 @@ fn extract_all(url: &Url, meta: &str, body: &[u8]) -> Extracted {
 pub fn wants_body(meta: &str) -> bool {
     let essence = parse_mime(meta).essence;
     essence.starts_with("text/") || is_html(&essence) || crate::feed::is_xml_feed_type(&essence)
+}
+
+/// Whether a response with this meta is read as HTML.
+pub fn is_html_meta(meta: &str) -> bool {
+    is_html(&parse_mime(meta).essence)
 }
 
 fn is_html(essence: &str) -> bool {

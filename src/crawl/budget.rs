@@ -29,10 +29,17 @@
 //!   fewer than [`THIN_WORDS`] words of text besides their links (an index, a calendar's
 //!   month, a one-line note), are left out of the window: too short to tell, and a capsule of
 //!   short notes is no trap;
-//! - **fan-out** ([`HoldReason::FanOut`]): its pages keep adding URLs of its own faster than
-//!   they can be fetched: more than [`FANOUT_SLACK`] new ones plus [`FANOUT_PER_REQUEST`] per
-//!   request made (link bombs, web proxies, endless archives). A big capsule whose index page
-//!   lists a few thousand posts is not one: those are found once, then fetched.
+//! - **fan-out** ([`HoldReason::FanOut`]): pages of its own keep adding URLs of its own faster
+//!   than they can be fetched: more than [`FANOUT_SLACK`] new ones plus [`FANOUT_PER_REQUEST`]
+//!   per request made. Only URLs found where a capsule's own structure does not put them
+//!   count: by pages that bring no new text (bare lists of links, copies, near-copies: a link
+//!   bomb, an endless listing), or by pages [`FANOUT_DEPTH`] links or more below the
+//!   shallowest page of it this run reached (an article of a web proxy linking to forty new
+//!   articles, each of which does the same). A capsule finds its pages from its home and its
+//!   index pages, one level down: a big capsule whose home lists two hundred sections, each
+//!   listing a hundred new pages with an introduction, finds 20,000 URLs in its first two
+//!   hundred requests and is no trap. A wiki whose articles keep finding new articles far from
+//!   its home looks like a proxy, and is held as one once it outgrows the slack.
 //!
 //! - **deep chain** ([`HoldReason::Chain`]): more than [`MAX_DEEP`] of its pages lie
 //!   [`CHAIN_DEPTH`] links or more below the shallowest page of it this run reached: a chain of
@@ -77,6 +84,9 @@ pub const CHAIN_DEPTH: u32 = 8;
 pub const MAX_DEEP: u64 = 64;
 /// New URLs of its own a capsule may add in a run before its fan-out is judged.
 pub const FANOUT_SLACK: u64 = 5_000;
+/// Links below the shallowest page of a capsule from which the new URLs its pages find count
+/// towards fan-out whatever their text.
+pub const FANOUT_DEPTH: u32 = 2;
 /// New URLs of its own per request a capsule may keep adding past [`FANOUT_SLACK`].
 pub const FANOUT_PER_REQUEST: u64 = 10;
 /// The link authority of every page of a capsule held back for a trap shape: ranking multiplies
@@ -148,7 +158,7 @@ pub struct CapsuleRun {
     linkers: HashSet<u64>,
     feeds: u64,
     requests: u64,
-    /// New URLs of its own its pages added in this run.
+    /// New URLs of its own added in this run by pages that count towards fan-out.
     discovered: u64,
     /// The link depth of its shallowest page requested in this run, and how many requested
     /// pages lay [`CHAIN_DEPTH`] or more below it.
@@ -213,16 +223,21 @@ impl CapsuleRun {
         self.feeds += 1;
     }
 
-    /// Its pages added `n` new URLs of its own.
-    pub fn discovered(&mut self, n: u64) {
-        self.discovered += n;
+    /// One of its pages, `depth` links from a seed, added `n` new URLs of its own; `new_text`:
+    /// the page brought new text ([`CapsuleRun::page`] said so). They count towards fan-out
+    /// unless a page of new text near the top of the capsule found them.
+    pub fn discovered(&mut self, n: u64, new_text: bool, depth: u32) {
+        let entry = self.entry_depth.unwrap_or(depth);
+        if !new_text || depth >= entry.saturating_add(FANOUT_DEPTH) {
+            self.discovered += n;
+        }
     }
 
     /// One of its pages brought `content`: novel unless it is a copy, or near (SimHash) one
-    /// of its recent new pages; a thin page counts neither way.
-    pub fn page(&mut self, content: Content) {
+    /// of its recent new pages; a thin page counts neither way. Returns whether it was novel.
+    pub fn page(&mut self, content: Content) -> bool {
         let novel = match content {
-            Content::Thin => return,
+            Content::Thin => return false,
             Content::Copy => false,
             Content::New(None) => true,
             Content::New(Some(print)) => {
@@ -242,6 +257,7 @@ impl CapsuleRun {
         }
         self.novelty.push_back(novel);
         self.novel_in_window += usize::from(novel);
+        novel
     }
 
     /// Whether it must be held back now, and why. Once held, it stays held for the run.
@@ -518,51 +534,97 @@ mod tests {
     }
 
     #[test]
-    fn fan_out_is_new_urls_growing_faster_than_requests() {
-        // A big capsule: its index lists 4,000 posts, then each post adds one or none.
+    fn fan_out_is_new_urls_found_off_the_capsule_s_structure_growing_faster_than_requests() {
+        // A big capsule entered at depth 3: 200 section pages of text one link below its home,
+        // each listing 100 new pages, then 20,000 pages of text two links down that add one or
+        // none.
         let mut big = run(Standing {
             pages: 0,
-            linkers: 5,
+            linkers: 50,
         });
-        big.requested();
-        big.discovered(4_000);
-        assert_eq!(big.verdict(), None);
-        for i in 0..4_000u64 {
-            big.requested();
-            big.discovered(i % 2);
+        big.requested_page(3);
+        big.discovered(200, true, 3);
+        for _ in 0..200 {
+            big.requested_page(4);
+            big.discovered(100, true, 4);
             assert_eq!(big.verdict(), None);
         }
-        // A link bomb: 5,000 links a page (the most a page contributes).
+        for i in 0..20_000u64 {
+            big.requested_page(5);
+            big.discovered(i % 2, true, 5);
+            assert_eq!(big.verdict(), None);
+        }
+        // A gemlog whose bare archive page lists 4,000 posts: found once, then fetched.
+        let mut gemlog = run(Standing::default());
+        gemlog.requested_page(0);
+        gemlog.discovered(4_000, false, 0);
+        for _ in 0..900 {
+            gemlog.requested_page(1);
+            gemlog.discovered(0, true, 1);
+            assert_eq!(gemlog.verdict(), None);
+        }
+        // A link bomb: pages of nothing but 5,000 new links (the most a page contributes).
         let mut bomb = run(Standing::default());
-        bomb.requested();
-        bomb.discovered(5_000);
+        bomb.requested_page(0);
+        bomb.discovered(5_000, false, 0);
         assert_eq!(bomb.verdict(), None);
-        bomb.requested();
-        bomb.discovered(5_000);
+        bomb.requested_page(1);
+        bomb.discovered(5_000, false, 1);
         assert_eq!(bomb.verdict(), Some(HoldReason::FanOut));
-        // A proxy: 35 new articles a page.
-        let mut proxy = run(Standing {
+        // Bare listings one level down adding 35 new URLs each, without end.
+        let mut listing = run(Standing {
             pages: 0,
             linkers: 3,
         });
         let mut requests = 0;
-        while proxy.verdict().is_none() {
-            proxy.requested();
-            proxy.discovered(35);
+        while listing.verdict().is_none() {
+            listing.requested_page(1);
+            listing.discovered(35, false, 1);
             requests += 1;
         }
-        assert_eq!(proxy.held(), Some(HoldReason::FanOut));
+        assert_eq!(listing.held(), Some(HoldReason::FanOut));
         assert_eq!(requests, 201);
-        // Ten a page, sustained, is not fan-out.
+        // A web proxy: a front page of 40 articles, each article of new text linking to 35 new
+        // ones. Those found one level down do not count, those found further down do.
+        let mut proxy = run(Standing {
+            pages: 0,
+            linkers: 3,
+        });
+        proxy.requested_page(1);
+        proxy.discovered(40, false, 1);
+        for _ in 0..40 {
+            proxy.requested_page(2);
+            proxy.discovered(35, true, 2);
+            assert_eq!(proxy.verdict(), None);
+        }
+        let mut deeper = 0;
+        while proxy.verdict().is_none() {
+            proxy.requested_page(3);
+            proxy.discovered(35, true, 3);
+            deeper += 1;
+        }
+        assert_eq!(proxy.held(), Some(HoldReason::FanOut));
+        assert_eq!(deeper, 215);
+        // Ten a bare page, sustained, is not fan-out.
         let mut wiki = run(Standing {
             pages: 0,
             linkers: 50,
         });
         for _ in 0..20_000 {
-            wiki.requested();
-            wiki.discovered(FANOUT_PER_REQUEST);
+            wiki.requested_page(1);
+            wiki.discovered(FANOUT_PER_REQUEST, false, 1);
         }
         assert_eq!(wiki.verdict(), None);
+    }
+
+    #[test]
+    fn a_page_says_whether_it_brought_new_text() {
+        let mut r = run(Standing::default());
+        assert!(r.page(Content::New(None)));
+        assert!(r.page(Content::New(Some(0xdead_beef))));
+        assert!(!r.page(Content::New(Some(0xdead_beef))), "a near-copy");
+        assert!(!r.page(Content::Copy));
+        assert!(!r.page(Content::Thin));
     }
 
     #[test]

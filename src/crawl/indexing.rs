@@ -10,8 +10,15 @@
 //! Anchor refreshes ([`IndexMsg::Refresh`]) rewrite committed documents; the crawl asks for them
 //! only after a [`IndexMsg::Flush`], and forgets the anchor updates only once the thread has
 //! committed them (when it ends), so a crash simply refreshes them again.
+//!
+//! What waits for the thread is bounded in bytes, not only in messages: the crawl hands each
+//! message to a relay thread, which queues it for the indexing thread while the queue holds less
+//! than [`QUEUED_BYTES`] (and fewer messages than asked), and otherwise waits, so the crawl's
+//! next send waits too. Pages of a few megabytes each thus never pile up by the thousand.
 
-use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender};
+use std::collections::VecDeque;
+use std::sync::mpsc::{RecvTimeoutError, SyncSender};
+use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -54,7 +61,12 @@ pub struct IndexingSummary {
     pub refreshed: u64,
 }
 
-/// Starts the thread. Dropping every sender makes it commit what is left and stop.
+/// Bytes of messages (the text of their documents) queued for the indexing thread at most,
+/// besides the one it works on and the one being handed over.
+pub const QUEUED_BYTES: usize = 8 * 1024 * 1024;
+
+/// Starts the thread, with room for `capacity` messages (and [`QUEUED_BYTES`]) waiting for it.
+/// Dropping every sender makes it commit what is left and stop.
 pub fn spawn(
     indexer: Indexer,
     frontier: Box<dyn Frontier>,
@@ -64,12 +76,173 @@ pub fn spawn(
     SyncSender<IndexMsg>,
     JoinHandle<Result<IndexingSummary, CrawlError>>,
 ) {
-    let (tx, rx) = std::sync::mpsc::sync_channel(capacity);
+    map_large_buffers();
+    // One message between the crawl and the relay: the queue behind it is what is bounded.
+    let (tx, rx) = std::sync::mpsc::sync_channel::<IndexMsg>(1);
+    let inbox = Arc::new(Inbox::new(QUEUED_BYTES, capacity.max(1)));
+    let relayed = Arc::clone(&inbox);
+    std::thread::Builder::new()
+        .name("geode-index-relay".into())
+        .spawn(move || {
+            for msg in rx {
+                if !relayed.push(msg) {
+                    // The indexing thread stopped: dropping the receiver tells the crawl.
+                    break;
+                }
+            }
+            relayed.close();
+        })
+        .expect("spawning a thread only fails when the OS is out of resources");
     let handle = std::thread::Builder::new()
         .name("geode-indexer".into())
-        .spawn(move || run(indexer, frontier, policy, rx))
+        .spawn(move || {
+            let ran = run(indexer, frontier, policy, &inbox);
+            inbox.abandon();
+            ran
+        })
         .expect("spawning a thread only fails when the OS is out of resources");
     (tx, handle)
+}
+
+/// Allocations from this size up are mapped on their own (and unmapped when freed).
+const MMAP_THRESHOLD: usize = 256 * 1024;
+
+/// Has glibc's malloc map every allocation of [`MMAP_THRESHOLD`] or more on its own, for the
+/// rest of the process: a crawl's large buffers (bodies, documents, the index writer's arena)
+/// come and go by the megabyte on a dozen threads, and freed memory should go back to the
+/// system at once. By default glibc raises that threshold to the size of each mapped block
+/// freed (up to 32 MiB), so after the first large page such buffers came from the threads'
+/// heaps, where what was freed stayed: on a world of 4 MiB pages, 130-180 MB of a crawl's
+/// resident memory was freed memory kept (the crawl starts its indexing thread before its
+/// first request, so this is set before any body is read).
+fn map_large_buffers() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: mallopt only sets a parameter of glibc's allocator; it takes no pointer.
+    unsafe {
+        libc::mallopt(libc::M_MMAP_THRESHOLD, MMAP_THRESHOLD as libc::c_int);
+    }
+}
+
+/// The bytes a message holds while it waits.
+fn msg_bytes(msg: &IndexMsg) -> usize {
+    const BOOKKEEPING: usize = 256;
+    BOOKKEEPING
+        + match msg {
+            IndexMsg::Upsert { doc, .. } => doc.text_bytes(),
+            IndexMsg::Delete { url, .. } => url.len(),
+            IndexMsg::Refresh {
+                url,
+                anchors,
+                link_labels,
+                body,
+            } => {
+                url.len() + anchors.len() + link_labels.len() + body.as_ref().map_or(0, String::len)
+            }
+            IndexMsg::Flush(_) => 0,
+        }
+}
+
+/// The messages waiting for the indexing thread, bounded in bytes and in number.
+struct Inbox {
+    state: Mutex<Queue>,
+    /// Signalled when a message arrives or the inbox closes.
+    arrived: Condvar,
+    /// Signalled when a message leaves or the inbox closes.
+    left: Condvar,
+    max_bytes: usize,
+    max_msgs: usize,
+}
+
+#[derive(Default)]
+struct Queue {
+    msgs: VecDeque<(IndexMsg, usize)>,
+    bytes: usize,
+    /// No message comes in or goes out any more: the relay or the indexing thread ended.
+    closed: bool,
+}
+
+impl Inbox {
+    fn new(max_bytes: usize, max_msgs: usize) -> Inbox {
+        Inbox {
+            state: Mutex::new(Queue::default()),
+            arrived: Condvar::new(),
+            left: Condvar::new(),
+            max_bytes,
+            max_msgs,
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Queue> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Queues `msg` once there is room (at once into an empty queue, whatever its size).
+    /// False when the inbox is closed.
+    fn push(&self, msg: IndexMsg) -> bool {
+        let bytes = msg_bytes(&msg);
+        let mut queue = self.lock();
+        while !queue.closed
+            && !queue.msgs.is_empty()
+            && (queue.bytes.saturating_add(bytes) > self.max_bytes
+                || queue.msgs.len() >= self.max_msgs)
+        {
+            queue = self.left.wait(queue).unwrap_or_else(|e| e.into_inner());
+        }
+        if queue.closed {
+            return false;
+        }
+        queue.bytes += bytes;
+        queue.msgs.push_back((msg, bytes));
+        self.arrived.notify_one();
+        true
+    }
+
+    /// The next message, waiting at most `wait` for one; disconnected once the inbox is
+    /// closed and empty.
+    fn pop(&self, wait: Duration) -> Result<IndexMsg, RecvTimeoutError> {
+        let deadline = Instant::now() + wait;
+        let mut queue = self.lock();
+        loop {
+            if let Some((msg, bytes)) = queue.msgs.pop_front() {
+                queue.bytes -= bytes;
+                self.left.notify_one();
+                return Ok(msg);
+            }
+            if queue.closed {
+                return Err(RecvTimeoutError::Disconnected);
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Err(RecvTimeoutError::Timeout);
+            }
+            queue = self
+                .arrived
+                .wait_timeout(queue, left)
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
+        }
+    }
+
+    /// Lets nothing more in (the relay ended); what is queued can still be taken.
+    fn close(&self) {
+        self.lock().closed = true;
+        self.arrived.notify_all();
+        self.left.notify_all();
+    }
+
+    /// Lets nothing more in and drops what is queued (the indexing thread ended): a flush
+    /// waiting there tells its sender so, by dropping its acknowledgement.
+    fn abandon(&self) {
+        let dropped = {
+            let mut queue = self.lock();
+            queue.closed = true;
+            queue.bytes = 0;
+            std::mem::take(&mut queue.msgs)
+        };
+        drop(dropped);
+        self.arrived.notify_all();
+        self.left.notify_all();
+    }
 }
 
 /// Starts a thread that takes the crawl's index messages and keeps none: a crawler of a shared
@@ -81,6 +254,7 @@ pub fn spawn_discarding(
     SyncSender<IndexMsg>,
     JoinHandle<Result<IndexingSummary, CrawlError>>,
 ) {
+    map_large_buffers();
     let (tx, rx) = std::sync::mpsc::sync_channel::<IndexMsg>(capacity);
     let handle = std::thread::Builder::new()
         .name("geode-no-index".into())
@@ -107,7 +281,7 @@ fn run(
     mut indexer: Indexer,
     mut frontier: Box<dyn Frontier>,
     policy: CommitPolicy,
-    rx: Receiver<IndexMsg>,
+    inbox: &Inbox,
 ) -> Result<IndexingSummary, CrawlError> {
     let mut summary = IndexingSummary::default();
     let mut pending = Pending {
@@ -120,7 +294,7 @@ fn run(
             Some(since) => policy.max_age.saturating_sub(since.elapsed()),
             None => Duration::from_secs(3600),
         };
-        let url_id = match rx.recv_timeout(wait) {
+        let url_id = match inbox.pop(wait) {
             Ok(IndexMsg::Upsert { url_id, doc }) => {
                 indexer.upsert(&doc)?;
                 summary.documents += 1;
@@ -193,4 +367,103 @@ fn commit(
     pending.refreshes = 0;
     pending.since = None;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    fn delete(url_id: i64, url_bytes: usize) -> IndexMsg {
+        IndexMsg::Delete {
+            url_id,
+            url: "x".repeat(url_bytes),
+        }
+    }
+
+    fn id(msg: IndexMsg) -> i64 {
+        match msg {
+            IndexMsg::Delete { url_id, .. } => url_id,
+            _ => -1,
+        }
+    }
+
+    #[test]
+    fn the_inbox_holds_messages_up_to_its_bytes_then_the_sender_waits() {
+        let inbox = Arc::new(Inbox::new(10_000, 100));
+        assert!(inbox.push(delete(1, 4_000)));
+        assert!(inbox.push(delete(2, 4_000)));
+        let pushed = Arc::new(AtomicBool::new(false));
+        let sender = {
+            let (inbox, pushed) = (Arc::clone(&inbox), Arc::clone(&pushed));
+            std::thread::spawn(move || {
+                assert!(inbox.push(delete(3, 4_000)));
+                pushed.store(true, Ordering::SeqCst);
+            })
+        };
+        std::thread::sleep(Duration::from_millis(100));
+        assert!(
+            !pushed.load(Ordering::SeqCst),
+            "over 10,000 bytes: it waits"
+        );
+        assert_eq!(id(inbox.pop(Duration::ZERO).unwrap()), 1);
+        sender.join().unwrap();
+        assert!(pushed.load(Ordering::SeqCst));
+        assert_eq!(id(inbox.pop(Duration::ZERO).unwrap()), 2);
+        assert_eq!(id(inbox.pop(Duration::ZERO).unwrap()), 3);
+        assert!(matches!(
+            inbox.pop(Duration::from_millis(10)),
+            Err(RecvTimeoutError::Timeout)
+        ));
+        // A message larger than the whole inbox still gets into an empty one.
+        assert!(inbox.push(delete(4, 50_000)));
+        inbox.close();
+        assert!(!inbox.push(delete(5, 1)), "closed: nothing more comes in");
+        assert_eq!(
+            id(inbox.pop(Duration::ZERO).unwrap()),
+            4,
+            "what was queued is taken"
+        );
+        assert!(matches!(
+            inbox.pop(Duration::ZERO),
+            Err(RecvTimeoutError::Disconnected)
+        ));
+    }
+
+    #[test]
+    fn the_inbox_holds_at_most_its_number_of_messages() {
+        let inbox = Arc::new(Inbox::new(usize::MAX, 2));
+        assert!(inbox.push(delete(1, 1)));
+        assert!(inbox.push(delete(2, 1)));
+        let sender = {
+            let inbox = Arc::clone(&inbox);
+            std::thread::spawn(move || inbox.push(delete(3, 1)))
+        };
+        std::thread::sleep(Duration::from_millis(50));
+        assert!(!sender.is_finished());
+        assert_eq!(id(inbox.pop(Duration::ZERO).unwrap()), 1);
+        assert!(sender.join().unwrap());
+    }
+
+    #[test]
+    fn an_abandoned_inbox_drops_what_waits_and_lets_its_sender_go() {
+        let inbox = Arc::new(Inbox::new(2_000, 100));
+        let (ack, acked) = std::sync::mpsc::sync_channel(1);
+        assert!(inbox.push(IndexMsg::Flush(ack)));
+        assert!(inbox.push(delete(1, 900)));
+        let sender = {
+            let inbox = Arc::clone(&inbox);
+            std::thread::spawn(move || inbox.push(delete(2, 900)))
+        };
+        std::thread::sleep(Duration::from_millis(50));
+        inbox.abandon();
+        assert!(
+            !sender.join().unwrap(),
+            "the waiting sender hears it is closed"
+        );
+        assert!(
+            acked.recv().is_err(),
+            "the flush will never be acknowledged"
+        );
+    }
 }

@@ -1,6 +1,8 @@
 //! The work of one fetch task, apart from the crawl loop: resolving a capsule's address, making
 //! the request, and, for content, the CPU part (extraction, hash, compression for the archive)
-//! on a blocking thread. A task reports a [`Done`] and touches no shared state.
+//! on a blocking thread. A task reports a [`Done`] and touches no shared state but the fetcher's
+//! memory budget: the page it reports holds its body's share until it is recorded, and a large
+//! HTML page waits for room for its tree before it takes a parser.
 
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
@@ -12,6 +14,7 @@ use tokio::sync::Semaphore;
 use super::scheduler::Queued;
 use crate::clock::unix_now;
 use crate::content::{self, Extracted};
+use crate::fetch::memory::BodyLease;
 use crate::fetch::{dns, FetchError, Fetcher, Outcome, Response};
 use crate::frontier::QueuedUrl;
 use crate::urlnorm;
@@ -61,6 +64,9 @@ pub(super) struct ExtractedPage {
     pub(super) hash: Option<String>,
     /// The body compressed for the archive, when it was read.
     pub(super) zstd: Option<Vec<u8>>,
+    /// The body's share of the fetcher's memory budget: what it took is held until the page is
+    /// recorded and dropped, since the page extracted from it takes about as much.
+    pub(super) memory: BodyLease,
 }
 
 /// Resolves a capsule key ([`urlnorm::capsule_key`]) to the address it is fetched from.
@@ -115,24 +121,33 @@ pub(super) async fn fetch(
             }
         };
         // The request began, for the server and for politeness, when the connection was made
-        // (a wait for a socket or a slow connect comes before).
+        // (a wait for a socket or a slow connect comes before). A wait for room in the memory
+        // budget in between is no slowness of the server's.
         began = response.connected;
-        took = Some(began.elapsed());
+        took = Some(began.elapsed().saturating_sub(response.memory.waited()));
         let page = match (&job, &mut response.outcome) {
             (DoneJob::Page(_), Outcome::Success { meta, body }) => {
                 let (meta, body) = (meta.clone(), std::mem::take(body));
+                let memory = std::mem::replace(&mut response.memory, BodyLease::none());
                 if body.len() <= INLINE_EXTRACT_BYTES {
                     let page = std::panic::catch_unwind(|| extract(&parsed, &meta, &body))
                         .map_err(|_| {
                             FetchError::Internal("extraction failed: it panicked".into())
                         })?;
-                    Some(page)
+                    Some(page.holding(memory))
                 } else {
+                    // Room for an HTML page's tree first, then a parser: the other way round, a
+                    // page holding a parser could wait for room held by pages waiting for one.
+                    let _tree = if content::is_html_meta(&meta) {
+                        Some(fetcher.memory().tree_room(body.len()).await)
+                    } else {
+                        None
+                    };
                     let _slot = parsers.acquire().await.expect("never closed");
                     let page = tokio::task::spawn_blocking(move || extract(&parsed, &meta, &body))
                         .await
                         .map_err(|e| FetchError::Internal(format!("extraction failed: {e}")))?;
-                    Some(page)
+                    Some(page.holding(memory))
                 }
             }
             _ => None,
@@ -161,5 +176,14 @@ pub(super) fn extract(url: &Url, meta: &str, body: &[u8]) -> ExtractedPage {
         size: body.len() as u64,
         hash: read.then(|| crate::digest::sha256_hex(body)),
         zstd: read.then(|| crate::frontier::archive::compress(body)),
+        memory: BodyLease::none(),
+    }
+}
+
+impl ExtractedPage {
+    /// The page, holding its body's share of the memory budget.
+    fn holding(mut self, memory: BodyLease) -> ExtractedPage {
+        self.memory = memory;
+        self
     }
 }

@@ -30,6 +30,7 @@ use tokio::net::{TcpSocket, TcpStream};
 use tokio::time::timeout;
 use tokio_rustls::TlsConnector;
 
+use super::memory::{BodyLease, MemoryBudget};
 use super::sockets::{is_descriptor_exhaustion, SocketBudget};
 use super::{outcome_of, wants_body, BodyCap, FetchError, FetchLimits, Outcome, Response};
 
@@ -49,6 +50,7 @@ pub struct GeminiFetcher {
     refused_tls12: Arc<Tls12Refusals>,
     limits: FetchLimits,
     budget: SocketBudget,
+    memory: MemoryBudget,
 }
 
 /// Servers that refused TLS 1.2, by name; forgotten all at once past [`MAX_TLS12_REFUSALS`] (the
@@ -75,7 +77,8 @@ impl Tls12Refusals {
 }
 
 impl GeminiFetcher {
-    pub fn new(limits: FetchLimits, budget: SocketBudget) -> Self {
+    /// A client drawing its sockets from `budget` and the memory of its bodies from `memory`.
+    pub fn new(limits: FetchLimits, budget: SocketBudget, memory: MemoryBudget) -> Self {
         let provider = super::tls_provider();
         let verifier = Arc::new(TofuVerifier::new(&provider));
         // Sessions are resumed (see `resumption`), by both configurations from one store; the
@@ -98,6 +101,7 @@ impl GeminiFetcher {
             refused_tls12: Arc::default(),
             limits,
             budget,
+            memory,
         }
     }
 
@@ -118,7 +122,7 @@ impl GeminiFetcher {
         // descriptor is closed.
         let _permit = self.budget.acquire().await;
         let mut tls12 = !self.refused_tls12.refused(&server_name);
-        let (connected, (status, outcome, cert_fingerprint, resumed)) = loop {
+        let (connected, (status, outcome, cert_fingerprint, resumed, memory)) = loop {
             let connector = if tls12 { &self.tls12 } else { &self.connector };
             let tcp = connect_within(addr, &self.limits).await?;
             let connected = Instant::now();
@@ -143,6 +147,7 @@ impl GeminiFetcher {
             connected,
             validators: super::Validators::default(),
             resumed,
+            memory,
         })
     }
 
@@ -153,7 +158,7 @@ impl GeminiFetcher {
         server_name: ServerName<'static>,
         request: &[u8],
         cap: BodyCap,
-    ) -> Result<(u8, Outcome, Option<String>, bool), FetchError> {
+    ) -> Result<(u8, Outcome, Option<String>, bool, BodyLease), FetchError> {
         let mut tls = handshake(connector, server_name, tcp, &self.limits).await?;
         let resumed = tls.get_ref().1.handshake_kind() == Some(rustls::HandshakeKind::Resumed);
         // A resumed session still knows the certificate it was made with.
@@ -169,16 +174,19 @@ impl GeminiFetcher {
         let (header, rest) = read_header(&mut tls).await?;
         let (status, meta) = parse_header(&header)?;
         let mut outcome = outcome_of(status, &meta)?;
+        let mut memory = self.memory.lease();
         if let Outcome::Success { meta, body } = &mut outcome {
             if wants_body(meta) {
                 let max = self.limits.max_body_bytes;
                 *body = match cap {
-                    BodyCap::Fail => read_body(&mut tls, rest, max).await?,
-                    BodyCap::Truncate(keep) => read_prefix(&mut tls, rest, keep.min(max)).await?,
+                    BodyCap::Fail => read_body(&mut tls, rest, max, &mut memory).await?,
+                    BodyCap::Truncate(keep) => {
+                        read_prefix(&mut tls, rest, keep.min(max), &mut memory).await?
+                    }
                 };
             }
         }
-        Ok((status, outcome, fingerprint, resumed))
+        Ok((status, outcome, fingerprint, resumed, memory))
     }
 }
 
@@ -345,31 +353,46 @@ pub fn parse_header(line: &[u8]) -> Result<(u8, String), FetchError> {
 
 /// Reads the rest of the body, failing once it passes `max` bytes. A connection closed without TLS
 /// close_notify still ends the body: many servers skip it, and the byte cap bounds the damage.
+/// The body makes room in `memory` before each read ([`BodyLease::room_for`]), and keeps what
+/// it took.
 async fn read_body<R: AsyncRead + Unpin>(
     reader: &mut R,
     mut body: Vec<u8>,
     max: usize,
+    memory: &mut BodyLease,
 ) -> Result<Vec<u8>, FetchError> {
     if body.len() > max {
         return Err(FetchError::BodyTooLarge(max));
     }
-    while read_more(reader, &mut body).await? {
+    loop {
+        memory.room_for(body.len(), max).await;
+        if !read_more(reader, &mut body).await? {
+            break;
+        }
         if body.len() > max {
             return Err(FetchError::BodyTooLarge(max));
         }
     }
+    memory.shrink_to(body.len());
     Ok(body)
 }
 
 /// Reads the body up to `max` bytes and stops there, keeping what was read: for files whose
-/// first part is worth having (robots.txt).
+/// first part is worth having (robots.txt). Draws on `memory` as [`read_body`] does.
 async fn read_prefix<R: AsyncRead + Unpin>(
     reader: &mut R,
     mut body: Vec<u8>,
     max: usize,
+    memory: &mut BodyLease,
 ) -> Result<Vec<u8>, FetchError> {
-    while body.len() < max && read_more(reader, &mut body).await? {}
+    while body.len() < max {
+        memory.room_for(body.len(), max).await;
+        if !read_more(reader, &mut body).await? {
+            break;
+        }
+    }
     body.truncate(max);
+    memory.shrink_to(body.len());
     Ok(body)
 }
 
@@ -542,22 +565,25 @@ mod tests {
         let mut input = page.as_slice();
         let (h, rest) = read_header(&mut input).await.unwrap();
         assert_eq!(h, b"20 text/gemini");
-        let body = read_body(&mut input, rest, 50_000).await.unwrap();
+        let body = read_body(&mut input, rest, 50_000, &mut BodyLease::none())
+            .await
+            .unwrap();
         assert_eq!(body, page[16..]);
     }
 
     #[tokio::test]
     async fn body_reader_enforces_the_cap() {
         let data = vec![b'a'; 100];
+        let none = &mut BodyLease::none();
         assert_eq!(
-            read_body(&mut data.as_slice(), vec![], 100)
+            read_body(&mut data.as_slice(), vec![], 100, none)
                 .await
                 .unwrap()
                 .len(),
             100
         );
         assert!(matches!(
-            read_body(&mut data.as_slice(), vec![], 99).await,
+            read_body(&mut data.as_slice(), vec![], 99, none).await,
             Err(FetchError::BodyTooLarge(99))
         ));
     }

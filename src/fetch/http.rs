@@ -45,6 +45,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio_rustls::TlsConnector;
 
 use super::gemini::{connect_within, handshake, server_name, within};
+use super::memory::{BodyLease, MemoryBudget};
 use super::sockets::{SocketBudget, SocketPermit};
 use super::{wants_body, BodyCap, FetchError, FetchLimits, Outcome, Request, Response, Validators};
 
@@ -78,6 +79,7 @@ pub struct HttpFetcher {
     connector: TlsConnector,
     limits: FetchLimits,
     budget: SocketBudget,
+    memory: MemoryBudget,
     user_agent: HeaderValue,
 }
 
@@ -97,8 +99,14 @@ pub fn trust_roots(extra: &[rustls::pki_types::CertificateDer<'static>]) -> rust
 }
 
 impl HttpFetcher {
-    /// A client that trusts `roots` (see [`trust_roots`]).
-    pub fn new(limits: FetchLimits, budget: SocketBudget, roots: rustls::RootCertStore) -> Self {
+    /// A client that trusts `roots` (see [`trust_roots`]), drawing its sockets from `budget`
+    /// and the memory of its bodies from `memory`.
+    pub fn new(
+        limits: FetchLimits,
+        budget: SocketBudget,
+        roots: rustls::RootCertStore,
+        memory: MemoryBudget,
+    ) -> Self {
         let provider = super::tls_provider();
         let mut config = rustls::ClientConfig::builder_with_provider(provider)
             .with_safe_default_protocol_versions()
@@ -111,6 +119,7 @@ impl HttpFetcher {
             connector: TlsConnector::from(Arc::new(config)),
             limits,
             budget,
+            memory,
             user_agent: HeaderValue::from_static(USER_AGENT),
         }
     }
@@ -158,7 +167,7 @@ impl HttpFetcher {
                 ))
             }
         };
-        let ((status, outcome, validators), resumed) =
+        let ((status, outcome, validators, memory), resumed) =
             within(self.limits.response_timeout, "response", exchange).await?;
         Ok(Response {
             status,
@@ -168,6 +177,7 @@ impl HttpFetcher {
             connected,
             validators,
             resumed,
+            memory,
         })
     }
 
@@ -179,7 +189,7 @@ impl HttpFetcher {
         url: &Url,
         cap: BodyCap,
         known: &Validators,
-    ) -> Result<(u8, Outcome, Validators), FetchError>
+    ) -> Result<(u8, Outcome, Validators, BodyLease), FetchError>
     where
         S: AsyncRead + AsyncWrite + Send + Unpin + 'static,
     {
@@ -206,6 +216,7 @@ impl HttpFetcher {
         let validators = validators_of(&head.headers);
         let mut outcome = outcome_of(head.status.as_u16(), &head.headers)?;
         let status = gemini_status(&outcome);
+        let mut memory = self.memory.lease();
         if let Outcome::Success { meta, body: kept } = &mut outcome {
             if wants_body(meta) {
                 let max = self.limits.max_body_bytes;
@@ -213,7 +224,6 @@ impl HttpFetcher {
                     BodyCap::Fail => max,
                     BodyCap::Truncate(keep) => keep.min(max),
                 };
-                let raw = read_body(body, max, cap).await?;
                 let encoding = head
                     .headers
                     .get(header::CONTENT_ENCODING)
@@ -221,10 +231,17 @@ impl HttpFetcher {
                     .unwrap_or("")
                     .trim()
                     .to_ascii_lowercase();
-                *kept = decode_body(&encoding, raw, keep, cap)?;
+                // A compressed body is held beside what it inflates to: room for both at once.
+                let room = if matches!(encoding.as_str(), "" | "identity") {
+                    max
+                } else {
+                    max + keep
+                };
+                let raw = read_body(body, max, cap, room, &mut memory).await?;
+                *kept = decode_body(&encoding, raw, keep, cap, room, &mut memory).await?;
             }
         }
-        Ok((status, outcome, validators))
+        Ok((status, outcome, validators, memory))
     }
 }
 
@@ -416,10 +433,21 @@ fn retry_after(headers: &HeaderMap) -> Option<Duration> {
 }
 
 /// Reads the (possibly compressed) body: over `max` bytes it is an error, or, with
-/// [`BodyCap::Truncate`], the end of reading.
-async fn read_body(mut body: Incoming, max: usize, cap: BodyCap) -> Result<Vec<u8>, FetchError> {
+/// [`BodyCap::Truncate`], the end of reading. Before each frame the body makes room in `memory`
+/// for up to `room` bytes ([`BodyLease::room_for`]).
+async fn read_body(
+    mut body: Incoming,
+    max: usize,
+    cap: BodyCap,
+    room: usize,
+    memory: &mut BodyLease,
+) -> Result<Vec<u8>, FetchError> {
     let mut out = Vec::new();
-    while let Some(frame) = body.frame().await {
+    loop {
+        memory.room_for(out.len(), room).await;
+        let Some(frame) = body.frame().await else {
+            break;
+        };
         let frame = frame.map_err(|e| FetchError::Io(std::io::Error::other(e)))?;
         let Ok(data) = frame.into_data() else {
             continue;
@@ -441,22 +469,29 @@ async fn read_body(mut body: Incoming, max: usize, cap: BodyCap) -> Result<Vec<u
 /// Undoes a `Content-Encoding` (gzip, x-gzip, br; identity or none as is), keeping at most
 /// `keep` bytes of the result: more is [`FetchError::BodyTooLarge`] under [`BodyCap::Fail`],
 /// and cut there under [`BodyCap::Truncate`]. A body cut short (a truncated robots.txt) inflates
-/// as far as it goes.
-pub fn decode_body(
+/// as far as it goes. What it inflates to makes room in `memory` (for up to `room` bytes, the
+/// compressed body counted) as it grows, and the lease keeps what the result takes.
+pub async fn decode_body(
     encoding: &str,
     raw: Vec<u8>,
     keep: usize,
     cap: BodyCap,
+    room: usize,
+    memory: &mut BodyLease,
 ) -> Result<Vec<u8>, FetchError> {
-    let reader: Box<dyn Read> = match encoding {
+    let raw_len = raw.len();
+    let reader: Box<dyn Read + Send> = match encoding {
         "" | "identity" => {
-            if raw.len() > keep {
-                return match cap {
-                    BodyCap::Fail => Err(FetchError::BodyTooLarge(keep)),
-                    BodyCap::Truncate(_) => Ok(raw[..keep].to_vec()),
-                };
-            }
-            return Ok(raw);
+            let body = if raw.len() > keep {
+                match cap {
+                    BodyCap::Fail => return Err(FetchError::BodyTooLarge(keep)),
+                    BodyCap::Truncate(_) => raw[..keep].to_vec(),
+                }
+            } else {
+                raw
+            };
+            memory.shrink_to(body.len());
+            return Ok(body);
         }
         "gzip" | "x-gzip" => Box::new(flate2::read::MultiGzDecoder::new(std::io::Cursor::new(raw))),
         "br" => Box::new(brotli_decompressor::Decompressor::new(
@@ -471,10 +506,15 @@ pub fn decode_body(
     };
     // One byte more than allowed tells a body at the limit from one over it.
     let mut out = Vec::new();
-    let read = reader
-        .take(keep as u64 + 1)
-        .read_to_end(&mut out)
-        .map(|_| ());
+    let mut reader = reader.take(keep as u64 + 1);
+    let read = loop {
+        memory.room_for(raw_len + out.len(), room).await;
+        match (&mut reader).take(INFLATE_STEP).read_to_end(&mut out) {
+            Ok(0) => break Ok(()),
+            Ok(_) => {}
+            Err(e) => break Err(e),
+        }
+    };
     if let Err(e) = read {
         // What inflated before a cut is kept for a truncated read; otherwise the body is bad.
         if !matches!(cap, BodyCap::Truncate(_)) || out.is_empty() {
@@ -489,8 +529,12 @@ pub fn decode_body(
             BodyCap::Truncate(_) => out.truncate(keep),
         }
     }
+    memory.shrink_to(out.len());
     Ok(out)
 }
+
+/// Bytes inflated between two looks at the memory budget.
+const INFLATE_STEP: u64 = 64 * 1024;
 
 #[cfg(test)]
 mod tests {
@@ -580,6 +624,51 @@ mod tests {
         ));
     }
 
+    /// [`decode_body`] outside any memory budget, on a runtime of its own.
+    fn decode(
+        encoding: &str,
+        raw: Vec<u8>,
+        keep: usize,
+        cap: BodyCap,
+    ) -> Result<Vec<u8>, FetchError> {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        runtime.block_on(decode_body(
+            encoding,
+            raw,
+            keep,
+            cap,
+            keep,
+            &mut BodyLease::none(),
+        ))
+    }
+
+    #[tokio::test]
+    async fn an_inflated_body_keeps_its_size_of_the_memory_budget() {
+        use std::io::Write;
+        let text = b"<p>hello, web</p>".repeat(100_000);
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        gz.write_all(&text).unwrap();
+        let gz = gz.finish().unwrap();
+        assert!(gz.len() < crate::fetch::memory::FREE_BYTES);
+        let budget = MemoryBudget::new(8 << 20, 0);
+        let mut lease = budget.lease();
+        let room = 2 * (4 << 20);
+        let out = decode_body("gzip", gz, 4 << 20, BodyCap::Fail, room, &mut lease)
+            .await
+            .unwrap();
+        assert_eq!(out, text);
+        assert_eq!(
+            lease.bytes(),
+            text.len(),
+            "the lease keeps what the body takes"
+        );
+        assert_eq!(budget.available(), (8 << 20) - text.len());
+        drop(lease);
+        assert_eq!(budget.available(), 8 << 20);
+    }
+
     #[test]
     fn compressed_bodies_inflate_within_the_limit() {
         use std::io::Write;
@@ -595,19 +684,19 @@ mod tests {
         )
         .unwrap();
         for (encoding, raw) in [("gzip", &gz), ("br", &br), ("", &text), ("identity", &text)] {
-            let out = decode_body(encoding, raw.clone(), 1 << 20, BodyCap::Fail).unwrap();
+            let out = decode(encoding, raw.clone(), 1 << 20, BodyCap::Fail).unwrap();
             assert_eq!(out, text, "{encoding}");
             assert!(matches!(
-                decode_body(encoding, raw.clone(), 100, BodyCap::Fail),
+                decode(encoding, raw.clone(), 100, BodyCap::Fail),
                 Err(FetchError::BodyTooLarge(100))
             ));
             assert_eq!(
-                decode_body(encoding, raw.clone(), 100, BodyCap::Truncate(100)).unwrap(),
+                decode(encoding, raw.clone(), 100, BodyCap::Truncate(100)).unwrap(),
                 text[..100]
             );
         }
-        assert!(decode_body("gzip", b"not gzip".to_vec(), 100, BodyCap::Fail).is_err());
-        assert!(decode_body("compress", text.clone(), 1 << 20, BodyCap::Fail).is_err());
+        assert!(decode("gzip", b"not gzip".to_vec(), 100, BodyCap::Fail).is_err());
+        assert!(decode("compress", text.clone(), 1 << 20, BodyCap::Fail).is_err());
     }
 
     #[test]
@@ -623,7 +712,7 @@ mod tests {
         assert!(bomb.len() < 200_000, "{}", bomb.len());
         let limit = 4 << 20;
         assert!(matches!(
-            decode_body("gzip", bomb, limit, BodyCap::Fail),
+            decode("gzip", bomb, limit, BodyCap::Fail),
             Err(FetchError::BodyTooLarge(l)) if l == limit
         ));
         assert!(started.elapsed() < Duration::from_secs(20));

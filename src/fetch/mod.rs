@@ -5,11 +5,12 @@
 //! typed [`Outcome`]. Gemini is implemented in [`gemini`], HTTP and HTTPS in [`http`], which
 //! maps HTTP statuses onto the same outcomes, so the crawl loop treats both alike. Both draw
 //! their sockets from one [`sockets::SocketBudget`], and every fetch is bounded in time and bytes
-//! ([`FetchLimits`]).
+//! ([`FetchLimits`]); the bodies of all fetches together draw on one [`memory::MemoryBudget`].
 
 pub mod dns;
 pub mod gemini;
 pub mod http;
+pub mod memory;
 pub mod sockets;
 
 use std::net::SocketAddr;
@@ -29,6 +30,14 @@ pub struct FetchLimits {
     pub response_timeout: Duration,
     /// Largest body kept; a longer body is an error ([`FetchError::BodyTooLarge`]).
     pub max_body_bytes: usize,
+    /// Bytes the bodies of every fetch of a [`Fetcher`] (and its clones) hold together, besides
+    /// the first [`memory::FREE_BYTES`] of each: a body waits for room before it grows past
+    /// those. Never less than `max_body_bytes` (twice that over HTTP, where a compressed body
+    /// and what it inflates to are held at once), so any body can be read.
+    pub bodies_in_memory: usize,
+    /// Bytes the document trees of large HTML bodies take together while they are read
+    /// ([`memory::MemoryBudget::tree_room`]).
+    pub trees_in_memory: usize,
     /// Close sockets with a reset (SO_LINGER of zero), which frees them at once and leaves no
     /// TIME_WAIT behind, instead of the OS's graceful close. A non-zero linger is not offered:
     /// it would make closing block a runtime thread.
@@ -42,6 +51,8 @@ impl Default for FetchLimits {
             handshake_timeout: Duration::from_secs(10),
             response_timeout: Duration::from_secs(30),
             max_body_bytes: 4 * 1024 * 1024,
+            bodies_in_memory: 16 * 1024 * 1024,
+            trees_in_memory: 24 * 1024 * 1024,
             reset_on_close: false,
         }
     }
@@ -89,7 +100,7 @@ pub struct Request<'a> {
 }
 
 /// A completed fetch.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct Response {
     /// The two-digit status as received (HTTP statuses are mapped onto Gemini's).
     pub status: u8,
@@ -105,6 +116,9 @@ pub struct Response {
     pub validators: Validators,
     /// The TLS handshake resumed an earlier session (no certificate was sent or checked).
     pub resumed: bool,
+    /// The body's share of the fetcher's [`memory::MemoryBudget`], held until this is dropped
+    /// (or the lease is moved on with the body, as the crawl does).
+    pub memory: memory::BodyLease,
 }
 
 /// The crawl's TLS primitives: ring's, with the TLS 1.3 suites in the order AES-128-GCM with
@@ -205,6 +219,7 @@ pub struct Fetcher {
     gemini: gemini::GeminiFetcher,
     http: http::HttpFetcher,
     budget: sockets::SocketBudget,
+    memory: memory::MemoryBudget,
 }
 
 impl Fetcher {
@@ -220,10 +235,17 @@ impl Fetcher {
         budget: sockets::SocketBudget,
         roots: rustls::RootCertStore,
     ) -> Self {
+        let memory = memory::MemoryBudget::new(
+            limits
+                .bodies_in_memory
+                .max(2 * limits.max_body_bytes + memory::FREE_BYTES),
+            limits.trees_in_memory,
+        );
         Fetcher {
-            gemini: gemini::GeminiFetcher::new(limits.clone(), budget.clone()),
-            http: http::HttpFetcher::new(limits, budget.clone(), roots),
+            gemini: gemini::GeminiFetcher::new(limits.clone(), budget.clone(), memory.clone()),
+            http: http::HttpFetcher::new(limits, budget.clone(), roots, memory.clone()),
             budget,
+            memory,
         }
     }
 
@@ -235,6 +257,11 @@ impl Fetcher {
     /// The socket budget this fetcher draws from.
     pub fn sockets(&self) -> &sockets::SocketBudget {
         &self.budget
+    }
+
+    /// The memory budget its bodies draw from.
+    pub fn memory(&self) -> &memory::MemoryBudget {
+        &self.memory
     }
 
     /// Fetches `url` from `addr`. The URL must already be normalised. A body over the limit is

@@ -3,7 +3,7 @@
 //! line: `+++ type = "blog" title = "Report #20" date = … +++`) or YAML between `---` lines.
 //! It is the page's declared title and no part of its text. Pure.
 
-use super::Line;
+use super::LineRef;
 
 /// A front matter block longer than this many lines is not one: more likely a page that opens
 /// with a rule.
@@ -16,18 +16,22 @@ pub(super) struct FrontMatter {
     pub title: Option<String>,
 }
 
-/// The front matter opening `lines` (blank lines before it allowed), if any.
-pub(super) fn front_matter(lines: &[Line]) -> Option<FrontMatter> {
-    let start = lines.iter().position(|l| !is_blank(l))?;
-    let Line::Text(first) = &lines[start] else {
+/// The front matter opening `lines` (blank lines before it allowed), if any. Reads no further
+/// than the block could reach.
+pub(super) fn front_matter<'a>(lines: impl Iterator<Item = LineRef<'a>>) -> Option<FrontMatter> {
+    let mut lines = lines.enumerate();
+    let (start, first) = lines.find(|(_, l)| !is_blank(l))?;
+    let LineRef::Text(first) = first else {
         return None;
     };
     let first = first.trim();
     if first == "+++" || first == "---" {
         let toml = first == "+++";
         let mut fields: Vec<&str> = Vec::new();
-        for (i, line) in lines.iter().enumerate().skip(start + 1).take(MAX_LINES) {
-            let Line::Text(text) = line else { return None };
+        for (i, line) in lines.take(MAX_LINES) {
+            let LineRef::Text(text) = line else {
+                return None;
+            };
             let text = text.trim();
             if text == first {
                 return (!fields.is_empty()).then(|| FrontMatter {
@@ -54,8 +58,8 @@ pub(super) fn front_matter(lines: &[Line]) -> Option<FrontMatter> {
     })
 }
 
-fn is_blank(line: &Line) -> bool {
-    matches!(line, Line::Text(t) if t.trim().is_empty())
+fn is_blank(line: &LineRef) -> bool {
+    matches!(line, LineRef::Text(t) if t.trim().is_empty())
 }
 
 /// The key of a `key = value` (or `key: value`) line.
@@ -117,10 +121,10 @@ fn unquoted(value: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::gemtext::parse;
+    use crate::gemtext::lines;
 
     fn fm(src: &str) -> Option<FrontMatter> {
-        front_matter(&parse(src))
+        front_matter(lines(src))
     }
 
     #[test]

@@ -1,5 +1,7 @@
 //! The gemtext parser: one pass over the lines of a `text/gemini` document, with one bit of state
-//! (inside a preformatted block or not). It never fails: any input yields a document.
+//! (inside a preformatted block or not). It never fails: any input yields a document. [`extract`]
+//! reads the lines one at a time, borrowed from the source, and keeps links as it goes
+//! ([`LinkSet`]): a page of 260,000 links costs no more than the 5,000 it keeps.
 //! It does no I/O and knows nothing about fetching or indexing; charset handling beyond UTF-8 is
 //! the caller's business ([`decode`] only covers the UTF-8 default).
 //!
@@ -68,78 +70,201 @@ pub fn decode(bytes: &[u8]) -> Cow<'_, str> {
 
 /// Parses gemtext. Lines end in LF or CRLF; a leading BOM is ignored.
 pub fn parse(src: &str) -> Vec<Line> {
-    let src = src.strip_prefix(BOM).unwrap_or(src);
-    let mut out = Vec::new();
-    // The open preformatted block, if any: its alt text and the lines seen so far.
-    let mut block: Option<(String, Vec<&str>)> = None;
+    lines(src).map(LineRef::into_line).collect()
+}
 
-    for line in split_lines(src) {
-        let is_fence = line.starts_with(FENCE);
-        match block.take() {
-            Some((alt, lines)) if is_fence => out.push(Line::Preformatted {
-                alt,
-                text: lines.join("\n"),
-                closed: true,
-            }),
-            Some((alt, mut lines)) => {
-                lines.push(line);
-                block = Some((alt, lines));
-            }
-            None if is_fence => {
-                let alt = line[FENCE.len()..].trim().to_string();
-                block = Some((alt, Vec::new()));
-            }
-            None => out.push(parse_line(line)),
+/// A line of a document as the parser reads it, borrowing from the source: what [`extract`]
+/// walks one at a time, so that a page of a million lines never becomes a million [`Line`]s.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum LineRef<'a> {
+    Text(&'a str),
+    /// An empty `label` is no label.
+    Link {
+        target: &'a str,
+        label: &'a str,
+    },
+    Heading {
+        level: u8,
+        text: &'a str,
+    },
+    ListItem(&'a str),
+    Quote(&'a str),
+    /// The block's lines joined with `\n`: a slice of the source unless CRs had to go.
+    Preformatted {
+        alt: &'a str,
+        text: Cow<'a, str>,
+        closed: bool,
+    },
+}
+
+impl LineRef<'_> {
+    fn into_line(self) -> Line {
+        match self {
+            LineRef::Text(t) => Line::Text(t.to_string()),
+            LineRef::Link { target, label } => Line::Link {
+                target: target.to_string(),
+                label: (!label.is_empty()).then(|| label.to_string()),
+            },
+            LineRef::Heading { level, text } => Line::Heading {
+                level,
+                text: text.to_string(),
+            },
+            LineRef::ListItem(t) => Line::ListItem(t.to_string()),
+            LineRef::Quote(t) => Line::Quote(t.to_string()),
+            LineRef::Preformatted { alt, text, closed } => Line::Preformatted {
+                alt: alt.to_string(),
+                text: text.into_owned(),
+                closed,
+            },
         }
     }
-    if let Some((alt, lines)) = block {
-        out.push(Line::Preformatted {
-            alt,
-            text: lines.join("\n"),
-            closed: false,
-        });
+}
+
+impl Line {
+    /// The line borrowed, as [`extract`] reads lines.
+    pub(crate) fn as_ref(&self) -> LineRef<'_> {
+        match self {
+            Line::Text(t) => LineRef::Text(t),
+            Line::Link { target, label } => LineRef::Link {
+                target,
+                label: label.as_deref().unwrap_or(""),
+            },
+            Line::Heading { level, text } => LineRef::Heading {
+                level: *level,
+                text,
+            },
+            Line::ListItem(t) => LineRef::ListItem(t),
+            Line::Quote(t) => LineRef::Quote(t),
+            Line::Preformatted { alt, text, closed } => LineRef::Preformatted {
+                alt,
+                text: Cow::Borrowed(text),
+                closed: *closed,
+            },
+        }
     }
-    out
+}
+
+/// The lines of `src` (a leading BOM ignored), parsed one at a time.
+pub(crate) fn lines(src: &str) -> Lines<'_> {
+    let src = src.strip_prefix(BOM).unwrap_or(src);
+    Lines {
+        src,
+        raw: RawLines::new(src),
+    }
+}
+
+/// The parser: raw lines in, [`LineRef`]s out, with one bit of state (inside a preformatted
+/// block or not), which it keeps by reading a whole block at once.
+pub(crate) struct Lines<'a> {
+    src: &'a str,
+    raw: RawLines<'a>,
+}
+
+impl<'a> Iterator for Lines<'a> {
+    type Item = LineRef<'a>;
+
+    fn next(&mut self) -> Option<LineRef<'a>> {
+        let line = self.raw.next()?;
+        let Some(alt) = line.strip_prefix(FENCE) else {
+            return Some(parse_line(line));
+        };
+        let mut span: Option<(&str, &str)> = None;
+        let mut closed = false;
+        for inner in self.raw.by_ref() {
+            if inner.starts_with(FENCE) {
+                closed = true;
+                break;
+            }
+            span = Some((span.map_or(inner, |(first, _)| first), inner));
+        }
+        let text = span.map_or(Cow::Borrowed(""), |(first, last)| self.joined(first, last));
+        Some(LineRef::Preformatted {
+            alt: alt.trim(),
+            text,
+            closed,
+        })
+    }
+}
+
+impl<'a> Lines<'a> {
+    /// The lines from `first` to `last` (raw lines of the source) joined with `\n`: the source
+    /// between them as it is, unless some line ended in CRLF, whose CR is no part of the line.
+    fn joined(&self, first: &'a str, last: &'a str) -> Cow<'a, str> {
+        let offset = |s: &str| s.as_ptr() as usize - self.src.as_ptr() as usize;
+        let span = &self.src[offset(first)..offset(last) + last.len()];
+        if !span.contains("\r\n") {
+            return Cow::Borrowed(span);
+        }
+        let lines: Vec<&str> = span
+            .split('\n')
+            .map(|l| l.strip_suffix('\r').unwrap_or(l))
+            .collect();
+        Cow::Owned(lines.join("\n"))
+    }
 }
 
 /// Splits on LF, drops one CR before each line end, and yields no phantom empty line after a
 /// final line ending (so `"a\n"` is one line, `"a\n\n"` two).
-fn split_lines(src: &str) -> impl Iterator<Item = &str> {
-    let body = src.strip_suffix('\n').unwrap_or(src);
-    let empty = src.is_empty();
-    body.split('\n')
-        .filter(move |_| !empty)
-        .map(|l| l.strip_suffix('\r').unwrap_or(l))
+struct RawLines<'a> {
+    rest: Option<&'a str>,
+}
+
+impl<'a> RawLines<'a> {
+    fn new(src: &'a str) -> Self {
+        let body = src.strip_suffix('\n').unwrap_or(src);
+        RawLines {
+            rest: (!src.is_empty()).then_some(body),
+        }
+    }
+}
+
+impl<'a> Iterator for RawLines<'a> {
+    type Item = &'a str;
+
+    fn next(&mut self) -> Option<&'a str> {
+        let rest = self.rest?;
+        let line = match rest.find('\n') {
+            Some(at) => {
+                self.rest = Some(&rest[at + 1..]);
+                &rest[..at]
+            }
+            None => {
+                self.rest = None;
+                rest
+            }
+        };
+        Some(line.strip_suffix('\r').unwrap_or(line))
+    }
 }
 
 /// Classifies one line outside a preformatted block.
-fn parse_line(line: &str) -> Line {
+fn parse_line(line: &str) -> LineRef<'_> {
     if let Some(rest) = line.strip_prefix("=>") {
         if let Some(link) = parse_link(rest) {
             return link;
         }
-        return Line::Text(line.to_string());
+        return LineRef::Text(line);
     }
     // Longest prefix first, so `###` is never read as a level-1 heading with text `##`.
     for (prefix, level) in [("###", 3u8), ("##", 2), ("#", 1)] {
         if let Some(rest) = line.strip_prefix(prefix) {
-            return Line::Heading {
+            return LineRef::Heading {
                 level,
-                text: rest.trim().to_string(),
+                text: rest.trim(),
             };
         }
     }
     if let Some(rest) = line.strip_prefix("* ") {
-        return Line::ListItem(rest.trim().to_string());
+        return LineRef::ListItem(rest.trim());
     }
     if let Some(rest) = line.strip_prefix('>') {
-        return Line::Quote(rest.trim_start().to_string());
+        return LineRef::Quote(rest.trim_start());
     }
-    Line::Text(line.to_string())
+    LineRef::Text(line)
 }
 
 /// The part of a link line after `=>`; `None` when there is no target.
-fn parse_link(rest: &str) -> Option<Line> {
+fn parse_link(rest: &str) -> Option<LineRef<'_>> {
     let rest = rest.trim_start_matches(is_sep);
     let (target, label) = match rest.find(is_sep) {
         Some(i) => (&rest[..i], &rest[i..]),
@@ -148,10 +273,9 @@ fn parse_link(rest: &str) -> Option<Line> {
     if target.is_empty() {
         return None;
     }
-    let label = label.trim();
-    Some(Line::Link {
-        target: target.to_string(),
-        label: (!label.is_empty()).then(|| label.to_string()),
+    Some(LineRef::Link {
+        target,
+        label: label.trim(),
     })
 }
 
@@ -181,61 +305,128 @@ pub struct Page {
     pub feed: bool,
 }
 
+/// Most distinct link targets a page keeps: links to further targets are dropped, so a page of
+/// a million links costs no more than a large index page.
+pub const MAX_LINK_TARGETS: usize = 5_000;
+
+/// Most links a page keeps in all, links to a target kept before counted too (their labels
+/// are anchors): a page repeating one link a million times is no larger.
+pub const MAX_LINKS: usize = 20_000;
+
+/// The links a page keeps as they are found: those to its first `max_targets` distinct
+/// targets, in page order, at most `max_links` in all. What is dropped is never stored.
+#[derive(Debug)]
+pub struct LinkSet {
+    max_targets: usize,
+    max_links: usize,
+    targets: std::collections::HashSet<String>,
+    links: Vec<PageLink>,
+}
+
+impl LinkSet {
+    pub fn new(max_targets: usize, max_links: usize) -> LinkSet {
+        LinkSet {
+            max_targets,
+            max_links,
+            targets: std::collections::HashSet::new(),
+            links: Vec::new(),
+        }
+    }
+
+    /// Whether a link to `url` would be kept.
+    pub fn takes(&self, url: &Url) -> bool {
+        self.links.len() < self.max_links
+            && (self.targets.contains(url.as_str()) || self.targets.len() < self.max_targets)
+    }
+
+    /// Keeps a link if [`LinkSet::takes`] says so; the label is made only then.
+    pub fn offer(&mut self, url: Url, label: impl FnOnce() -> String, entry: bool) {
+        if !self.takes(&url) {
+            return;
+        }
+        if !self.targets.contains(url.as_str()) {
+            self.targets.insert(url.to_string());
+        }
+        self.links.push(PageLink {
+            url,
+            label: label(),
+            entry,
+        });
+    }
+
+    /// The links kept, in page order.
+    pub fn into_links(self) -> Vec<PageLink> {
+        self.links
+    }
+}
+
 /// Parses `src` and extracts title, text, headings and links (resolved against `base`).
 ///
 /// Link labels are not part of the body (they travel with their link). Runs of blank lines in
 /// the body collapse into one, and the body neither starts nor ends with a blank line. Links
 /// that do not resolve are skipped; the others are kept whatever their scheme, in order,
-/// duplicates included. A preformatted block counts as *leading* for the art classifier when no
-/// link, heading, list item, block or non-decorative text line comes before it.
+/// duplicates included, up to [`MAX_LINK_TARGETS`] distinct targets and [`MAX_LINKS`] links
+/// (a feed is judged on every link all the same). A preformatted block counts as *leading* for
+/// the art classifier when no link, heading, list item, block or non-decorative text line
+/// comes before it.
+///
+/// The document is read a line at a time: what it costs beside its text is the page it
+/// yields, whatever its number of lines.
 pub fn extract(base: &Url, src: &str) -> Page {
-    let lines = parse(src);
     // Front matter left by a site generator is metadata: its title is the page's, its lines
     // are no text of the page.
-    let front = frontmatter::front_matter(&lines);
+    let front = frontmatter::front_matter(lines(src));
     let skip = front.as_ref().map_or(0, |f| f.lines);
     let mut body = Body::default();
     let mut headings = Vec::new();
-    let mut links = Vec::new();
+    let mut links = LinkSet::new(MAX_LINK_TARGETS, MAX_LINKS);
+    let mut entries = 0;
+    let mut title = title::TitleFinder::default();
     // Whether anything with content came before the current line: blocks before it are not
     // leading.
     let mut seen_content = false;
 
-    for line in &lines[skip..] {
+    for line in lines(src).skip(skip) {
         match line {
-            Line::Text(t) | Line::Quote(t) => {
+            LineRef::Text(t) => {
+                let decoration = art::is_decoration_line(t);
+                title.text(t, decoration);
+                if !decoration {
+                    body.push(t);
+                    seen_content |= !t.trim().is_empty();
+                }
+            }
+            LineRef::Quote(t) => {
                 if !art::is_decoration_line(t) {
                     body.push(t);
                     seen_content |= !t.trim().is_empty();
                 }
             }
-            Line::ListItem(t) => {
+            LineRef::ListItem(t) => {
                 // `* * *` parses as a list item holding `* *`: judge the line as written.
                 if !art::is_decoration_line(&format!("* {t}")) {
                     body.push(t);
                     seen_content = true;
                 }
             }
-            Line::Heading { text, .. } => {
+            LineRef::Heading { text, .. } => {
                 seen_content = true;
+                title.heading(text);
                 if !text.is_empty() {
                     body.push(text);
-                    headings.push(text.clone());
+                    headings.push(text.to_string());
                 }
             }
-            Line::Link { target, label } => {
+            LineRef::Link { target, label } => {
                 seen_content = true;
                 if let Ok(url) = crate::urlnorm::resolve(base, target) {
-                    let label = label.clone().unwrap_or_default();
-                    links.push(PageLink {
-                        url,
-                        entry: crate::feed::is_dated_label(&label),
-                        label,
-                    });
+                    let entry = crate::feed::is_dated_label(label);
+                    entries += usize::from(entry);
+                    links.offer(url, || label.to_string(), entry);
                 }
             }
-            Line::Preformatted { alt, text, .. } => {
-                if block_in_body(alt, text, !seen_content) {
+            LineRef::Preformatted { alt, text, .. } => {
+                if block_in_body(alt, &text, !seen_content) {
                     for l in text.split('\n') {
                         body.push(l);
                     }
@@ -247,16 +438,15 @@ pub fn extract(base: &Url, src: &str) -> Page {
         }
     }
 
-    let feed = links.iter().filter(|l| l.entry).count() >= crate::feed::MIN_GEMFEED_ENTRIES;
     Page {
         title: match front.and_then(|f| f.title) {
             Some(declared) => title::one_line(&declared),
-            None => title_of(&lines[skip..], base),
+            None => title.title(base),
         },
         body: body.finish(),
         headings,
-        links,
-        feed,
+        links: links.into_links(),
+        feed: entries >= crate::feed::MIN_GEMFEED_ENTRIES,
     }
 }
 

@@ -5,7 +5,7 @@
 use unicode_segmentation::UnicodeSegmentation;
 use url::Url;
 
-use super::{percent_decode, Line, MAX_TITLE_CHARS};
+use super::{percent_decode, Line, LineRef, MAX_TITLE_CHARS};
 use crate::gemtext::art;
 
 /// Marks where a long title was cut.
@@ -22,28 +22,67 @@ const TITLE_MAX_CHARS: usize = 120;
 /// Whitespace runs become single spaces and the result is cut to [`MAX_TITLE_CHARS`]; it is
 /// empty only when `base` has no host.
 pub fn title_of(lines: &[Line], base: &Url) -> String {
-    let heading = lines.iter().find_map(|l| match l {
+    let mut finder = TitleFinder::default();
+    for line in lines {
+        match line.as_ref() {
+            LineRef::Heading { text, .. } => finder.heading(text),
+            LineRef::Text(t) if finder.wants_text() => finder.text(t, art::is_decoration_line(t)),
+            _ => {}
+        }
+        if finder.found_heading() {
+            break;
+        }
+    }
+    finder.title(base)
+}
+
+/// [`title_of`] as the lines of a page come, one at a time: its first fitting heading, and the
+/// first fitting text line in case no heading comes.
+#[derive(Debug, Default)]
+pub(super) struct TitleFinder {
+    heading: Option<String>,
+    text: Option<String>,
+}
+
+impl TitleFinder {
+    /// A heading line's text.
+    pub(super) fn heading(&mut self, text: &str) {
         // `# ~~~~` is a rule drawn as a heading, not a title.
-        Line::Heading { text, .. } if text.chars().any(char::is_alphanumeric) => non_blank(text),
-        _ => None,
-    });
-    let text = || {
-        lines.iter().find_map(|l| match l {
-            Line::Text(t) if !art::is_decoration_line(t) => non_blank(t),
-            _ => None,
-        })
-    };
-    let segment = || {
-        base.path_segments()?
-            .rfind(|s| !s.is_empty())
-            .map(percent_decode)
-            .and_then(|s| non_blank(&s))
-    };
-    heading
-        .or_else(text)
-        .or_else(segment)
-        .or_else(|| base.host_str().and_then(non_blank))
-        .unwrap_or_default()
+        if self.heading.is_none() && text.chars().any(char::is_alphanumeric) {
+            self.heading = non_blank(text);
+        }
+    }
+
+    /// A text line, and whether it is decoration (`=====`).
+    pub(super) fn text(&mut self, line: &str, decoration: bool) {
+        if self.wants_text() && !decoration {
+            self.text = non_blank(line);
+        }
+    }
+
+    /// Whether a text line could still matter.
+    fn wants_text(&self) -> bool {
+        self.heading.is_none() && self.text.is_none()
+    }
+
+    fn found_heading(&self) -> bool {
+        self.heading.is_some()
+    }
+
+    /// The title, from `base` when no line gave one.
+    pub(super) fn title(self, base: &Url) -> String {
+        let segment = || {
+            base.path_segments()?
+                .rfind(|s| !s.is_empty())
+                .map(percent_decode)
+                .and_then(|s| non_blank(&s))
+        };
+        self.heading
+            .or(self.text)
+            .or_else(segment)
+            .or_else(|| base.host_str().and_then(non_blank))
+            .unwrap_or_default()
+    }
 }
 
 /// The cleaned title form of `s`, or `None` if nothing visible is left.

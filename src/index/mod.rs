@@ -64,6 +64,7 @@ mod readonly;
 mod search;
 pub mod snippet;
 mod spelling;
+mod trim;
 mod writer;
 
 mod compile;
@@ -95,6 +96,22 @@ pub struct PageDoc {
     pub size: u64,
     /// Fetch time, seconds since the Unix epoch.
     pub fetched_at: i64,
+}
+
+impl PageDoc {
+    /// The bytes of text the document holds: what it costs in memory, but for a few hundred
+    /// bytes of bookkeeping.
+    pub fn text_bytes(&self) -> usize {
+        self.url.len()
+            + self.host.len()
+            + self.title.len()
+            + self.body.len()
+            + self.headings.len()
+            + self.link_labels.len()
+            + self.anchors.len()
+            + self.mime.len()
+            + self.lang.as_ref().map_or(0, String::len)
+    }
 }
 
 /// Errors of the index layer.

@@ -20,12 +20,14 @@
 
 use std::collections::HashMap;
 use std::path::Path;
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::Duration;
 
 use tantivy::collector::TopDocs;
 use tantivy::directory::error::LockError;
 use tantivy::index::SegmentId;
 use tantivy::query::TermQuery;
-use tantivy::schema::{IndexRecordOption, Value};
+use tantivy::schema::{Document, IndexRecordOption, Value};
 use tantivy::{
     DocSet, Index, IndexReader, IndexWriter, ReloadPolicy, TantivyDocument, TantivyError, Term,
     TERMINATED,
@@ -47,9 +49,20 @@ const DETECT_SAMPLE_BYTES: usize = 2048;
 /// start of a long page says what it is about.
 const STEM_BODY_BYTES: usize = 256 * 1024;
 
-/// Total indexing memory. Tantivy flushes a segment when a thread's share is full; 96 MB keeps
-/// segments reasonably large without crowding a small machine.
-const WRITER_MEMORY_BYTES: usize = 96 * 1024 * 1024;
+/// Total indexing memory. Tantivy flushes a segment when a thread's share is full. 32 MiB of a
+/// crawl's 256 MB: on the bench farm, 96 MiB saved no CPU that five runs of each could tell
+/// from their spread, and the more segments a smaller budget makes are merged at the end of the
+/// run anyway.
+const WRITER_MEMORY_BYTES: usize = 32 * 1024 * 1024;
+
+/// Bytes of documents waiting in Tantivy's queue for its indexing thread. Tantivy bounds the
+/// queue by documents only (10,000), which pages of a few megabytes each would turn into
+/// gigabytes: past this, [`Indexer::upsert`] waits for the thread to take some.
+const QUEUED_BYTES: usize = 8 * 1024 * 1024;
+
+/// How long an upsert waits for room in Tantivy's queue before it adds its document anyway: only
+/// an indexing thread that stopped takes this long, and adding then fails with its error.
+const QUEUE_WAIT: Duration = Duration::from_secs(60);
 
 /// One indexing thread: the crawl is network-bound, and the machine it targets has two cores
 /// shared with fetching and parsing.
@@ -78,7 +91,9 @@ const MAX_BAND_CANDIDATES: usize = 2000;
 pub struct Indexer {
     // Kept so the index (and its tokenizer registration) lives as long as the writer.
     _index: Index,
-    writer: IndexWriter<TantivyDocument>,
+    writer: IndexWriter<Queued>,
+    /// What Tantivy's queue holds, in bytes.
+    queue: Room,
     fields: Fields,
     committed: u64,
     /// The last commit: read back by [`Indexer::refresh`], and searched for the near-duplicates
@@ -86,6 +101,9 @@ pub struct Indexer {
     reader: IndexReader,
     /// Fingerprints added since the last commit, by band term: (fingerprint, cluster).
     pending: HashMap<String, Vec<(u64, u64)>>,
+    /// Keeps the pages of the index's mapped files from staying resident (merges read them
+    /// all); declared last, so it stops after the writer and the reader are dropped.
+    _trimmer: super::trim::Trimmer,
 }
 
 impl Indexer {
@@ -119,10 +137,12 @@ impl Indexer {
         Ok(Indexer {
             _index: index,
             writer,
+            queue: Room::new(QUEUED_BYTES),
             fields,
             committed,
             reader,
             pending: HashMap::new(),
+            _trimmer: super::trim::Trimmer::start(dir),
         })
     }
 
@@ -227,7 +247,11 @@ impl Indexer {
         // commit or earlier ones, so delete-then-add leaves exactly the new document.
         self.writer
             .delete_term(Term::from_field_text(self.fields.url, &doc.url));
-        self.writer.add_document(d)?;
+        let place = self.queue.take(queued_bytes(doc), QUEUE_WAIT);
+        self.writer.add_document(Queued {
+            doc: d,
+            _place: place,
+        })?;
         Ok(())
     }
 
@@ -399,6 +423,99 @@ impl Indexer {
     }
 }
 
+/// A document in Tantivy's queue, holding its bytes of the queue's [`Room`] until Tantivy's
+/// indexing thread has added it to its segment and dropped it.
+struct Queued {
+    doc: TantivyDocument,
+    _place: Place,
+}
+
+impl Document for Queued {
+    type Value<'a>
+        = <TantivyDocument as Document>::Value<'a>
+    where
+        Self: 'a;
+    type FieldsValuesIter<'a>
+        = <TantivyDocument as Document>::FieldsValuesIter<'a>
+    where
+        Self: 'a;
+
+    fn iter_fields_and_values(&self) -> Self::FieldsValuesIter<'_> {
+        self.doc.iter_fields_and_values()
+    }
+}
+
+/// What a document for `doc` takes in Tantivy's queue: its text, and the copies of part of it
+/// the `stem` field holds.
+fn queued_bytes(doc: &PageDoc) -> usize {
+    const BOOKKEEPING: usize = 1024;
+    BOOKKEEPING
+        + doc.text_bytes()
+        + doc.title.len()
+        + doc.headings.len()
+        + doc.anchors.len()
+        + prefix(&doc.body, STEM_BODY_BYTES).len()
+}
+
+/// A number of bytes shared by the documents that hold a [`Place`] in it.
+#[derive(Clone)]
+struct Room {
+    state: Arc<(Mutex<usize>, Condvar)>,
+    max: usize,
+}
+
+/// Bytes held in a [`Room`], given back when dropped.
+struct Place {
+    room: Room,
+    bytes: usize,
+}
+
+impl Room {
+    fn new(max: usize) -> Room {
+        Room {
+            state: Arc::new((Mutex::new(0), Condvar::new())),
+            max,
+        }
+    }
+
+    /// A place of `bytes`, once they fit (at once when the room is empty, whatever their
+    /// number), or after `patience` in any case.
+    fn take(&self, bytes: usize, patience: Duration) -> Place {
+        let (used, freed) = &*self.state;
+        let deadline = std::time::Instant::now() + patience;
+        let mut used = used.lock().unwrap_or_else(|e| e.into_inner());
+        while *used > 0 && used.saturating_add(bytes) > self.max {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            if left.is_zero() {
+                break;
+            }
+            used = freed
+                .wait_timeout(used, left)
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
+        }
+        *used += bytes;
+        Place {
+            room: self.clone(),
+            bytes,
+        }
+    }
+
+    #[cfg(test)]
+    fn used(&self) -> usize {
+        *self.state.0.lock().unwrap()
+    }
+}
+
+impl Drop for Place {
+    fn drop(&mut self) {
+        let (used, freed) = &*self.room.state;
+        let mut used = used.lock().unwrap_or_else(|e| e.into_inner());
+        *used -= self.bytes;
+        freed.notify_all();
+    }
+}
+
 /// A committed segment, as [`at_rest_merge`] weighs it.
 #[derive(Debug, Clone, Copy)]
 struct SegmentSize {
@@ -526,6 +643,31 @@ pub fn page_language(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_room_makes_a_taker_wait_until_a_place_is_given_back() {
+        let room = Room::new(1000);
+        let first = room.take(600, QUEUE_WAIT);
+        let waiting = {
+            let room = room.clone();
+            std::thread::spawn(move || {
+                let place = room.take(600, QUEUE_WAIT);
+                room.used() - place.bytes
+            })
+        };
+        std::thread::sleep(Duration::from_millis(50));
+        assert!(!waiting.is_finished(), "1,200 bytes do not fit in 1,000");
+        drop(first);
+        assert_eq!(waiting.join().unwrap(), 0, "the first place was given back");
+        assert_eq!(room.used(), 0);
+        // Alone in the room, a place of any size is taken at once; past its patience, a taker
+        // goes on regardless.
+        let big = room.take(5000, QUEUE_WAIT);
+        let late = room.take(1, Duration::from_millis(20));
+        assert_eq!(room.used(), 5001);
+        drop((big, late));
+        assert_eq!(room.used(), 0);
+    }
     use crate::index::{committed_seq, SearchIndex};
 
     use crate::index::test_page as page;

@@ -12,6 +12,7 @@ mod fuzz;
 mod gspace;
 mod hostile;
 mod http;
+mod memory;
 mod polite;
 mod postgres;
 mod recrawl;

@@ -148,12 +148,15 @@ pub struct Run {
     pub wall: Duration,
 }
 
-/// Runs `geode ARGS` to its end, killing it after `limit`. Reaped with `wait4`, which gives
-/// this process's own peak memory (`RUSAGE_CHILDREN` would count other tests' children).
+/// Runs `geode ARGS` to its end, killing it after `limit`. Its peak resident set is read from
+/// the kernel's high-water mark of its own memory (`VmHWM` in `/proc/PID/status`), every 10 ms
+/// while it runs: the rusage of `wait4` or `RUSAGE_CHILDREN` starts from the resident set of the
+/// test process that spawned it (Linux carries it over the exec), so a child started while
+/// another test's fixture held 500 MB was reported at 500 MB.
 pub async fn run_geode(args: Vec<String>, limit: Duration) -> Run {
     tokio::task::spawn_blocking(move || {
         let started = std::time::Instant::now();
-        // Reaped by `wait4` below, which std's `Child` cannot do while giving the rusage.
+        // Reaped by `waitpid` below, so that its status can be polled beside its memory.
         #[allow(clippy::zombie_processes)]
         let mut child = std::process::Command::new(geode_bin())
             .args(&args)
@@ -171,32 +174,45 @@ pub async fn run_geode(args: Vec<String>, limit: Duration) -> Run {
         let stdout = drain(Box::new(child.stdout.take().expect("stdout")));
         let stderr = drain(Box::new(child.stderr.take().expect("stderr")));
         let pid = child.id() as libc::pid_t;
-        let (status, usage) = loop {
+        let mut peak_rss = 0;
+        let status = loop {
+            peak_rss = peak_rss.max(high_water_mark(pid).unwrap_or(0));
             let mut status = 0;
-            let mut usage = std::mem::MaybeUninit::<libc::rusage>::zeroed();
-            // SAFETY: wait4 writes a status and a rusage into the places it is given.
-            let reaped =
-                unsafe { libc::wait4(pid, &mut status, libc::WNOHANG, usage.as_mut_ptr()) };
-            assert!(reaped >= 0, "wait4: {}", std::io::Error::last_os_error());
+            // SAFETY: waitpid writes a status into the place it is given.
+            let reaped = unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) };
+            assert!(reaped >= 0, "waitpid: {}", std::io::Error::last_os_error());
             if reaped == pid {
-                // SAFETY: filled by the successful wait4 above.
-                break (status, unsafe { usage.assume_init() });
+                break status;
             }
             if started.elapsed() > limit {
                 let _ = child.kill();
                 let _ = child.wait();
                 panic!("geode {args:?} still ran after {limit:?}");
             }
-            std::thread::sleep(Duration::from_millis(50));
+            std::thread::sleep(Duration::from_millis(10));
         };
         Run {
             status,
             stdout: stdout.join().expect("stdout thread"),
             stderr: stderr.join().expect("stderr thread"),
-            peak_rss: usage.ru_maxrss as u64 * 1024,
+            peak_rss,
             wall: started.elapsed(),
         }
     })
     .await
     .expect("runner thread")
+}
+
+/// The peak resident set of process `pid` so far, in bytes (`VmHWM`); `None` once it has exited.
+fn high_water_mark(pid: libc::pid_t) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let kb = status.lines().find_map(|l| l.strip_prefix("VmHWM:"))?;
+    Some(
+        kb.trim()
+            .trim_end_matches("kB")
+            .trim()
+            .parse::<u64>()
+            .ok()?
+            * 1024,
+    )
 }

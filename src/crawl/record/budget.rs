@@ -21,30 +21,32 @@ impl Crawl {
         }
     }
 
-    /// Counts what one of a capsule's pages brought.
-    pub(super) fn note_content(&mut self, capsule: &str, content: Content) {
-        if let Some(run) = self.budgets.get(capsule) {
-            run.page(content);
+    /// Counts what one of a capsule's pages brought; whether that was new text of its own.
+    pub(super) fn note_content(&mut self, capsule: &str, content: Content) -> bool {
+        match self.budgets.get(capsule) {
+            Some(run) => run.page(content),
+            None => false,
         }
     }
 
-    /// Counts what a page's links say: the new URLs of its own capsule they added, a feed, and
-    /// each capsule of another site they point to (a vote from this page's site).
+    /// Counts what a page's links say: the new URLs of its own capsule they added (and whether
+    /// the page brought new text, `new_text`), a feed, and each capsule of another site they
+    /// point to (a vote from this page's site).
     pub(super) fn note_links(
         &mut self,
         url: &QueuedUrl,
         links: &[LinkOut],
         report: &LinkReport,
         feed: bool,
+        new_text: bool,
     ) {
         if let Some(run) = self.budgets.get(&url.host) {
-            run.discovered(
-                report
-                    .hosts_with_new
-                    .get(&url.host_id)
-                    .copied()
-                    .unwrap_or(0),
-            );
+            let added = report
+                .hosts_with_new
+                .get(&url.host_id)
+                .copied()
+                .unwrap_or(0);
+            run.discovered(added, new_text, url.depth);
             if feed {
                 run.feed_found();
             }

@@ -73,11 +73,27 @@ impl Crawl {
                 result.error = Some("duplicate".into());
                 result.meta = format!("same content as {first}");
                 self.summary.duplicates += 1;
-                self.note_content(&url.host, Content::Copy);
+                let _ = self.note_content(&url.host, Content::Copy);
                 let visit = Visit::Duplicate { change };
                 return self.finish_fetched(batch, &url, &result, visit, docs);
             }
         }
+        let doc = page_doc(
+            doc_url,
+            doc_host,
+            &extracted,
+            hash.is_none(),
+            String::new(),
+            size,
+            result.fetched_at,
+        );
+        // A file known by its header says nothing of the capsule's novelty.
+        let new_text = hash.is_some() && {
+            let content = Content::of(&doc.body, || {
+                neardup::page_fingerprint(&doc.body, &doc.link_labels)
+            });
+            self.note_content(&url.host, content)
+        };
         let links: Vec<LinkOut> = extracted
             .links
             .iter()
@@ -107,7 +123,7 @@ impl Crawl {
                 &|id| hold.holds(id),
             )?
         };
-        self.note_links(&url, &links, &report, feed);
+        self.note_links(&url, &links, &report, feed, new_text);
         self.summary.urls_discovered += report.added as u64;
         self.effects.new_urls |= report.added > 0;
         self.effects.wake.extend(report.hosts_with_new.keys());
@@ -131,22 +147,6 @@ impl Crawl {
                 redirect_to: None,
             };
             self.finish(batch, &url, state, &result, visit, outcome, docs)?;
-        }
-        let doc = page_doc(
-            doc_url,
-            doc_host,
-            &extracted,
-            hash.is_none(),
-            String::new(),
-            size,
-            result.fetched_at,
-        );
-        // A file known by its header says nothing of the capsule's novelty.
-        if hash.is_some() {
-            let content = Content::of(&doc.body, || {
-                neardup::page_fingerprint(&doc.body, &doc.link_labels)
-            });
-            self.note_content(&url.host, content);
         }
         // The document goes to the index once its capsule is done, with what the pages
         // linking here call this page by then (later changes reach it through an anchor
