@@ -195,7 +195,8 @@ fn refresh_anchors(
                 .inbound_labels(page.id, crawl::MAX_ANCHORS)?
                 .join("\n");
             let labels = frontier.own_labels(page.id)?.join("\n");
-            if indexer.refresh(&page.url, &anchors, &labels, None)? {
+            let body = crawl::refreshed_body(&page, &anchors);
+            if indexer.refresh(&page.url, &anchors, &labels, body.as_deref())? {
                 summary.refreshed += 1;
             }
         }

@@ -152,7 +152,8 @@ pub struct CrawlArgs {
     #[arg(long, value_name = "DURATION", default_value = "3d", value_parser = parse_duration)]
     pub revisit: Duration,
     /// The shortest revisit interval; also how long a capsule held back by its crawl budget
-    /// waits before a run goes on with it.
+    /// waits before a run goes on with it, and the longest a capsule that does not answer is
+    /// backed off (10 minutes, doubling while it keeps failing, at most a day).
     #[arg(long, value_name = "DURATION", default_value = "1d", value_parser = parse_duration)]
     pub revisit_min: Duration,
     /// The longest revisit interval (also when 51 pages and permanent redirects are checked

@@ -57,6 +57,10 @@ fn main() -> ExitCode {
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
+        // The reader of the output went away (`geode stats | head`): what it wanted, it has.
+        Err(Failure::Usage(e) | Failure::Runtime(e)) if cmd::is_closed_output(&e) => {
+            ExitCode::SUCCESS
+        }
         Err(Failure::Usage(e)) => {
             eprintln!("geode: {e:#}");
             ExitCode::from(2)

@@ -5,7 +5,8 @@
 //! (and `geode serve`), then the two directories are exchanged in one atomic rename
 //! (`renameat2(RENAME_EXCHANGE)`); readers notice the new directory and reopen it. The new index
 //! commits with the live one's sequence number, so the frontier's bookkeeping of index commits
-//! stays true. Pages the index held whose content was never archived (crawled before the archive
+//! stays true. Link authority is computed again from the link graph in the crawl database, as a
+//! crawl computes it. Pages the index held whose content was never archived (crawled before the archive
 //! existed) cannot be rebuilt: they leave the frontier's picture of the index before the swap
 //! and come due at once, so the next crawl fetches them.
 //!
@@ -118,13 +119,11 @@ pub fn reindex_locked(
     indexer.commit(committed)?;
     crate::index::compact_or_warn(&mut indexer);
     drop(indexer);
-    // Link authority is computed from the link graph, not the index: keep the last one.
-    let authority = crate::index::authority::path(&live);
-    if authority.exists() {
-        let to = crate::index::authority::path(&building);
-        std::fs::copy(&authority, &to)
-            .map_err(|e| ReindexError::Io(format!("copying {}", authority.display()), e))?;
-    }
+    // Link authority, from the link graph in the store as a crawl computes it at the end of
+    // its run: the rebuilt index ranks as the crawled one did, or by the new ranking.
+    let graph = frontier.link_graph()?;
+    crawl::write_authority::<ReindexError>(&mut *frontier, &graph, &building)?;
+    drop(graph);
     // Before the exchange: the frontier may under-claim what an index holds (those pages are
     // merely fetched again), never over-claim.
     frontier.forget_indexed(&missing, now)?;

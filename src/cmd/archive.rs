@@ -29,19 +29,16 @@ pub(crate) fn reindex(args: ReindexArgs) -> Result<(), Failure> {
     })
     .context("reindex failed")?;
     if args.json {
-        println!(
-            "{}",
-            serde_json::to_string(&summary).context("encoding JSON")?
-        );
+        super::put_line(&serde_json::to_string(&summary).context("encoding JSON")?)?;
     } else {
-        println!(
+        super::put_line(&format!(
             "reindexed {} pages in {:.1} s ({:.0} pages/s); {} pages had no archived content \
              and are due for the next crawl",
             summary.pages,
             started.elapsed().as_secs_f64(),
             summary.pages as f64 / started.elapsed().as_secs_f64().max(0.001),
             summary.missing
-        );
+        ))?;
     }
     Ok(())
 }
@@ -115,7 +112,7 @@ pub(crate) fn show(args: ShowArgs) -> Result<(), Failure> {
             "lang": lang.as_ref().map(|(l, _)| l.clone()),
             "text": extracted.as_ref().map(|e| e.body.clone()),
         });
-        println!("{doc}");
+        super::put_line(&doc.to_string())?;
         return Ok(());
     }
     let mut out = String::new();
@@ -206,7 +203,7 @@ pub(crate) fn show(args: ShowArgs) -> Result<(), Failure> {
         out.push_str(&e.body);
         out.push('\n');
     }
-    print!("{out}");
+    super::put(&out)?;
     Ok(())
 }
 

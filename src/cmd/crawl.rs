@@ -157,9 +157,9 @@ pub(crate) fn crawl(args: CrawlArgs) -> Result<(), Failure> {
         .context("crawl failed")?;
     if args.json {
         let line = serde_json::to_string(&summary).context("encoding JSON")?;
-        println!("{line}");
+        super::put_line(&line)?;
     } else {
-        print_summary(&summary);
+        print_summary(&summary)?;
     }
     // For cron: a run in which not one capsule answered did no work (network or DNS down).
     if summary.capsules_tried > 0 && summary.capsules_answered == 0 {
@@ -171,8 +171,8 @@ pub(crate) fn crawl(args: CrawlArgs) -> Result<(), Failure> {
     Ok(())
 }
 
-pub(crate) fn print_summary(summary: &crawl::CrawlSummary) {
-    println!(
+pub(crate) fn print_summary(summary: &crawl::CrawlSummary) -> anyhow::Result<()> {
+    super::put_line(&format!(
         "crawl ended ({}): {} pages fetched: {} new, {} changed, {} unchanged, {} removed from \
          the index, {} failed; {} documents rewritten with new anchors; {} URLs discovered, \
          {} excluded by robots.txt, {} duplicates, {} slow-downs (44), {} capsules unreachable, \
@@ -196,7 +196,7 @@ pub(crate) fn print_summary(summary: &crawl::CrawlSummary) {
         summary.peak_sockets,
         summary.socket_budget,
         summary.elapsed_secs,
-    );
+    ))
 }
 
 /// Draws a progress line until the crawl drops its end of the channel.
@@ -249,12 +249,9 @@ pub(crate) fn index(args: IndexArgs) -> Result<(), Failure> {
     })
     .context("index failed")?;
     if args.json {
-        println!(
-            "{}",
-            serde_json::to_string(&summary).context("encoding JSON")?
-        );
+        super::put_line(&serde_json::to_string(&summary).context("encoding JSON")?)?;
     } else {
-        println!(
+        super::put_line(&format!(
             "indexed {} pages, removed {}, refreshed {} for new anchors, in {} commits \
              ({:.1} s); {} pages wait for archived content",
             summary.upserted,
@@ -263,7 +260,7 @@ pub(crate) fn index(args: IndexArgs) -> Result<(), Failure> {
             summary.commits,
             summary.elapsed_secs,
             summary.missing
-        );
+        ))?;
     }
     Ok(())
 }

@@ -9,7 +9,35 @@ pub(crate) mod seed;
 pub(crate) mod serve;
 pub(crate) mod stats;
 
+use std::io::Write;
+
+use anyhow::Context;
 use geode::urlnorm;
+
+/// Writes `text` to standard output. Every command's results go through here (or through a
+/// writer that reports its errors the same way), so a reader that goes away early (`| head`)
+/// is an error that `main` recognises and ends quietly on, never a panic as in `println!`.
+pub(crate) fn put(text: &str) -> anyhow::Result<()> {
+    let mut out = std::io::stdout().lock();
+    out.write_all(text.as_bytes())
+        .and_then(|()| out.flush())
+        .context("writing the output")
+}
+
+/// [`put`] with a line end.
+pub(crate) fn put_line(line: &str) -> anyhow::Result<()> {
+    put(&format!("{line}\n"))
+}
+
+/// Whether an error is only that standard output was closed by its reader: the normal end of
+/// `geode ... | head`, which Unix tools end on quietly.
+pub(crate) fn is_closed_output(e: &anyhow::Error) -> bool {
+    e.chain().any(|cause| {
+        cause
+            .downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+    })
+}
 
 pub(crate) fn parse_seed(seed: &str) -> Result<url::Url, String> {
     let url = urlnorm::normalize(seed).map_err(|e| e.to_string())?;

@@ -61,7 +61,7 @@ pub(crate) fn seed(args: SeedArgs) -> Result<(), Failure> {
                         )))
                     }
                 };
-                println!("{url}: {what}");
+                super::put_line(&format!("{url}: {what}"))?;
             }
             Ok(())
         }

@@ -22,7 +22,7 @@ pub(crate) fn stats(args: StatsArgs) -> Result<(), Failure> {
     if args.json {
         let mut value = serde_json::to_value(&stats).context("encoding JSON")?;
         value["index_documents"] = documents.into();
-        println!("{value}");
+        super::put_line(&value.to_string())?;
         return Ok(());
     }
     let mut out = String::new();
@@ -124,6 +124,6 @@ pub(crate) fn stats(args: StatsArgs) -> Result<(), Failure> {
             ));
         }
     }
-    print!("{out}");
+    super::put(&out)?;
     Ok(())
 }

@@ -186,9 +186,8 @@ fn cost(doc: &PageDoc) -> usize {
 /// Gives a document the anchors read for it: a file known by its header only also carries them
 /// in its body, the only text it has.
 pub(super) fn set_anchors(doc: &mut PageDoc, header_only: bool, anchors: String) {
-    if header_only && !anchors.is_empty() {
-        doc.body.push('\n');
-        doc.body.push_str(&anchors);
+    if header_only {
+        doc.body = super::header_only_body(&doc.body, &anchors);
     }
     doc.anchors = anchors;
 }

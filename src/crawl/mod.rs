@@ -319,6 +319,29 @@ pub fn document(
     )
 }
 
+/// The body of a document known by its header only (a file whose body is not read): what its
+/// URL and type say of it, then the labels of the links to it, its only other text. The one rule
+/// for such a document, whether it is written whole (a crawl, `geode index`, `geode reindex`:
+/// [`document`]) or rewritten for new anchors ([`refreshed_body`]).
+pub fn header_only_body(description: &str, anchors: &str) -> String {
+    if anchors.is_empty() {
+        description.to_string()
+    } else {
+        format!("{description}\n{anchors}")
+    }
+}
+
+/// The body a document rewritten with new `anchors` gets: for a file known by its header only,
+/// [`header_only_body`]; other documents keep theirs (`None`).
+pub fn refreshed_body(page: &crate::frontier::IndexedPage, anchors: &str) -> Option<String> {
+    if !page.header_only {
+        return None;
+    }
+    let url = Url::parse(&page.url).ok()?;
+    let described = content::extract(&url, page.mime.as_deref().unwrap_or(""), &[]).body;
+    Some(header_only_body(&described, anchors))
+}
+
 pub use crate::clock::unix_now;
 
 /// Runs a crawl until it ends or `shutdown` resolves.
@@ -544,14 +567,7 @@ pub fn update_authority_blocking(
     let started = Instant::now();
     let computed = (|| -> Result<(usize, usize), CrawlError> {
         let graph = frontier.link_graph()?;
-        let mut scores = crate::rank::authority(&graph);
-        let traps = frontier.capsules_held_for(&budget::HoldReason::TRAP_SHAPES)?;
-        budget::demote_traps(&graph, &mut scores, &traps.into_iter().collect());
-        let pairs: Vec<(u64, f32)> = graph.keys().iter().copied().zip(scores).collect();
-        crate::index::authority::write(index_dir, &pairs)?;
-        drop(pairs);
-        frontier.set_meta("authority_pages", &graph.len().to_string())?;
-        frontier.set_meta("authority_computed_at", &unix_now().to_string())?;
+        write_authority::<CrawlError>(frontier, &graph, index_dir)?;
         let counted = (graph.len(), graph.link_count());
         let mut standings = budget::standings(&graph);
         drop(graph);
@@ -572,11 +588,34 @@ pub fn update_authority_blocking(
     }
 }
 
+/// Computes every page's link authority from `graph` (the store's link graph: [`crate::rank`],
+/// then the pages of capsules held back for a trap shape demoted) and writes it beside the index
+/// in `index_dir`. The one way authority is made: by a crawl at the end of its run, by the index
+/// writer of a shared store, and by `geode reindex`, so that they rank alike.
+pub(crate) fn write_authority<E>(
+    frontier: &mut dyn Frontier,
+    graph: &crate::rank::LinkGraph,
+    index_dir: &Path,
+) -> Result<(), E>
+where
+    E: From<FrontierError> + From<IndexError>,
+{
+    let mut scores = crate::rank::authority(graph);
+    let traps = frontier.capsules_held_for(&budget::HoldReason::TRAP_SHAPES)?;
+    budget::demote_traps(graph, &mut scores, &traps.into_iter().collect());
+    let pairs: Vec<(u64, f32)> = graph.keys().iter().copied().zip(scores).collect();
+    crate::index::authority::write(index_dir, &pairs)?;
+    drop(pairs);
+    frontier.set_meta("authority_pages", &graph.len().to_string())?;
+    frontier.set_meta("authority_computed_at", &unix_now().to_string())?;
+    Ok(())
+}
+
 /// Hands the memory the process has freed back to the system, before the link graph of the
 /// whole index is read. glibc keeps what its threads freed (the index writer's buffers, the
 /// fetches' and the pages') for reuse; on bench-scale's database of a million URLs that was
 /// 75 MiB of the crawl's 135, on top of which the graph was built.
-fn give_back_freed_memory() {
+pub(super) fn give_back_freed_memory() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     // SAFETY: malloc_trim only walks glibc's own free lists; it takes no pointer of ours.
     unsafe {
@@ -626,4 +665,54 @@ fn add_seeds(
         frontier.add_seed(seed.as_str(), &urlnorm::capsule_key(seed), now)?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_file_rewritten_for_new_anchors_reads_as_one_written_whole_with_them() {
+        let url = Url::parse("gemini://capsule.example/photos/harbour-at-dawn.jpg").unwrap();
+        let anchors = "the harbour at dawn\nmy best photo";
+        let whole = document(
+            &url,
+            url.to_string(),
+            "capsule.example".into(),
+            "image/jpeg",
+            None,
+            anchors.into(),
+            123_456,
+            0,
+        );
+        let page = crate::frontier::IndexedPage {
+            id: 1,
+            url: url.to_string(),
+            mime: Some("image/jpeg".into()),
+            header_only: true,
+        };
+        assert_eq!(
+            refreshed_body(&page, anchors).as_deref(),
+            Some(&*whole.body)
+        );
+        assert!(whole.body.contains("my best photo"), "{}", whole.body);
+        // With no labels, the description alone, both ways.
+        let bare = document(
+            &url,
+            url.to_string(),
+            "c".into(),
+            "image/jpeg",
+            None,
+            String::new(),
+            1,
+            0,
+        );
+        assert_eq!(refreshed_body(&page, ""), Some(bare.body));
+        // A page whose body was read keeps its body.
+        let read = crate::frontier::IndexedPage {
+            header_only: false,
+            ..page
+        };
+        assert_eq!(refreshed_body(&read, anchors), None);
+    }
 }

@@ -391,3 +391,140 @@ async fn an_outdated_index_is_rebuilt_by_the_next_crawl() {
         current.to_string()
     );
 }
+
+/// Runs `geode ARGS` with its standard output a pipe whose reader has already gone (as in
+/// `geode stats | head` once head has its lines).
+fn geode_into_closed_pipe(args: &[&str]) -> Output {
+    let mut fds = [0; 2];
+    // SAFETY: pipe writes two new descriptors into the array it is given.
+    assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
+    // SAFETY: both descriptors were just made by pipe and are owned here alone.
+    let (reader, writer) = unsafe {
+        use std::os::fd::FromRawFd;
+        (
+            std::os::fd::OwnedFd::from_raw_fd(fds[0]),
+            std::os::fd::OwnedFd::from_raw_fd(fds[1]),
+        )
+    };
+    drop(reader);
+    Command::new(support::geode_bin())
+        .args(args)
+        .stdout(Stdio::from(writer))
+        .stderr(Stdio::piped())
+        .output()
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_command_ends_quietly_when_its_reader_goes_away() {
+    let space = Space::start().await;
+    let data = tempfile::tempdir().unwrap();
+    let dir = data.path().display().to_string();
+    crawl_space(&space, &dir).await;
+    let commands: &[&[&str]] = &[
+        &["search", "--data", &dir, "the"],
+        &["search", "--data", &dir, "--json", "the"],
+        &["stats", "--data", &dir],
+        &["stats", "--data", &dir, "--json"],
+        &["show", "--data", &dir, "gemini://alpha.test/"],
+        &["show", "--data", &dir, "--json", "gemini://alpha.test/"],
+        &["show", "--data", &dir, "--raw", "gemini://alpha.test/"],
+        &["export", "--data", &dir, "--warc", "-"],
+        &["backlinks", "--data", &dir, "gemini://alpha.test/"],
+    ];
+    for args in commands {
+        // The same command into a reader that stays has something to say.
+        let full = geode(args);
+        assert!(full.status.success(), "{args:?}: {full:?}");
+        assert!(!full.stdout.is_empty(), "{args:?} printed nothing");
+        let out = geode_into_closed_pipe(args);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(
+            out.stderr.is_empty(),
+            "{args:?} said: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
+
+/// The first ten hits of a search: URL and score.
+fn top_ten(dir: &str, query: &str) -> Vec<(String, f64)> {
+    let out = geode(&["search", "--data", dir, "--json", "--limit", "10", query]);
+    assert!(out.status.success(), "{out:?}");
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    doc["hits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| {
+            (
+                h["url"].as_str().unwrap().to_string(),
+                h["score"].as_f64().unwrap(),
+            )
+        })
+        .collect()
+}
+
+/// Issue 40: a data directory whose index was lost, rebuilt by `geode reindex`, ranks as the
+/// crawl's index did: every page's link authority the same, every query's first ten the same
+/// pages in the same order (pages of equal score in either order), with the same scores.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reindex_of_a_lost_index_ranks_as_the_crawl_did() {
+    let space = Space::start().await;
+    let data = tempfile::tempdir().unwrap();
+    let dir = data.path().display().to_string();
+    crawl_space(&space, &dir).await;
+    let index_dir = geode::datadir::index_path(data.path());
+    let pages = support::indexed(data.path());
+    let authority_of = || {
+        let table = geode::index::authority::Authority::load(&index_dir).unwrap();
+        pages
+            .iter()
+            .map(|u| table.get(geode::index::authority::url_hash(u)))
+            .collect::<Vec<f32>>()
+    };
+    let crawled_authority = authority_of();
+    assert!(
+        crawled_authority.iter().any(|&a| a > 0.0),
+        "the crawl computed authority: {crawled_authority:?}"
+    );
+    let queries: Vec<&str> = QUERIES
+        .iter()
+        .copied()
+        .chain(["capsule", "gemini", "notes", "about", "lighthouse keeper"])
+        .collect();
+    let crawled: Vec<_> = queries.iter().map(|q| top_ten(&dir, q)).collect();
+
+    std::fs::remove_dir_all(&index_dir).unwrap();
+    let out = geode(&["reindex", "--data", &dir]);
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(authority_of(), crawled_authority, "authority per page");
+    for (query, crawled) in queries.iter().zip(&crawled) {
+        let rebuilt = top_ten(&dir, query);
+        let close = |a: f64, b: f64| (a - b).abs() <= 1e-4 * a.abs().max(b.abs()).max(1.0);
+        assert_eq!(
+            rebuilt.len(),
+            crawled.len(),
+            "{query}: {rebuilt:?} {crawled:?}"
+        );
+        for (i, ((url, score), (was_url, was_score))) in rebuilt.iter().zip(crawled).enumerate() {
+            assert!(
+                close(*score, *was_score),
+                "{query} #{i}: {rebuilt:?}\n{crawled:?}"
+            );
+            // Equal ranks: the same page, or one of the same score (ties fall either way).
+            let tied = crawled
+                .iter()
+                .any(|(u, s)| u == url && close(*s, *was_score));
+            assert!(
+                url == was_url || tied,
+                "{query} #{i}: {rebuilt:?}\n{crawled:?}"
+            );
+        }
+    }
+}

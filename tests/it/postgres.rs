@@ -1790,3 +1790,57 @@ fn leases_in(url: &str) -> String {
         .expect("the shared crawl read")
     })
 }
+
+/// Issue 40: `geode index` over a shared store writes the documents a crawl on SQLite writes
+/// for the same capsules: the same stored text, the same words of the labels of links to each
+/// page, the same link authority; among them a non-text file, whose only text besides its
+/// description is the labels of the links to it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn geode_index_writes_the_documents_a_sqlite_crawl_writes() {
+    let Some(cluster) = Cluster::start("geode_index_writes_the_documents_a_sqlite_crawl_writes")
+    else {
+        return;
+    };
+    let url = cluster.database("documents");
+    let space = crate::support::Space::start().await;
+    let dirs = tempfile::tempdir().unwrap();
+    let reference = dirs.path().join("sqlite");
+    reference_index(&space, &reference).await;
+    let crawler = shared_crawler(
+        &url,
+        &dirs.path().join("crawler"),
+        &shared_args(&space, "30s", 5),
+    );
+    crawl_summary(crawler, "crawler").await;
+    let index_dir = dirs.path().join("index");
+    write_index(&url, &index_dir).await;
+
+    let want = crate::support::documents(&geode::datadir::index_path(&reference));
+    let got = crate::support::documents(&geode::datadir::index_path(&index_dir));
+    assert_eq!(
+        got.keys().collect::<Vec<_>>(),
+        want.keys().collect::<Vec<_>>()
+    );
+    let labelled_file = want
+        .iter()
+        .find(|(_, d)| !d.mime.iter().any(|m| m.starts_with("text")) && !d.anchor_terms.is_empty());
+    let (file, doc) = labelled_file.expect("a non-text file with link labels in the fixture");
+    assert!(
+        doc.anchor_terms
+            .iter()
+            .all(|t| doc.body.to_lowercase().contains(t.as_str())
+                || !t.chars().all(char::is_alphabetic)),
+        "{file}: its labels are in its body: {doc:?}"
+    );
+    for (page, doc) in &want {
+        let mut other = got[page].clone();
+        assert!(
+            (other.authority - doc.authority).abs() <= 1e-5,
+            "{page}: authority {} on PostgreSQL, {} on SQLite",
+            other.authority,
+            doc.authority
+        );
+        other.authority = doc.authority;
+        assert_eq!(&other, doc, "{page}");
+    }
+}

@@ -49,9 +49,8 @@ fn config(data: &Path, resolve: &[(String, SocketAddr)]) -> CrawlConfig {
     }));
     config.min_delay = DELAY;
     config.concurrency = 8;
-    // An unreachable capsule is left alone for this long (doubling): seconds here, like the
-    // intervals, so that run 3 tries dead.test again.
-    config.capsule_backoff = Duration::from_secs(1);
+    // An unreachable capsule is left alone for the default back-off, but never longer than
+    // --revisit-min: seconds here, like the intervals, so that run 3 tries dead.test again.
     config.progress_every = Duration::from_secs(60);
     config.revisit = RevisitPolicy {
         initial: Duration::from_secs(2),

@@ -216,3 +216,72 @@ fn high_water_mark(pid: libc::pid_t) -> Option<u64> {
             * 1024,
     )
 }
+
+/// A document as an index holds it, for comparing two indexes: its stored text, the words of
+/// the labels of links to it (the `anchors` field is indexed, not stored) and its link authority.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoredDoc {
+    pub title: String,
+    pub body: String,
+    pub headings: String,
+    pub mime: Vec<String>,
+    pub anchor_terms: std::collections::BTreeSet<String>,
+    pub authority: f32,
+}
+
+/// Every document of the index in `index_dir`, by URL.
+pub fn documents(index_dir: &Path) -> std::collections::BTreeMap<String, StoredDoc> {
+    use tantivy::schema::Value;
+    let index = tantivy::Index::open_in_dir(index_dir).unwrap();
+    let schema = index.schema();
+    let field = |name: &str| schema.get_field(name).unwrap();
+    let text = |doc: &tantivy::TantivyDocument, name: &str| -> Vec<String> {
+        doc.get_all(field(name))
+            .filter_map(|v| v.as_str().map(str::to_string))
+            .collect()
+    };
+    let authority = geode::index::authority::Authority::load(index_dir).unwrap();
+    let searcher = index.reader().unwrap().searcher();
+    let mut docs = std::collections::BTreeMap::new();
+    for segment in searcher.segment_readers() {
+        let store = segment.get_store_reader(1).unwrap();
+        let mut urls = Vec::new();
+        for id in 0..segment.max_doc() {
+            if segment.is_deleted(id) {
+                urls.push(None);
+                continue;
+            }
+            let doc: tantivy::TantivyDocument = store.get(id).unwrap();
+            let url = text(&doc, "url").remove(0);
+            docs.insert(
+                url.clone(),
+                StoredDoc {
+                    title: text(&doc, "title").concat(),
+                    body: text(&doc, "body").concat(),
+                    headings: text(&doc, "headings").concat(),
+                    mime: text(&doc, "mime"),
+                    anchor_terms: Default::default(),
+                    authority: authority.get(geode::index::authority::url_hash(&url)),
+                },
+            );
+            urls.push(Some(url));
+        }
+        let anchors = segment.inverted_index(field("anchors")).unwrap();
+        let mut terms = anchors.terms().stream().unwrap();
+        while terms.advance() {
+            let term = String::from_utf8_lossy(terms.key()).into_owned();
+            let info = terms.value().clone();
+            let mut postings = anchors
+                .read_postings_from_terminfo(&info, tantivy::schema::IndexRecordOption::Basic)
+                .unwrap();
+            let mut id = tantivy::DocSet::doc(&postings);
+            while id != tantivy::TERMINATED {
+                if let Some(Some(url)) = urls.get(id as usize) {
+                    docs.get_mut(url).unwrap().anchor_terms.insert(term.clone());
+                }
+                id = tantivy::DocSet::advance(&mut postings);
+            }
+        }
+    }
+    docs
+}

@@ -2,7 +2,7 @@
 //! unreachable, paused after a 44, deferred, its robots.txt read and its certificate pinned.
 
 use std::net::IpAddr;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use super::*;
 
@@ -23,17 +23,22 @@ impl Crawl {
         Ok(())
     }
 
+    /// Backs a capsule off: for the configured back-off, doubling while it keeps failing, up to
+    /// a day and never past `--revisit-min`, so that the flags describe what happens at any time
+    /// scale (a dead capsule's pages are visited again, and leave the index once
+    /// `--remove-after` has passed, in the first run after that).
     pub(super) fn back_off(
         &mut self,
         batch: &mut dyn Batch,
         host_id: i64,
     ) -> Result<(), CrawlError> {
-        let base = self.config.capsule_backoff.as_secs().max(1) as i64;
+        let longest = longest_back_off(self.config.revisit.min);
+        let base = self.config.capsule_backoff.min(longest);
         batch.back_off_capsule(
             host_id,
             unix_now(),
-            base,
-            MAX_CAPSULE_BACKOFF.as_secs() as i64,
+            base.as_secs().max(1) as i64,
+            longest.as_secs().max(1) as i64,
         )?;
         Ok(())
     }
@@ -236,5 +241,32 @@ pub(in crate::crawl) fn robots_of(capsule_key: &str, text: &str) -> Robots {
         Robots::parse_web(text)
     } else {
         Robots::parse(text)
+    }
+}
+
+/// The longest back-off of a capsule that does not answer: a day, or `--revisit-min` when that
+/// is shorter. (A 44's wait is the server's own request, honoured up to a day whatever the
+/// flags.)
+fn longest_back_off(revisit_min: Duration) -> Duration {
+    MAX_CAPSULE_BACKOFF.min(revisit_min)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_back_off_never_outlasts_revisit_min() {
+        let day = Duration::from_secs(24 * 3600);
+        assert_eq!(
+            longest_back_off(Duration::from_secs(2)),
+            Duration::from_secs(2)
+        );
+        assert_eq!(
+            longest_back_off(Duration::from_secs(3600)),
+            Duration::from_secs(3600)
+        );
+        assert_eq!(longest_back_off(day), day);
+        assert_eq!(longest_back_off(7 * day), day);
     }
 }

@@ -1,5 +1,5 @@
 //! The ASCII-art classifier: decides whether a preformatted block is decoration (figlet banners,
-//! drawings, braille or block-element pictures, dividers) or content worth indexing (code, shell
+//! framed banners, drawings, braille or block-element pictures, dividers) or content worth indexing (code, shell
 //! sessions, tables, poems), and whether a line of ordinary text is pure decoration.
 //!
 //! It is a short, ordered list of rules over measures of the block; the first rule that applies
@@ -13,6 +13,7 @@
 //! came before it), which the caller works out.
 
 mod alt;
+mod frame;
 mod glyphs;
 mod measures;
 #[cfg(test)]
@@ -67,6 +68,9 @@ pub enum Rule {
     AltArt,
     /// The alt text calls the block art, but it reads as prose or code.
     WordsDespiteAlt,
+    /// A title, name or greeting in a decorative box-drawing frame, without columns: a banner
+    /// anywhere on the page.
+    FramedBanner,
     /// A shell or REPL prompt: a session, whatever its output looks like.
     ShellPrompt,
     /// Most of the block sits on lines that hold no word and few letters: a drawing or a
@@ -94,6 +98,7 @@ impl Rule {
             Rule::Decoration => "decoration",
             Rule::AltArt => "alt-art",
             Rule::WordsDespiteAlt => "words-despite-alt",
+            Rule::FramedBanner => "framed-banner",
             Rule::ShellPrompt => "shell-prompt",
             Rule::Drawing => "drawing",
             Rule::Repetition => "repetition",
@@ -110,6 +115,7 @@ impl Rule {
                 | Rule::ArtCharacters
                 | Rule::Decoration
                 | Rule::AltArt
+                | Rule::FramedBanner
                 | Rule::Drawing
                 | Rule::Repetition
                 | Rule::Leading
@@ -171,6 +177,9 @@ pub fn classify(block: &Block<'_>) -> Verdict {
             return Verdict::new(Rule::WordsDespiteAlt, with_alt(&format!("says {word:?}")));
         }
         return Verdict::new(Rule::AltArt, with_alt(&format!("says {word:?}")));
+    }
+    if frame::is_framed_banner(block.text) {
+        return Verdict::new(Rule::FramedBanner, detail);
     }
     if m.prompts > 0 {
         return Verdict::new(Rule::ShellPrompt, detail);

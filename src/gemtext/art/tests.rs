@@ -429,6 +429,46 @@ fn leading_is_decided_by_what_came_before() {
 }
 
 #[test]
+fn a_framed_banner_in_the_middle_of_a_page_leaves_the_text() {
+    // Double-line frame, stars, no alt text, below prose: art. A notice in the same frame is
+    // text, and stays.
+    let banner =
+        "```\n╔═══════════════════════╗\n║  ★  Poems, 2024  ★  ║\n╚═══════════════════════╝\n```";
+    let notice =
+        "```\n╔═══╗\n║ The poems moved to a new page; the old links still work. ║\n╚═══╝\n```";
+    let base = url::Url::parse("gemini://capsule.example/").expect("test URL");
+    let page = crate::gemtext::extract(&base, &format!("Intro.\n{banner}\nA poem.\n{notice}"));
+    assert!(!page.body.contains("Poems, 2024"), "{}", page.body);
+    assert!(page.body.starts_with("Intro.\nA poem.\n"), "{}", page.body);
+    assert!(
+        page.body.contains("the old links still work"),
+        "{}",
+        page.body
+    );
+}
+
+#[test]
+fn the_labelled_framed_blocks_are_judged_as_labelled() {
+    // tests/art/framed.jsonl: framed banners and framed content (notices, tables, menus,
+    // commands, a diagram), written and labelled before the framed-banner rule was.
+    let labelled = include_str!("../../../tests/art/framed.jsonl");
+    let mut wrong = Vec::new();
+    for line in labelled.lines() {
+        let rec: serde_json::Value = serde_json::from_str(line).expect("a JSON line");
+        let text = rec["text"].as_str().expect("text");
+        let verdict = classify(&Block {
+            alt: rec["alt"].as_str().unwrap_or(""),
+            text,
+            leading: rec["position"] == "leading",
+        });
+        if verdict.art != (rec["label"] == "art") {
+            wrong.push(format!("{}: {}\n{text}", rec["note"], verdict.rule.name()));
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+#[test]
 fn repetition_counts_graphemes_not_bytes() {
     // Four braille cells are four identical graphemes, though no two adjacent bytes match;
     // an accented letter with a combining mark is one grapheme.
