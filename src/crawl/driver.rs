@@ -33,7 +33,7 @@ use crate::urlnorm;
 /// bodies and index buffers by the megabyte in every arena: on the full-size generated
 /// geminispace, 130 of a crawl's 290 MB were freed memory kept so after ten minutes. A trim
 /// walks the free lists (milliseconds) and returns the whole free pages in them.
-const TRIM_EVERY: Duration = Duration::from_secs(5);
+const TRIM_EVERY: Duration = Duration::from_secs(1);
 
 /// How long a capsule waits when another crawler of a shared store holds its IP address.
 const ADDRESS_BUSY_SECS: i64 = 2;

@@ -22,7 +22,7 @@ use crate::index::PageDoc;
 
 /// Bytes of text held across capsules: what the crawl may spend on it of its 256 MB (the
 /// 10,000 pages of the bench farm hold 29 MB of text; the largest holdings go first).
-pub(super) const MAX_BYTES: usize = 24 << 20;
+pub(super) const MAX_BYTES: usize = 16 << 20;
 /// How long a capsule's first held document may wait.
 pub(super) const MAX_AGE: Duration = Duration::from_secs(600);
 /// Held documents sent when a signal stops the crawl: as many as the indexing thread's queue

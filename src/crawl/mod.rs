@@ -463,6 +463,8 @@ pub async fn run_observed(
         && !location.is_shared()
     {
         let index_dir = crate::datadir::index_path(&crawl.config.data_dir);
+        // What the crawl's threads freed goes back before a merge of the whole index.
+        give_back_freed_memory();
         let compacted =
             tokio::task::spawn_blocking(move || match Indexer::open_or_create(&index_dir) {
                 Ok(mut indexer) => crate::index::compact_or_warn(&mut indexer),

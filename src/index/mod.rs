@@ -50,7 +50,6 @@
 
 use std::path::Path;
 
-use tantivy::directory::MmapDirectory;
 use tantivy::schema::{
     Field, IndexRecordOption, NumericOptions, Schema, TextFieldIndexing, TextOptions, STORED,
     STRING,
@@ -260,7 +259,8 @@ pub(crate) fn register_tokenizers(index: &Index) {
 }
 
 /// How an index directory is opened. Readers go through [`readonly::ReadOnlyDirectory`] and
-/// write nothing, not even a lock file; the writer uses Tantivy's `MmapDirectory`.
+/// write nothing, not even a lock file; the writer uses [`trim::TrimmedDirectory`] (Tantivy's
+/// `MmapDirectory`, with what it maps kept out of resident memory).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Access {
     Read,
@@ -290,7 +290,9 @@ fn open_raw(dir: &Path, access: Access) -> Result<Option<Index>, IndexError> {
         Access::Read => {
             Index::open(readonly::ReadOnlyDirectory::open(dir).map_err(TantivyError::from)?)?
         }
-        Access::Write => Index::open(MmapDirectory::open(dir).map_err(TantivyError::from)?)?,
+        Access::Write => {
+            Index::open(trim::TrimmedDirectory::open(dir).map_err(TantivyError::from)?)?
+        }
     };
     if half_created(dir, &index)? {
         return Ok(None);

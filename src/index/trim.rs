@@ -5,25 +5,34 @@
 //! process until the segment is closed, and counts as resident: compacting a 300 MB index at
 //! the end of a crawl made the crawl's resident set grow by 300 MB, and so on with the size of
 //! the index. Those pages are the file's, cached by the kernel; the process needs them only
-//! while it reads them. So while an [`Indexer`](super::Indexer) is open, a thread watches the
-//! process's resident file pages (`/proc/self/statm`, a hundred times a second) and, once they
-//! have grown by [`TRIM_ABOVE`], asks the kernel to page out the index's mapped files
-//! (`madvise(MADV_PAGEOUT)`, Linux 5.4 and later). A mapping of the index is read-only and its
-//! pages clean, so they are simply dropped; a page read again is read again from the file.
-//! What stays resident of the index is thus [`TRIM_ABOVE`] plus what a merge reads in
-//! [`EVERY`], whatever the size of the index. On other systems than Linux, or older kernels,
-//! this does nothing.
+//! while it reads them.
 //!
-//! Why not `MADV_DONTNEED`, which only unmaps: the ranges come from `/proc/self/maps`, read
-//! before the advice is given, and Tantivy may unmap a segment in between and the allocator map
-//! private memory at the same address. `MADV_DONTNEED` would then zero that memory;
-//! `MADV_PAGEOUT` keeps the contents of any mapping (private pages go to swap, or stay), so
-//! that race can cost a page-in, never a byte.
+//! So the writer opens its index through a [`TrimmedDirectory`]: Tantivy's `MmapDirectory`,
+//! which also keeps a handle on every file it maps (until Tantivy deletes the file). A thread
+//! watches the process's resident file pages (`/proc/self/statm`, a hundred times a second)
+//! and, once they have grown by [`TRIM_ABOVE`], drops the pages of those mappings from the
+//! process's page tables (`madvise(MADV_DONTNEED)`). The file cache keeps them: a page read
+//! again is mapped again at the cost of a minor fault, and a mapping of a file that is never
+//! written loses nothing. What stays resident of the index is thus [`TRIM_ABOVE`] plus what a
+//! merge reads in [`EVERY`], whatever the size of the index.
+//!
+//! The advice is given only to mappings the directory holds a handle on, while it holds it:
+//! none can be unmapped meanwhile, and its address cannot be reused by other memory, which
+//! `MADV_DONTNEED` would zero. (`MADV_PAGEOUT`, safe on any memory, was tried first: it leaves
+//! pages that it judges in use, and a recrawl's merges still reached 700 MB.) The thread ends
+//! when the directory's last clone is dropped. On other systems than Linux nothing is trimmed.
 
+use std::collections::HashMap;
+use std::io;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Condvar, Mutex};
-use std::thread::JoinHandle;
+use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
+
+use tantivy::directory::error::{DeleteError, LockError, OpenDirectoryError, OpenReadError};
+use tantivy::directory::{
+    Directory, DirectoryLock, FileHandle, Lock, MmapDirectory, OwnedBytes, WatchCallback,
+    WatchHandle, WritePtr,
+};
 
 /// How often the resident file pages are looked at: reading `/proc/self/statm` costs a few
 /// microseconds, and a merge copying stored documents reads a few gigabytes a second at most.
@@ -33,63 +42,115 @@ const EVERY: Duration = Duration::from_millis(10);
 /// are dropped.
 const TRIM_ABOVE: usize = 16 << 20;
 
-/// The trimming thread of one index directory; stopped when dropped.
-pub(super) struct Trimmer {
-    stop: Arc<(Mutex<bool>, Condvar)>,
-    thread: Option<JoinHandle<()>>,
+/// The files a [`TrimmedDirectory`] has mapped, by path, each with a handle that keeps its
+/// mapping alive.
+type Maps = Mutex<HashMap<PathBuf, OwnedBytes>>;
+
+/// Tantivy's `MmapDirectory`, with the pages of the files it maps trimmed from resident memory
+/// (see the module's documentation). Clones share the mappings and the trimming thread.
+#[derive(Clone, Debug)]
+pub(crate) struct TrimmedDirectory {
+    inner: MmapDirectory,
+    maps: Arc<Maps>,
 }
 
-impl Trimmer {
-    /// Starts trimming the mappings of files under `dir`.
-    pub(super) fn start(dir: &Path) -> Trimmer {
-        let stop = Arc::new((Mutex::new(false), Condvar::new()));
-        let thread = if cfg!(target_os = "linux") {
-            let dir = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
-            let stop = Arc::clone(&stop);
-            std::thread::Builder::new()
+impl TrimmedDirectory {
+    /// Opens `dir` and starts its trimming thread.
+    pub(crate) fn open(dir: &Path) -> Result<TrimmedDirectory, OpenDirectoryError> {
+        let maps: Arc<Maps> = Arc::default();
+        if cfg!(target_os = "linux") {
+            let watched = Arc::downgrade(&maps);
+            if let Err(e) = std::thread::Builder::new()
                 .name("geode-index-trim".into())
-                .spawn(move || run(&dir, &stop))
-                .map_err(|e| tracing::warn!(error = %e, "index pages will stay resident"))
-                .ok()
-        } else {
-            None
-        };
-        Trimmer { stop, thread }
-    }
-}
-
-impl Drop for Trimmer {
-    fn drop(&mut self) {
-        let (stopped, wake) = &*self.stop;
-        *stopped.lock().unwrap_or_else(|e| e.into_inner()) = true;
-        wake.notify_all();
-        if let Some(thread) = self.thread.take() {
-            let _ = thread.join();
+                .spawn(move || run(&watched))
+            {
+                tracing::warn!(error = %e, "index pages will stay resident");
+            }
         }
+        Ok(TrimmedDirectory {
+            inner: MmapDirectory::open(dir)?,
+            maps,
+        })
+    }
+
+    fn maps(&self) -> std::sync::MutexGuard<'_, HashMap<PathBuf, OwnedBytes>> {
+        self.maps.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
 
-fn run(dir: &Path, stop: &(Mutex<bool>, Condvar)) {
-    let (stopped, wake) = stop;
+impl Directory for TrimmedDirectory {
+    fn get_file_handle(&self, path: &Path) -> Result<Arc<dyn FileHandle>, OpenReadError> {
+        let handle = self.inner.get_file_handle(path)?;
+        // The whole file as mapped: a view of the mapping, not a copy.
+        if let Ok(bytes) = handle.read_bytes(0..handle.len()) {
+            if !bytes.is_empty() {
+                self.maps().insert(path.to_path_buf(), bytes);
+            }
+        }
+        Ok(handle)
+    }
+
+    fn delete(&self, path: &Path) -> Result<(), DeleteError> {
+        self.maps().remove(path);
+        self.inner.delete(path)
+    }
+
+    fn exists(&self, path: &Path) -> Result<bool, OpenReadError> {
+        self.inner.exists(path)
+    }
+
+    fn open_write(
+        &self,
+        path: &Path,
+    ) -> Result<WritePtr, tantivy::directory::error::OpenWriteError> {
+        self.inner.open_write(path)
+    }
+
+    fn atomic_read(&self, path: &Path) -> Result<Vec<u8>, OpenReadError> {
+        self.inner.atomic_read(path)
+    }
+
+    fn atomic_write(&self, path: &Path, data: &[u8]) -> io::Result<()> {
+        self.inner.atomic_write(path, data)
+    }
+
+    fn sync_directory(&self) -> io::Result<()> {
+        self.inner.sync_directory()
+    }
+
+    fn acquire_lock(&self, lock: &Lock) -> Result<DirectoryLock, LockError> {
+        self.inner.acquire_lock(lock)
+    }
+
+    fn watch(&self, watch_callback: WatchCallback) -> tantivy::Result<WatchHandle> {
+        self.inner.watch(watch_callback)
+    }
+}
+
+/// The trimming thread: runs while the directory's mappings are alive.
+fn run(maps: &Weak<Maps>) {
     // What stays resident after a trim is not the index's (the program's own code, other
     // files): the baseline the growth is measured from.
     let mut baseline = resident_file_bytes().unwrap_or(0);
-    let mut guard = stopped.lock().unwrap_or_else(|e| e.into_inner());
-    while !*guard {
-        drop(guard);
-        if let Some(now) = resident_file_bytes() {
-            if now > baseline + TRIM_ABOVE {
-                trim(dir);
-                baseline = resident_file_bytes().unwrap_or(now);
-            } else {
-                baseline = baseline.min(now);
+    while maps.strong_count() > 0 {
+        std::thread::sleep(EVERY);
+        let Some(now) = resident_file_bytes() else {
+            continue;
+        };
+        if now <= baseline + TRIM_ABOVE {
+            baseline = baseline.min(now);
+            continue;
+        }
+        let Some(maps) = maps.upgrade() else {
+            return;
+        };
+        {
+            let held = maps.lock().unwrap_or_else(|e| e.into_inner());
+            for bytes in held.values() {
+                trim(bytes.as_slice());
             }
         }
-        guard = stopped.lock().unwrap_or_else(|e| e.into_inner());
-        guard = wake
-            .wait_timeout(guard, EVERY)
-            .unwrap_or_else(|e| e.into_inner())
-            .0;
+        baseline = resident_file_bytes().unwrap_or(now);
     }
 }
 
@@ -98,141 +159,109 @@ fn run(dir: &Path, stop: &(Mutex<bool>, Condvar)) {
 fn resident_file_bytes() -> Option<usize> {
     let statm = std::fs::read_to_string("/proc/self/statm").ok()?;
     let pages: usize = statm.split_ascii_whitespace().nth(2)?.parse().ok()?;
+    Some(pages * page_size())
+}
+
+fn page_size() -> usize {
     #[cfg(target_os = "linux")]
     // SAFETY: sysconf reads a constant of the system; it takes no pointer.
-    let page = usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).ok()?;
+    let page = usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).unwrap_or(4096);
     #[cfg(not(target_os = "linux"))]
     let page = 4096;
-    Some(pages * page)
+    page
 }
 
-/// Drops the resident pages of every shared, read-only mapping of a file under `dir`.
-fn trim(dir: &Path) {
-    let Ok(maps) = std::fs::read_to_string("/proc/self/maps") else {
+/// Drops the resident pages of the mapping `bytes` is a view of, the whole pages inside it.
+fn trim(bytes: &[u8]) {
+    let page = page_size();
+    let start = (bytes.as_ptr() as usize).next_multiple_of(page);
+    let end = (bytes.as_ptr() as usize + bytes.len()) / page * page;
+    if end <= start {
         return;
-    };
-    for (start, end) in maps.lines().filter_map(|line| index_mapping(line, dir)) {
-        #[cfg(target_os = "linux")]
-        // SAFETY: MADV_PAGEOUT never changes what any mapping reads, whatever is mapped at
-        // that range by now (see the module's documentation); an unmapped range only makes
-        // madvise fail, which is ignored.
-        unsafe {
-            libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_PAGEOUT);
-        }
-        #[cfg(not(target_os = "linux"))]
-        let _ = (start, end);
     }
-}
-
-/// The address range of a line of `/proc/self/maps` when it maps a file under `dir` shared and
-/// read-only (`r--s`), as Tantivy's memory maps are.
-fn index_mapping(line: &str, dir: &Path) -> Option<(usize, usize)> {
-    let mut fields = line.split_ascii_whitespace();
-    let range = fields.next()?;
-    let perms = fields.next()?;
-    // Offset, device and inode, then the path (which may hold spaces).
-    let path = line.splitn(6, |c: char| c.is_ascii_whitespace()).nth(5)?;
-    let path = PathBuf::from(path.trim_start().trim_end_matches(" (deleted)"));
-    if perms != "r--s" || !path.starts_with(dir) {
-        return None;
+    #[cfg(target_os = "linux")]
+    // SAFETY: the range lies inside a read-only mapping of a file that the caller keeps alive
+    // (it holds `bytes`) for the whole call: MADV_DONTNEED only drops its pages from the page
+    // tables, and the next read maps them again from the file, with the same bytes.
+    unsafe {
+        libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_DONTNEED);
     }
-    let (start, end) = range.split_once('-')?;
-    let start = usize::from_str_radix(start, 16).ok()?;
-    let end = usize::from_str_radix(end, 16).ok()?;
-    (end > start).then_some((start, end))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::io::Write;
 
-    #[test]
-    fn only_shared_read_only_maps_of_the_index_s_files_are_trimmed() {
-        let dir = Path::new("/data/index/tantivy");
-        let cases = [
-            (
-                "7f01a000-7f01c000 r--s 00000000 08:01 1234    /data/index/tantivy/ab12.idx",
-                Some((0x7f01a000, 0x7f01c000)),
-            ),
-            (
-                "7f01a000-7f01c000 r--s 00000000 08:01 1234    /data/index/tantivy/a b.pos (deleted)",
-                Some((0x7f01a000, 0x7f01c000)),
-            ),
-            // Written, private, or another directory's file: left alone.
-            (
-                "7f01a000-7f01c000 rw-s 00000000 08:01 1234    /data/index/tantivy/ab12.idx",
-                None,
-            ),
-            (
-                "7f01a000-7f01c000 r--p 00000000 08:01 1234    /data/index/tantivy/ab12.idx",
-                None,
-            ),
-            (
-                "7f01a000-7f01c000 r--s 00000000 08:01 1234    /data/index/tantivy-old/x.idx",
-                None,
-            ),
-            ("7f01a000-7f01c000 rw-p 00000000 00:00 0 ", None),
-            ("7f01a000-7f01c000 r--s 00000000 08:01 1234", None),
-        ];
-        for (line, want) in cases {
-            assert_eq!(index_mapping(line, dir), want, "{line}");
+    /// The resident kilobytes of the mapping that holds `ptr`, from the kernel's account.
+    #[cfg(target_os = "linux")]
+    fn resident_kb(ptr: *const u8) -> usize {
+        let smaps = std::fs::read_to_string("/proc/self/smaps").unwrap();
+        let at = ptr as usize;
+        let mut lines = smaps.lines();
+        while let Some(line) = lines.next() {
+            let Some((range, _)) = line.split_once(' ') else {
+                continue;
+            };
+            let Some((start, end)) = range.split_once('-') else {
+                continue;
+            };
+            let (Ok(start), Ok(end)) = (
+                usize::from_str_radix(start, 16),
+                usize::from_str_radix(end, 16),
+            ) else {
+                continue;
+            };
+            if (start..end).contains(&at) {
+                return lines
+                    .find_map(|l| l.strip_prefix("Rss:"))
+                    .and_then(|kb| kb.trim().trim_end_matches("kB").trim().parse().ok())
+                    .unwrap();
+            }
         }
+        panic!("no mapping holds {at:x}");
     }
 
     #[cfg(target_os = "linux")]
     #[test]
-    fn a_mapped_file_read_through_leaves_no_resident_pages() {
-        use std::io::Write;
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("segment.idx");
-        let mut file = std::fs::File::create(&path).unwrap();
-        file.write_all(&vec![7u8; 8 << 20]).unwrap();
-        drop(file);
-        let file = std::fs::File::open(&path).unwrap();
+    fn a_mapped_file_read_through_leaves_no_resident_pages_and_reads_the_same() {
+        let tmp = tempfile::tempdir().unwrap();
         let len = 8 << 20;
-        // SAFETY: a fresh read-only shared mapping of a file this test owns.
-        let map = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                len,
-                libc::PROT_READ,
-                libc::MAP_SHARED,
-                std::os::fd::AsRawFd::as_raw_fd(&file),
-                0,
-            )
-        };
-        assert_ne!(map, libc::MAP_FAILED);
-        // SAFETY: the mapping is `len` bytes long and stays mapped until the end of the test.
-        let bytes = unsafe { std::slice::from_raw_parts(map as *const u8, len) };
+        let mut file = std::fs::File::create(tmp.path().join("segment.idx")).unwrap();
+        file.write_all(&vec![7u8; len]).unwrap();
+        drop(file);
+        let dir = TrimmedDirectory::open(tmp.path()).unwrap();
+        let handle = dir.get_file_handle(Path::new("segment.idx")).unwrap();
+        let bytes = handle.read_bytes(0..len).unwrap();
         let sum = |b: &[u8]| b.iter().step_by(4096).map(|&x| x as usize).sum::<usize>();
-        // The resident kilobytes of this mapping, from the kernel's account of it.
-        let resident_kb = || {
-            let smaps = std::fs::read_to_string("/proc/self/smaps").unwrap();
-            let start = format!("{:x}-", map as usize);
-            let mut lines = smaps.lines().skip_while(|l| !l.starts_with(&start));
-            lines.next().expect("the mapping is listed");
-            lines
-                .find_map(|l| l.strip_prefix("Rss:"))
-                .and_then(|kb| {
-                    kb.trim()
-                        .trim_end_matches("kB")
-                        .trim()
-                        .parse::<usize>()
-                        .ok()
-                })
+        assert_eq!(sum(bytes.as_slice()), 7 * (len / 4096));
+        assert!(resident_kb(bytes.as_slice().as_ptr()) >= 8 << 10);
+        for held in dir.maps().values() {
+            trim(held.as_slice());
+        }
+        assert_eq!(resident_kb(bytes.as_slice().as_ptr()), 0);
+        assert_eq!(sum(bytes.as_slice()), 7 * (len / 4096), "the same bytes");
+    }
+
+    #[test]
+    fn a_deleted_file_is_let_go_and_the_thread_ends_with_the_directory() {
+        let tmp = tempfile::tempdir().unwrap();
+        std::fs::write(tmp.path().join("a"), b"hello").unwrap();
+        let dir = TrimmedDirectory::open(tmp.path()).unwrap();
+        let clone = dir.clone();
+        assert_eq!(
+            dir.get_file_handle(Path::new("a"))
                 .unwrap()
-        };
-        assert_eq!(sum(bytes), 7 * (len / 4096));
-        assert!(
-            resident_kb() >= 8 << 10,
-            "read through: {} kB",
-            resident_kb()
+                .read_bytes(0..5)
+                .unwrap()
+                .as_slice(),
+            b"hello"
         );
-        trim(&dir.path().canonicalize().unwrap());
-        assert_eq!(resident_kb(), 0);
-        // The bytes are still there, and read the same.
-        assert_eq!(sum(bytes), 7 * (len / 4096));
-        // SAFETY: unmapping the mapping made above.
-        unsafe { libc::munmap(map, len) };
+        assert_eq!(dir.maps().len(), 1);
+        clone.delete(Path::new("a")).unwrap();
+        assert!(dir.maps().is_empty(), "clones share the mappings");
+        let watched = Arc::downgrade(&dir.maps);
+        drop((dir, clone));
+        assert_eq!(watched.strong_count(), 0, "nothing keeps the mappings");
     }
 }

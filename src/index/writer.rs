@@ -49,11 +49,11 @@ const DETECT_SAMPLE_BYTES: usize = 2048;
 /// start of a long page says what it is about.
 const STEM_BODY_BYTES: usize = 256 * 1024;
 
-/// Total indexing memory. Tantivy flushes a segment when a thread's share is full. 32 MiB of a
-/// crawl's 256 MB: on the bench farm, 96 MiB saved no CPU that five runs of each could tell
-/// from their spread, and the more segments a smaller budget makes are merged at the end of the
-/// run anyway.
-const WRITER_MEMORY_BYTES: usize = 32 * 1024 * 1024;
+/// Total indexing memory. Tantivy flushes a segment when a thread's share is full, and writing
+/// the segment out takes about as much again for a moment. 24 MiB of a crawl's 256 MB: on the
+/// bench farm, 96 MiB saved no CPU that five runs of each could tell from their spread, and the
+/// more segments a smaller budget makes are merged at the end of the run anyway.
+const WRITER_MEMORY_BYTES: usize = 24 * 1024 * 1024;
 
 /// Bytes of documents waiting in Tantivy's queue for its indexing thread. Tantivy bounds the
 /// queue by documents only (10,000), which pages of a few megabytes each would turn into
@@ -63,6 +63,12 @@ const QUEUED_BYTES: usize = 8 * 1024 * 1024;
 /// How long an upsert waits for room in Tantivy's queue before it adds its document anyway: only
 /// an indexing thread that stopped takes this long, and adding then fails with its error.
 const QUEUE_WAIT: Duration = Duration::from_secs(60);
+
+/// Decompressed blocks of stored documents the writer's reader keeps, per segment. Tantivy's
+/// default, 100, is for searchers showing snippets; the writer reads a stored document only to
+/// rewrite it with new anchors, and a run's end rewrites tens of thousands at once: with 100
+/// blocks for each of a few dozen segments, that took 50 MB of a crawl's 256.
+const STORE_CACHE_BLOCKS: usize = 4;
 
 /// One indexing thread: the crawl is network-bound, and the machine it targets has two cores
 /// shared with fetching and parsing.
@@ -101,9 +107,6 @@ pub struct Indexer {
     reader: IndexReader,
     /// Fingerprints added since the last commit, by band term: (fingerprint, cluster).
     pending: HashMap<String, Vec<(u64, u64)>>,
-    /// Keeps the pages of the index's mapped files from staying resident (merges read them
-    /// all); declared last, so it stops after the writer and the reader are dropped.
-    _trimmer: super::trim::Trimmer,
 }
 
 impl Indexer {
@@ -133,6 +136,7 @@ impl Indexer {
         let reader = index
             .reader_builder()
             .reload_policy(ReloadPolicy::Manual)
+            .doc_store_cache_num_blocks(STORE_CACHE_BLOCKS)
             .try_into()?;
         Ok(Indexer {
             _index: index,
@@ -142,7 +146,6 @@ impl Indexer {
             committed,
             reader,
             pending: HashMap::new(),
-            _trimmer: super::trim::Trimmer::start(dir),
         })
     }
 

@@ -24,7 +24,7 @@ impl SqliteFrontier {
     ///
     /// The two scans read every page of `urls` and `outlinks` once, which a page cache does
     /// not speed up: the connection's cache is cut to [`SCAN_CACHE_KIB`] for them and set back
-    /// after. Otherwise they filled the crawl's 64 MiB cache: 55 MiB more peak RSS on
+    /// after. Otherwise they filled the crawl's cache (64 MiB then): 55 MiB more peak RSS on
     /// bench-scale's database of a million URLs.
     pub fn link_graph(&self) -> Result<LinkGraph> {
         let cache: i64 = self.conn.query_row("PRAGMA cache_size", [], |r| r.get(0))?;
