@@ -26,6 +26,7 @@ use std::time::Duration;
 use tantivy::collector::TopDocs;
 use tantivy::directory::error::LockError;
 use tantivy::index::SegmentId;
+use tantivy::indexer::{LogMergePolicy, NoMergePolicy};
 use tantivy::query::TermQuery;
 use tantivy::schema::{Document, IndexRecordOption, Value};
 use tantivy::{
@@ -69,6 +70,9 @@ const QUEUE_WAIT: Duration = Duration::from_secs(60);
 /// rewrite it with new anchors, and a run's end rewrites tens of thousands at once: with 100
 /// blocks for each of a few dozen segments, that took 50 MB of a crawl's 256.
 const STORE_CACHE_BLOCKS: usize = 4;
+
+/// How long [`Indexer::compact`] waits for the merges Tantivy started itself to end.
+const MERGES_WAIT: Duration = Duration::from_secs(120);
 
 /// One indexing thread: the crawl is network-bound, and the machine it targets has two cores
 /// shared with fetching and parsing.
@@ -405,24 +409,47 @@ impl Indexer {
     /// rewrites those pages, not the whole index (all 500,000 documents took about 18 s here).
     /// The commit payload (the sequence number) is kept, and a kill during the merge leaves the
     /// last commit as it was. Returns how many segments were merged (0: nothing to do).
+    ///
+    /// Tantivy's own merge policy may have started merges at the last commit (a rebuild commits
+    /// once, with dozens of segments): a merge of segments one of which is being merged is
+    /// refused, so none is started meanwhile, and the choice is made again from the committed
+    /// segments once those merges have ended (for at most [`MERGES_WAIT`]).
     pub fn compact(&mut self) -> Result<usize, IndexError> {
-        let sizes: Vec<SegmentSize> = self
-            ._index
-            .searchable_segment_metas()?
-            .iter()
-            .map(|meta| SegmentSize {
-                id: meta.id(),
-                live: u64::from(meta.num_docs()),
-                deleted: u64::from(meta.num_deleted_docs()),
-            })
-            .collect();
-        let merge = at_rest_merge(&sizes);
-        if merge.is_empty() {
-            return Ok(0);
+        self.writer.set_merge_policy(Box::new(NoMergePolicy));
+        let merged = self.compact_alone();
+        self.writer
+            .set_merge_policy(Box::new(LogMergePolicy::default()));
+        merged
+    }
+
+    fn compact_alone(&mut self) -> Result<usize, IndexError> {
+        let started = std::time::Instant::now();
+        loop {
+            let sizes: Vec<SegmentSize> = self
+                ._index
+                .searchable_segment_metas()?
+                .iter()
+                .map(|meta| SegmentSize {
+                    id: meta.id(),
+                    live: u64::from(meta.num_docs()),
+                    deleted: u64::from(meta.num_deleted_docs()),
+                })
+                .collect();
+            let merge = at_rest_merge(&sizes);
+            if merge.is_empty() {
+                return Ok(0);
+            }
+            match self.writer.merge(&merge).wait() {
+                Ok(_) => {
+                    self.reader.reload()?;
+                    return Ok(merge.len());
+                }
+                Err(TantivyError::InvalidArgument(_)) if started.elapsed() < MERGES_WAIT => {
+                    std::thread::sleep(Duration::from_millis(200));
+                }
+                Err(e) => return Err(e.into()),
+            }
         }
-        self.writer.merge(&merge).wait()?;
-        self.reader.reload()?;
-        Ok(merge.len())
     }
 }
 
