@@ -45,7 +45,7 @@ pub(super) struct Crawl {
     pub(super) parsers: Arc<Semaphore>,
     pub(super) progress: Option<tokio::sync::watch::Sender<Progress>>,
     pub(super) scheduler: Scheduler<QueuedUrl>,
-    pub(super) index_tx: Option<std::sync::mpsc::SyncSender<IndexMsg>>,
+    pub(super) index_tx: Option<super::indexing::IndexSender>,
     pub(super) summary: CrawlSummary,
     /// When this run began (unix seconds): robots.txt read before it is read again.
     pub(super) run_started: i64,
@@ -81,7 +81,7 @@ impl Crawl {
     pub(super) fn new(
         config: CrawlConfig,
         socket_budget: usize,
-        index_tx: std::sync::mpsc::SyncSender<IndexMsg>,
+        index_tx: super::indexing::IndexSender,
         progress: Option<tokio::sync::watch::Sender<Progress>>,
         run_started: i64,
     ) -> Crawl {
@@ -739,7 +739,7 @@ impl Crawl {
         let sent = self
             .index_tx
             .as_ref()
-            .map(|tx| tx.send(msg).is_ok())
+            .map(|tx| tx.send(msg))
             .unwrap_or(false);
         if sent {
             Ok(())

@@ -11,10 +11,10 @@
 //! only after a [`IndexMsg::Flush`], and forgets the anchor updates only once the thread has
 //! committed them (when it ends), so a crash simply refreshes them again.
 //!
-//! What waits for the thread is bounded in bytes, not only in messages: the crawl hands each
-//! message to a relay thread, which queues it for the indexing thread while the queue holds less
-//! than [`QUEUED_BYTES`] (and fewer messages than asked), and otherwise waits, so the crawl's
-//! next send waits too. Pages of a few megabytes each thus never pile up by the thousand.
+//! What waits for the thread is bounded in bytes, not only in messages: the crawl queues each
+//! message in the thread's inbox ([`IndexSender`]) while the inbox holds less than
+//! [`QUEUED_BYTES`] (and fewer messages than asked), and otherwise waits. Pages of a few
+//! megabytes each thus never pile up by the thousand.
 
 use std::collections::VecDeque;
 use std::sync::mpsc::{RecvTimeoutError, SyncSender};
@@ -65,43 +65,44 @@ pub struct IndexingSummary {
 /// besides the one it works on and the one being handed over.
 pub const QUEUED_BYTES: usize = 8 * 1024 * 1024;
 
+/// The crawl's end of the indexing thread's inbox. Dropping it lets the thread commit what is
+/// left and stop.
+pub struct IndexSender(Arc<Inbox>);
+
+impl IndexSender {
+    /// Queues `msg` once there is room, waiting while the inbox is full; false when the thread
+    /// has stopped.
+    pub fn send(&self, msg: IndexMsg) -> bool {
+        self.0.push(msg)
+    }
+}
+
+impl Drop for IndexSender {
+    fn drop(&mut self) {
+        self.0.close();
+    }
+}
+
 /// Starts the thread, with room for `capacity` messages (and [`QUEUED_BYTES`]) waiting for it.
-/// Dropping every sender makes it commit what is left and stop.
+/// Dropping the sender makes it commit what is left and stop.
 pub fn spawn(
     indexer: Indexer,
     frontier: Box<dyn Frontier>,
     policy: CommitPolicy,
     capacity: usize,
-) -> (
-    SyncSender<IndexMsg>,
-    JoinHandle<Result<IndexingSummary, CrawlError>>,
-) {
+) -> (IndexSender, JoinHandle<Result<IndexingSummary, CrawlError>>) {
     map_large_buffers();
-    // One message between the crawl and the relay: the queue behind it is what is bounded.
-    let (tx, rx) = std::sync::mpsc::sync_channel::<IndexMsg>(1);
     let inbox = Arc::new(Inbox::new(QUEUED_BYTES, capacity.max(1)));
-    let relayed = Arc::clone(&inbox);
-    std::thread::Builder::new()
-        .name("geode-index-relay".into())
-        .spawn(move || {
-            for msg in rx {
-                if !relayed.push(msg) {
-                    // The indexing thread stopped: dropping the receiver tells the crawl.
-                    break;
-                }
-            }
-            relayed.close();
-        })
-        .expect("spawning a thread only fails when the OS is out of resources");
+    let taken = Arc::clone(&inbox);
     let handle = std::thread::Builder::new()
         .name("geode-indexer".into())
         .spawn(move || {
-            let ran = run(indexer, frontier, policy, &inbox);
-            inbox.abandon();
+            let ran = run(indexer, frontier, policy, &taken);
+            taken.abandon();
             ran
         })
         .expect("spawning a thread only fails when the OS is out of resources");
-    (tx, handle)
+    (IndexSender(inbox), handle)
 }
 
 /// Allocations from this size up are mapped on their own (and unmapped when freed).
@@ -157,7 +158,7 @@ struct Inbox {
 struct Queue {
     msgs: VecDeque<(IndexMsg, usize)>,
     bytes: usize,
-    /// No message comes in or goes out any more: the relay or the indexing thread ended.
+    /// No message comes in any more: the crawl or the indexing thread ended.
     closed: bool,
 }
 
@@ -223,7 +224,7 @@ impl Inbox {
         }
     }
 
-    /// Lets nothing more in (the relay ended); what is queued can still be taken.
+    /// Lets nothing more in (the crawl dropped its sender); what is queued can still be taken.
     fn close(&self) {
         self.lock().closed = true;
         self.arrived.notify_all();
@@ -250,24 +251,26 @@ impl Inbox {
 /// the one index writer (`geode index`) finds them; a flush is answered at once.
 pub fn spawn_discarding(
     capacity: usize,
-) -> (
-    SyncSender<IndexMsg>,
-    JoinHandle<Result<IndexingSummary, CrawlError>>,
-) {
+) -> (IndexSender, JoinHandle<Result<IndexingSummary, CrawlError>>) {
     map_large_buffers();
-    let (tx, rx) = std::sync::mpsc::sync_channel::<IndexMsg>(capacity);
+    let inbox = Arc::new(Inbox::new(QUEUED_BYTES, capacity.max(1)));
+    let taken = Arc::clone(&inbox);
     let handle = std::thread::Builder::new()
         .name("geode-no-index".into())
         .spawn(move || {
-            for msg in rx {
-                if let IndexMsg::Flush(ack) = msg {
-                    let _ = ack.send(());
+            loop {
+                match taken.pop(Duration::from_secs(3600)) {
+                    Ok(IndexMsg::Flush(ack)) => {
+                        let _ = ack.send(());
+                    }
+                    Ok(_) | Err(RecvTimeoutError::Timeout) => {}
+                    Err(RecvTimeoutError::Disconnected) => break,
                 }
             }
             Ok(IndexingSummary::default())
         })
         .expect("spawning a thread only fails when the OS is out of resources");
-    (tx, handle)
+    (IndexSender(inbox), handle)
 }
 
 struct Pending {
