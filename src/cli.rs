@@ -228,6 +228,11 @@ pub struct IndexArgs {
 pub struct ReindexArgs {
     #[command(flatten)]
     pub data: DataDir,
+    /// Commit the new index after this many documents. Each commit lets the writer drop what it
+    /// keeps for the documents since the last one; fewer, larger commits make fewer segments to
+    /// merge at the end.
+    #[arg(long, value_name = "N", default_value_t = geode::reindex::COMMIT_DOCS as u32, value_parser = clap::value_parser!(u32).range(1..))]
+    pub commit_docs: u32,
     /// Print the summary as one JSON object.
     #[arg(long)]
     pub json: bool,

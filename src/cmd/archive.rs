@@ -21,7 +21,7 @@ pub(crate) fn reindex(args: ReindexArgs) -> Result<(), Failure> {
     }
     let started = Instant::now();
     let mut last = Instant::now();
-    let summary = geode::reindex::reindex(dir, &mut |pages| {
+    let summary = geode::reindex::reindex(dir, args.commit_docs as usize, &mut |pages| {
         if last.elapsed() >= Duration::from_secs(5) {
             tracing::info!(pages, "reindexing");
             last = Instant::now();

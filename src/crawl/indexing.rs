@@ -9,7 +9,10 @@
 //!
 //! Anchor refreshes ([`IndexMsg::Refresh`]) rewrite committed documents; the crawl asks for them
 //! only after a [`IndexMsg::Flush`], and forgets the anchor updates only once the thread has
-//! committed them (when it ends), so a crash simply refreshes them again.
+//! committed them (when it ends), so a crash simply refreshes them again. A flush comes at the
+//! end of a crawl, so from then on Tantivy starts no merges of its own: the run's end merges the
+//! index once ([`Indexer::compact`], on the writer the thread hands back when it ends), and
+//! merges started meanwhile would be redone there, beside it, at the run's memory peak.
 //!
 //! What waits for the thread is bounded in bytes, not only in messages: the crawl queues each
 //! message in the thread's inbox ([`IndexSender`]) while the inbox holds less than
@@ -52,6 +55,10 @@ pub struct CommitPolicy {
     pub max_age: Duration,
 }
 
+/// What the thread hands back when it ends: its totals, and the index writer, with the merges
+/// Tantivy started still running (see [`Indexer::compact`]).
+pub type Indexed = Result<(IndexingSummary, Option<Indexer>), CrawlError>;
+
 /// Totals reported by the thread when it ends.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct IndexingSummary {
@@ -90,7 +97,7 @@ pub fn spawn(
     frontier: Box<dyn Frontier>,
     policy: CommitPolicy,
     capacity: usize,
-) -> (IndexSender, JoinHandle<Result<IndexingSummary, CrawlError>>) {
+) -> (IndexSender, JoinHandle<Indexed>) {
     map_large_buffers();
     let inbox = Arc::new(Inbox::new(QUEUED_BYTES, capacity.max(1)));
     let taken = Arc::clone(&inbox);
@@ -249,9 +256,7 @@ impl Inbox {
 /// Starts a thread that takes the crawl's index messages and keeps none: a crawler of a shared
 /// store indexes nothing itself. Its visits record their index operations in the store, where
 /// the one index writer (`geode index`) finds them; a flush is answered at once.
-pub fn spawn_discarding(
-    capacity: usize,
-) -> (IndexSender, JoinHandle<Result<IndexingSummary, CrawlError>>) {
+pub fn spawn_discarding(capacity: usize) -> (IndexSender, JoinHandle<Indexed>) {
     map_large_buffers();
     let inbox = Arc::new(Inbox::new(QUEUED_BYTES, capacity.max(1)));
     let taken = Arc::clone(&inbox);
@@ -267,7 +272,7 @@ pub fn spawn_discarding(
                     Err(RecvTimeoutError::Disconnected) => break,
                 }
             }
-            Ok(IndexingSummary::default())
+            Ok((IndexingSummary::default(), None))
         })
         .expect("spawning a thread only fails when the OS is out of resources");
     (IndexSender(inbox), handle)
@@ -280,12 +285,25 @@ struct Pending {
     since: Option<Instant>,
 }
 
+impl Pending {
+    /// Whether what waits for a commit is due for one: [`CommitPolicy::max_docs`] documents,
+    /// or the first of them waiting [`CommitPolicy::max_age`]. The age counts while documents
+    /// keep arriving too: until a commit the writer holds every replaced URL and every new
+    /// page's near-duplicate bands, so a fast crawl must not wait for the count alone.
+    fn due(&self, policy: &CommitPolicy) -> bool {
+        self.ids.len() + self.refreshes >= policy.max_docs
+            || self
+                .since
+                .is_some_and(|since| since.elapsed() >= policy.max_age)
+    }
+}
+
 fn run(
     mut indexer: Indexer,
     mut frontier: Box<dyn Frontier>,
     policy: CommitPolicy,
     inbox: &Inbox,
-) -> Result<IndexingSummary, CrawlError> {
+) -> Indexed {
     let mut summary = IndexingSummary::default();
     let mut pending = Pending {
         ids: Vec::new(),
@@ -317,13 +335,14 @@ fn run(
                     summary.refreshed += 1;
                     pending.since.get_or_insert_with(Instant::now);
                     pending.refreshes += 1;
-                    if pending.ids.len() + pending.refreshes >= policy.max_docs {
+                    if pending.due(&policy) {
                         commit(&mut indexer, &mut *frontier, &mut pending, &mut summary)?;
                     }
                 }
                 continue;
             }
             Ok(IndexMsg::Flush(ack)) => {
+                indexer.stop_merging();
                 commit(&mut indexer, &mut *frontier, &mut pending, &mut summary)?;
                 // The crawl may have given up waiting; nothing to tell then.
                 let _ = ack.send(());
@@ -334,13 +353,14 @@ fn run(
                 continue;
             }
             Err(RecvTimeoutError::Disconnected) => {
+                indexer.stop_merging();
                 commit(&mut indexer, &mut *frontier, &mut pending, &mut summary)?;
-                return Ok(summary);
+                return Ok((summary, Some(indexer)));
             }
         };
         pending.ids.push(url_id);
         pending.since.get_or_insert_with(Instant::now);
-        if pending.ids.len() + pending.refreshes >= policy.max_docs {
+        if pending.due(&policy) {
             commit(&mut indexer, &mut *frontier, &mut pending, &mut summary)?;
         }
     }
@@ -389,6 +409,33 @@ mod tests {
             IndexMsg::Delete { url_id, .. } => url_id,
             _ => -1,
         }
+    }
+
+    #[test]
+    fn a_commit_is_due_on_count_or_on_the_age_of_the_first_waiting_document() {
+        let policy = CommitPolicy {
+            max_docs: 3,
+            max_age: Duration::from_secs(10),
+        };
+        let mut pending = Pending {
+            ids: vec![1, 2],
+            refreshes: 0,
+            since: Some(Instant::now()),
+        };
+        assert!(!pending.due(&policy), "two young documents wait");
+        pending.refreshes = 1;
+        assert!(pending.due(&policy), "refreshes count with documents");
+        pending.refreshes = 0;
+        // Documents still arriving do not hold back a commit that is due by age.
+        pending.since = Instant::now().checked_sub(Duration::from_secs(11));
+        assert!(pending.since.is_some());
+        assert!(pending.due(&policy), "the first document waited too long");
+        let empty = Pending {
+            ids: Vec::new(),
+            refreshes: 0,
+            since: None,
+        };
+        assert!(!empty.due(&policy));
     }
 
     #[test]

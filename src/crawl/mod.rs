@@ -447,7 +447,7 @@ pub async fn run_observed(
         .await
         .map_err(|e| CrawlError::IndexerStopped(e.to_string()))?
         .map_err(|_| CrawlError::IndexerStopped("it panicked".into()))?;
-    let indexed = match (outcome, indexed) {
+    let (indexed, indexer) = match (outcome, indexed) {
         // The loop only saw that the thread was gone; the thread says why.
         (Err(CrawlError::IndexerStopped(_)), Err(why)) => return Err(why),
         (Err(e), _) => return Err(e),
@@ -456,46 +456,47 @@ pub async fn run_observed(
     frontier.clear_anchor_updates(&refreshed)?;
     frontier.end_run()?;
     frontier.set_meta("last_crawl_finished", &unix_now().to_string())?;
-    // A run that did its work leaves the index in one or two segments (`Indexer::compact`),
-    // which searches until the next run read faster; a stop by signal or time does not wait for
-    // the merge. In a shared store the index writer does it.
-    if matches!(crawl.summary.ended, StopReason::Done | StopReason::MaxPages)
-        && !location.is_shared()
-    {
-        let index_dir = crate::datadir::index_path(&crawl.config.data_dir);
-        // What the crawl's threads freed goes back before a merge of the whole index.
-        give_back_freed_memory();
-        let compacted =
-            tokio::task::spawn_blocking(move || match Indexer::open_or_create(&index_dir) {
-                Ok(mut indexer) => crate::index::compact_or_warn(&mut indexer),
-                Err(e) => tracing::warn!(error = %e, "index not compacted"),
-            })
-            .await;
-        if let Err(e) = compacted {
-            tracing::warn!(error = %e, "index not compacted");
-        }
-    }
-    // A stop by signal must end within systemd's 10 s: authority waits for the next run. In a
-    // shared store the index writer computes it.
-    if crawl.summary.ended != StopReason::Signal && !location.is_shared() {
-        let seen = crawl
-            .budgets
-            .linkers_seen()
-            .map(|(capsule, n)| (capsule.to_string(), n))
-            .collect();
-        update_authority(
-            frontier,
-            crate::datadir::index_path(&crawl.config.data_dir),
-            seen,
-        )
-        .await;
-    }
+    // What the rest needs of the crawl; the rest of it (connections, TLS sessions, per-capsule
+    // counts and trap shapes) goes before the index is merged.
     crawl.summary.capsules_tried = crawl.tried.len() as u64;
     crawl.summary.capsules_answered = crawl.answered.len() as u64;
     crawl.summary.anchors_refreshed = indexed.refreshed;
     crawl.summary.peak_sockets = crawl.fetcher.sockets().high_water();
-    crawl.summary.elapsed_secs = started.elapsed().as_secs_f64();
-    Ok(crawl.summary)
+    let seen: Vec<(String, u64)> = crawl
+        .budgets
+        .linkers_seen()
+        .map(|(capsule, n)| (capsule.to_string(), n))
+        .collect();
+    let Crawl {
+        config,
+        mut summary,
+        ..
+    } = crawl;
+    // A run that did its work leaves the index in one or two segments (`Indexer::compact`),
+    // which searches until the next run read faster; a stop by signal or time does not wait for
+    // the merge. In a shared store the index writer does it. The indexing thread's own writer
+    // merges: it waits for the merges Tantivy had started, where a second writer would not see
+    // them and merge the same segments beside them.
+    match indexer {
+        Some(mut indexer) if matches!(summary.ended, StopReason::Done | StopReason::MaxPages) => {
+            // What the crawl's threads freed goes back before a merge of the whole index.
+            give_back_freed_memory();
+            let compacted =
+                tokio::task::spawn_blocking(move || crate::index::compact_or_warn(&mut indexer))
+                    .await;
+            if let Err(e) = compacted {
+                tracing::warn!(error = %e, "index not compacted");
+            }
+        }
+        indexer => drop(indexer),
+    }
+    // A stop by signal must end within systemd's 10 s: authority waits for the next run. In a
+    // shared store the index writer computes it.
+    if summary.ended != StopReason::Signal && !location.is_shared() {
+        update_authority(frontier, crate::datadir::index_path(&config.data_dir), seen).await;
+    }
+    summary.elapsed_secs = started.elapsed().as_secs_f64();
+    Ok(summary)
 }
 
 /// Opens the index of a data directory, rebuilding an index from an older geode from the
@@ -508,8 +509,9 @@ fn open_index(data_dir: &Path) -> Result<Indexer, CrawlError> {
                 current = crate::index::SCHEMA_VERSION,
                 "the index was built by an older geode: rebuilding it from the archive"
             );
-            let rebuilt = crate::reindex::reindex_locked(data_dir, &mut |_| {})
-                .map_err(|e| CrawlError::Reindex(e.to_string()))?;
+            let rebuilt =
+                crate::reindex::reindex_locked(data_dir, crate::reindex::COMMIT_DOCS, &mut |_| {})
+                    .map_err(|e| CrawlError::Reindex(e.to_string()))?;
             tracing::info!(
                 pages = rebuilt.pages,
                 to_fetch = rebuilt.missing,

@@ -104,13 +104,18 @@ async fn reindex_rebuilds_the_same_index_show_and_export_read_the_archive() {
     };
     assert_eq!(sorted(&before), sorted(&after));
     assert_eq!(space.requests().len(), requests, "no network");
-    // A second rebuild over a live index swaps it in place, and ranks exactly as the first.
-    let out = geode(&["reindex", "--data", &dir]);
+    assert_eq!(summary["commits"], 1, "{summary}");
+    // A second rebuild over a live index swaps it in place, and ranks exactly as the first,
+    // committing every ten documents (near-duplicates then found among committed ones).
+    let out = geode(&["reindex", "--data", &dir, "--commit-docs", "10", "--json"]);
     assert!(
         out.status.success(),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+    let summary: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(summary["pages"], 31, "{summary}");
+    assert_eq!(summary["commits"], 4, "{summary}");
     assert_eq!(
         QUERIES.iter().map(|q| results(&dir, q)).collect::<Vec<_>>(),
         after
