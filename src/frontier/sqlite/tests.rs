@@ -195,6 +195,26 @@ fn capsules_are_leased_whole_and_urls_claimed_hubs_first() {
     assert_eq!(f.claim_capsules(10, 5, 100, &|_| true).unwrap().0.len(), 4);
 }
 
+/// A run's end lets go of every URL it claimed, more than one release statement takes.
+#[test]
+fn a_run_lets_go_of_all_its_claims_a_statement_at_a_time() {
+    let (_d, mut f) = open();
+    let n = super::claim::RELEASE_CHUNK as usize * 2 + 1;
+    let mut b = f.batch(0).unwrap();
+    for i in 0..n {
+        id_of(&mut b, &format!("gemini://big.test/{i}"));
+    }
+    b.commit().unwrap();
+    assert_eq!(f.claim_capsules(1, n, 0, &|_| true).unwrap().0.len(), n);
+    assert_eq!(
+        count(&f, "SELECT COUNT(*) FROM urls WHERE claimed != 0"),
+        n as i64
+    );
+    f.end_run().unwrap();
+    assert_eq!(count(&f, "SELECT COUNT(*) FROM urls WHERE claimed != 0"), 0);
+    assert_eq!(f.claim_capsules(1, n, 0, &|_| true).unwrap().0.len(), n);
+}
+
 #[test]
 fn new_urls_and_revisits_take_turns() {
     let (_d, mut f) = open();
@@ -984,6 +1004,11 @@ fn claims_and_lookups_use_the_indexes() {
     assert!(!next.contains("SCAN urls"), "{next}");
     let release = plan("SELECT DISTINCT host_id FROM urls WHERE claimed != 0");
     assert!(release.contains("urls_claimed"), "{release}");
+    let release = plan(&super::claim::RELEASE_URLS.replace("?1", "10"));
+    assert!(
+        release.contains("SCAN urls USING INDEX urls_claimed"),
+        "{release}"
+    );
     let web = plan(super::batch::WEB_WAITING);
     assert!(web.contains("urls_web_waiting"), "{web}");
     // Content hashes are looked up by their first 16 digits, never by reading every URL.
