@@ -21,15 +21,15 @@ pub struct WarcWriter<W: Write> {
 }
 
 impl<W: Write> WarcWriter<W> {
-    /// Starts a WARC file with a `warcinfo` record naming the software.
-    pub fn new(out: W) -> std::io::Result<Self> {
+    /// Starts a WARC file with a `warcinfo` record naming the software, dated `now` (unix
+    /// seconds: the caller reads the clock).
+    pub fn new(out: W, now: i64) -> std::io::Result<Self> {
         let mut writer = WarcWriter { out, records: 0 };
         let info = format!(
             "software: geode {}\r\nformat: WARC File Format 1.1\r\n\
              conformsTo: https://iipc.github.io/warc-specifications/specifications/warc-format/warc-1.1/\r\n",
             env!("CARGO_PKG_VERSION")
         );
-        let now = crate::clock::unix_now();
         writer.record(
             "warcinfo",
             None,
@@ -139,7 +139,7 @@ mod tests {
 
     #[test]
     fn records_are_gzip_members_with_the_fields_warc_readers_need() {
-        let mut w = WarcWriter::new(Vec::new()).unwrap();
+        let mut w = WarcWriter::new(Vec::new(), 1_700_000_000).unwrap();
         w.response(
             "gemini://a.test/",
             1_700_000_000,

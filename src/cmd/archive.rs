@@ -218,7 +218,8 @@ pub(crate) fn export(args: ExportArgs) -> Result<(), Failure> {
         )
     };
     let mut warc =
-        geode::warc::WarcWriter::new(std::io::BufWriter::new(out)).context("writing the WARC")?;
+        geode::warc::WarcWriter::new(std::io::BufWriter::new(out), geode::clock::unix_now())
+            .context("writing the WARC")?;
     let mut after = 0;
     loop {
         let chunk = frontier
