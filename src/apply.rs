@@ -18,7 +18,8 @@ use std::time::{Duration, Instant};
 
 use ::url::Url;
 
-use crate::crawl::{self, lock};
+use crate::datadir::lock;
+use crate::document;
 use crate::frontier::{Frontier, FrontierError, IndexOp, Location};
 use crate::index::{IndexError, Indexer};
 
@@ -93,7 +94,7 @@ pub fn apply(
         crate::index::compact_or_warn(&mut indexer);
     }
     drop(indexer);
-    crawl::update_authority_blocking(&mut *frontier, &index_dir, &[]);
+    crate::authority::update(&mut *frontier, &index_dir, &[]);
     summary.elapsed_secs = started.elapsed().as_secs_f64();
     Ok(summary)
 }
@@ -145,9 +146,9 @@ fn apply_round(
                     continue;
                 };
                 let anchors = frontier
-                    .inbound_labels(page.id, crawl::MAX_ANCHORS)?
+                    .inbound_labels(page.id, document::MAX_ANCHORS)?
                     .join("\n");
-                let doc = crawl::document(
+                let doc = document::document(
                     &url,
                     page.url.clone(),
                     page.host.clone(),
@@ -192,10 +193,10 @@ fn refresh_anchors(
             handled.push(update.dirty_id);
             let Some(page) = update.page else { continue };
             let anchors = frontier
-                .inbound_labels(page.id, crawl::MAX_ANCHORS)?
+                .inbound_labels(page.id, document::MAX_ANCHORS)?
                 .join("\n");
             let labels = frontier.own_labels(page.id)?.join("\n");
-            let body = crawl::refreshed_body(&page, &anchors);
+            let body = document::refreshed_body(&page, &anchors);
             if indexer.refresh(&page.url, &anchors, &labels, body.as_deref())? {
                 summary.refreshed += 1;
             }

@@ -14,15 +14,18 @@
 //! tests as a dev-dependency: nothing of it ships in geode.
 
 pub mod apply;
+pub mod authority;
 pub mod clock;
 pub mod content;
 pub mod crawl;
 pub mod datadir;
 pub mod digest;
+pub mod document;
 pub mod feed;
 pub mod fetch;
 pub mod frontier;
 pub mod gemtext;
+pub mod heap;
 pub mod human;
 pub mod index;
 pub mod lang;

@@ -18,7 +18,8 @@ use std::time::Instant;
 
 use ::url::Url;
 
-use crate::crawl::{self, lock};
+use crate::datadir::lock;
+use crate::document;
 use crate::frontier::{self, FrontierError};
 use crate::index::{IndexError, Indexer};
 
@@ -79,7 +80,7 @@ pub fn reindex_locked(
     let live = crate::datadir::index_path(data_dir);
     let building = crate::datadir::reindex_path(data_dir);
     remove_dir(&building)?;
-    let now = crawl::unix_now();
+    let now = crate::clock::unix_now();
     let mut frontier = frontier::open(&crate::datadir::database_path(data_dir))?;
     // The payload of the live index's last commit, whatever its schema: what a crash left in
     // flight is settled first, so the frontier says exactly which pages the index holds.
@@ -110,9 +111,9 @@ pub fn reindex_locked(
                 continue;
             }
             let anchors = frontier
-                .inbound_labels(page.id, crawl::MAX_ANCHORS)?
+                .inbound_labels(page.id, document::MAX_ANCHORS)?
                 .join("\n");
-            let doc = crawl::document(
+            let doc = document::document(
                 &url,
                 page.url.clone(),
                 page.host,
@@ -141,7 +142,7 @@ pub fn reindex_locked(
     // Link authority, from the link graph in the store as a crawl computes it at the end of
     // its run: the rebuilt index ranks as the crawled one did, or by the new ranking.
     let graph = frontier.link_graph()?;
-    crawl::write_authority::<ReindexError>(&mut *frontier, &graph, &building)?;
+    crate::authority::write::<ReindexError>(&mut *frontier, &graph, &building)?;
     drop(graph);
     // Before the exchange: the frontier may under-claim what an index holds (those pages are
     // merely fetched again), never over-claim.

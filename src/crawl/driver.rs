@@ -18,9 +18,8 @@ use super::indexing::IndexMsg;
 use super::scheduler::{self, Job, Scheduler};
 use super::task::{fetch, lookup, Done, DoneJob};
 use super::{
-    record, CrawlConfig, CrawlError, CrawlSummary, Progress, StopReason, ANCHOR_CHUNK,
-    BATCH_GATHER, BATCH_GATHER_SHARED, BATCH_RESULTS, CAPSULES_PER_CLAIM, CAPSULES_PER_SLOT,
-    PER_CAPSULE,
+    CrawlConfig, CrawlError, CrawlSummary, Progress, StopReason, ANCHOR_CHUNK, BATCH_GATHER,
+    BATCH_GATHER_SHARED, BATCH_RESULTS, CAPSULES_PER_CLAIM, CAPSULES_PER_SLOT, PER_CAPSULE,
 };
 use crate::clock::unix_now;
 use crate::fetch::sockets::SocketBudget;
@@ -236,7 +235,7 @@ impl Crawl {
                 next_progress = now + self.config.progress_every;
             }
             if now >= next_trim {
-                super::give_back_freed_memory();
+                crate::heap::give_back_freed_memory();
                 next_trim = now + TRIM_EVERY;
             }
             if now >= next_snapshot {
@@ -400,10 +399,10 @@ impl Crawl {
         } in due
         {
             let anchors = batch
-                .inbound_labels(url_id, record::MAX_ANCHORS)?
+                .inbound_labels(url_id, crate::document::MAX_ANCHORS)?
                 .join("\n");
             batch.forget_anchor_update(url_id)?;
-            hold::set_anchors(&mut doc, header_only, anchors);
+            crate::document::set_anchors(&mut doc, header_only, anchors);
             docs.push(IndexMsg::Upsert { url_id, doc });
         }
         Ok(())
@@ -717,10 +716,10 @@ impl Crawl {
                     continue;
                 }
                 let anchors = frontier
-                    .inbound_labels(page.id, record::MAX_ANCHORS)?
+                    .inbound_labels(page.id, crate::document::MAX_ANCHORS)?
                     .join("\n");
                 let link_labels = frontier.own_labels(page.id)?.join("\n");
-                let body = super::refreshed_body(&page, &anchors);
+                let body = crate::document::refreshed_body(&page, &anchors);
                 self.send_to_index(IndexMsg::Refresh {
                     url: page.url,
                     anchors,

@@ -183,15 +183,6 @@ fn cost(doc: &PageDoc) -> usize {
     OVERHEAD + doc.text_bytes()
 }
 
-/// Gives a document the anchors read for it: a file known by its header only also carries them
-/// in its body, the only text it has.
-pub(super) fn set_anchors(doc: &mut PageDoc, header_only: bool, anchors: String) {
-    if header_only {
-        doc.body = super::header_only_body(&doc.body, &anchors);
-    }
-    doc.anchors = anchors;
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -290,22 +281,5 @@ mod tests {
         hold.add(2, held(20, 1), now);
         assert!(hold.forget(20));
         assert!(hold.capsules.is_empty());
-    }
-
-    #[test]
-    fn anchors_go_into_the_body_of_a_file_known_by_its_header_only() {
-        let mut page = held(1, 0).doc;
-        page.body = "An image".into();
-        set_anchors(&mut page, false, "a label".into());
-        assert_eq!(
-            (page.body.as_str(), page.anchors.as_str()),
-            ("An image", "a label")
-        );
-        set_anchors(&mut page, true, "a label".into());
-        assert_eq!(page.body, "An image\na label");
-        let mut empty = held(2, 0).doc;
-        empty.body = "An image".into();
-        set_anchors(&mut empty, true, String::new());
-        assert_eq!(empty.body, "An image");
     }
 }

@@ -16,7 +16,6 @@ pub mod budget;
 mod driver;
 mod hold;
 pub mod indexing;
-pub mod lock;
 pub mod policy;
 mod record;
 pub mod scheduler;
@@ -28,7 +27,7 @@ use std::time::{Duration, Instant};
 
 use ::url::Url;
 
-use crate::content::{self};
+use crate::datadir::lock;
 use crate::fetch::sockets::{self};
 use crate::fetch::{dns, FetchLimits};
 use crate::frontier::{self, Frontier, FrontierError, PgStore};
@@ -291,57 +290,6 @@ pub struct CrawlSummary {
     pub elapsed_secs: f64,
 }
 
-pub use record::MAX_ANCHORS;
-
-/// The index document of an archived page: its content extracted again from `meta` and `body`
-/// (`None`: only the header was read), with `anchors`, the labels of links to it. How
-/// `geode reindex` rebuilds what a crawl indexed.
-#[allow(clippy::too_many_arguments)]
-pub fn document(
-    url: &Url,
-    url_text: String,
-    host: String,
-    meta: &str,
-    body: Option<&[u8]>,
-    anchors: String,
-    size: u64,
-    fetched_at: i64,
-) -> crate::index::PageDoc {
-    let extracted = content::extract(url, meta, body.unwrap_or_default());
-    record::page_doc(
-        url_text,
-        host,
-        &extracted,
-        body.is_none(),
-        anchors,
-        size,
-        fetched_at,
-    )
-}
-
-/// The body of a document known by its header only (a file whose body is not read): what its
-/// URL and type say of it, then the labels of the links to it, its only other text. The one rule
-/// for such a document, whether it is written whole (a crawl, `geode index`, `geode reindex`:
-/// [`document`]) or rewritten for new anchors ([`refreshed_body`]).
-pub fn header_only_body(description: &str, anchors: &str) -> String {
-    if anchors.is_empty() {
-        description.to_string()
-    } else {
-        format!("{description}\n{anchors}")
-    }
-}
-
-/// The body a document rewritten with new `anchors` gets: for a file known by its header only,
-/// [`header_only_body`]; other documents keep theirs (`None`).
-pub fn refreshed_body(page: &crate::frontier::IndexedPage, anchors: &str) -> Option<String> {
-    if !page.header_only {
-        return None;
-    }
-    let url = Url::parse(&page.url).ok()?;
-    let described = content::extract(&url, page.mime.as_deref().unwrap_or(""), &[]).body;
-    Some(header_only_body(&described, anchors))
-}
-
 pub use crate::clock::unix_now;
 
 /// Runs a crawl until it ends or `shutdown` resolves.
@@ -480,7 +428,7 @@ pub async fn run_observed(
     match indexer {
         Some(mut indexer) if matches!(summary.ended, StopReason::Done | StopReason::MaxPages) => {
             // What the crawl's threads freed goes back before a merge of the whole index.
-            give_back_freed_memory();
+            crate::heap::give_back_freed_memory();
             let compacted =
                 tokio::task::spawn_blocking(move || crate::index::compact_or_warn(&mut indexer))
                     .await;
@@ -542,88 +490,18 @@ fn crawler_id(data_dir: &Path) -> Result<String, CrawlError> {
     }
 }
 
-/// Recomputes link authority over the whole link graph ([`crate::rank`]) and writes it beside
-/// the index, on a blocking thread, then each capsule's standing for its next crawl budget
-/// ([`budget`]), with the linkers `seen` in this run. A failure is logged, never returned: the
-/// crawl's work is done and the next crawl tries again.
+/// [`crate::authority::update`] on a blocking thread, with the linkers `seen` in this run.
 async fn update_authority(
     mut frontier: Box<dyn Frontier>,
     index_dir: PathBuf,
     seen: Vec<(String, u64)>,
 ) {
     let done = tokio::task::spawn_blocking(move || {
-        update_authority_blocking(&mut *frontier, &index_dir, &seen)
+        crate::authority::update(&mut *frontier, &index_dir, &seen)
     })
     .await;
     if let Err(e) = done {
         tracing::warn!(error = %e, "link authority not updated");
-    }
-}
-
-/// [`update_authority`] on the calling thread (the index writer of a shared store, which
-/// saw no linkers itself).
-pub fn update_authority_blocking(
-    frontier: &mut dyn Frontier,
-    index_dir: &Path,
-    seen: &[(String, u64)],
-) {
-    give_back_freed_memory();
-    let started = Instant::now();
-    let computed = (|| -> Result<(usize, usize), CrawlError> {
-        let graph = frontier.link_graph()?;
-        write_authority::<CrawlError>(frontier, &graph, index_dir)?;
-        let counted = (graph.len(), graph.link_count());
-        let mut standings = budget::standings(&graph);
-        drop(graph);
-        // A capsule seen linked in this run may have no indexed page yet (a dead one, or one
-        // whose pages all failed): what this run saw is all that is known of it.
-        for (capsule, linkers) in seen {
-            let standing = standings.entry(capsule.clone()).or_default();
-            standing.linkers = standing.linkers.max(*linkers);
-        }
-        let standings: Vec<_> = standings.into_iter().collect();
-        frontier.set_standings(&standings)?;
-        Ok(counted)
-    })();
-    let secs = started.elapsed().as_secs_f64();
-    match computed {
-        Ok((pages, links)) => tracing::info!(pages, links, secs, "link authority updated"),
-        Err(e) => tracing::warn!(error = %e, "link authority not updated"),
-    }
-}
-
-/// Computes every page's link authority from `graph` (the store's link graph: [`crate::rank`],
-/// then the pages of capsules held back for a trap shape demoted) and writes it beside the index
-/// in `index_dir`. The one way authority is made: by a crawl at the end of its run, by the index
-/// writer of a shared store, and by `geode reindex`, so that they rank alike.
-pub(crate) fn write_authority<E>(
-    frontier: &mut dyn Frontier,
-    graph: &crate::rank::LinkGraph,
-    index_dir: &Path,
-) -> Result<(), E>
-where
-    E: From<FrontierError> + From<IndexError>,
-{
-    let mut scores = crate::rank::authority(graph);
-    let traps = frontier.capsules_held_for(&budget::HoldReason::TRAP_SHAPES)?;
-    budget::demote_traps(graph, &mut scores, &traps.into_iter().collect());
-    let pairs: Vec<(u64, f32)> = graph.keys().iter().copied().zip(scores).collect();
-    crate::index::authority::write(index_dir, &pairs)?;
-    drop(pairs);
-    frontier.set_meta("authority_pages", &graph.len().to_string())?;
-    frontier.set_meta("authority_computed_at", &unix_now().to_string())?;
-    Ok(())
-}
-
-/// Hands the memory the process has freed back to the system, before the link graph of the
-/// whole index is read. glibc keeps what its threads freed (the index writer's buffers, the
-/// fetches' and the pages') for reuse; on bench-scale's database of a million URLs that was
-/// 75 MiB of the crawl's 135, on top of which the graph was built.
-pub(super) fn give_back_freed_memory() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: malloc_trim only walks glibc's own free lists; it takes no pointer of ours.
-    unsafe {
-        libc::malloc_trim(0);
     }
 }
 
@@ -669,54 +547,4 @@ fn add_seeds(
         frontier.add_seed(seed.as_str(), &urlnorm::capsule_key(seed), now)?;
     }
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_file_rewritten_for_new_anchors_reads_as_one_written_whole_with_them() {
-        let url = Url::parse("gemini://capsule.example/photos/harbour-at-dawn.jpg").unwrap();
-        let anchors = "the harbour at dawn\nmy best photo";
-        let whole = document(
-            &url,
-            url.to_string(),
-            "capsule.example".into(),
-            "image/jpeg",
-            None,
-            anchors.into(),
-            123_456,
-            0,
-        );
-        let page = crate::frontier::IndexedPage {
-            id: 1,
-            url: url.to_string(),
-            mime: Some("image/jpeg".into()),
-            header_only: true,
-        };
-        assert_eq!(
-            refreshed_body(&page, anchors).as_deref(),
-            Some(&*whole.body)
-        );
-        assert!(whole.body.contains("my best photo"), "{}", whole.body);
-        // With no labels, the description alone, both ways.
-        let bare = document(
-            &url,
-            url.to_string(),
-            "c".into(),
-            "image/jpeg",
-            None,
-            String::new(),
-            1,
-            0,
-        );
-        assert_eq!(refreshed_body(&page, ""), Some(bare.body));
-        // A page whose body was read keeps its body.
-        let read = crate::frontier::IndexedPage {
-            header_only: false,
-            ..page
-        };
-        assert_eq!(refreshed_body(&read, anchors), None);
-    }
 }

@@ -23,13 +23,11 @@ pub(super) use capsule::robots_of;
 use super::driver::Crawl;
 use super::task::{Done, DoneJob, ExtractedPage, Fetched};
 use super::{unix_now, CrawlError, MAX_REDIRECT_HOPS, UNREACHABLE_CHUNK};
-use crate::content::Extracted;
 use crate::fetch::{FetchError, Outcome};
 use crate::frontier::{
     ArchiveRecord, ArchivedBody, Batch, FetchResult, Frontier, IndexOp, LinkOut, Pin, QueuedUrl,
     UrlState, VisitRecord,
 };
-use crate::index::PageDoc;
 use crate::revisit::{Change, Memory, Priority, Visit};
 use crate::robots::Robots;
 use crate::urlnorm;
@@ -42,10 +40,6 @@ const MAX_CAPSULE_BACKOFF: Duration = Duration::from_secs(24 * 3600);
 /// A capsule's certificate, when it is the one already pinned this run, is dated in the store
 /// at most this often (seconds).
 const PIN_REFRESH_SECS: i64 = 60;
-
-/// Most distinct inbound link labels indexed with a page: enough to say what others call it,
-/// bounded for pages every capsule links to.
-pub const MAX_ANCHORS: usize = 200;
 
 /// What a visit found besides its state and schedule.
 #[derive(Debug, Clone, Copy, Default)]
@@ -379,40 +373,6 @@ fn outcome_meta(outcome: &Outcome) -> &str {
 /// names no usable wait and leaves it to the scheduler.
 fn asked_wait(meta: &str) -> Option<Duration> {
     meta.trim().parse::<u64>().ok().map(Duration::from_secs)
-}
-
-/// The index document for a page and the labels of the links to it. A file known only by its
-/// header (`header_only`) has those labels in its body too: they are its only text.
-pub(super) fn page_doc(
-    url: String,
-    host: String,
-    page: &Extracted,
-    header_only: bool,
-    anchors: String,
-    size: u64,
-    fetched_at: i64,
-) -> PageDoc {
-    let mut doc = PageDoc {
-        url,
-        host,
-        title: page.title.clone(),
-        body: page.body.clone(),
-        headings: page.headings.join("\n"),
-        link_labels: page
-            .links
-            .iter()
-            .map(|l| l.label.as_str())
-            .filter(|l| !l.is_empty())
-            .collect::<Vec<_>>()
-            .join("\n"),
-        mime: page.mime.clone(),
-        lang: page.lang.clone(),
-        size,
-        fetched_at,
-        anchors: String::new(),
-    };
-    super::hold::set_anchors(&mut doc, header_only, anchors);
-    doc
 }
 
 #[cfg(test)]

@@ -78,7 +78,7 @@ impl Crawl {
                 return self.finish_fetched(batch, &url, &result, visit, docs);
             }
         }
-        let doc = page_doc(
+        let doc = crate::document::page_doc(
             doc_url,
             doc_host,
             &extracted,

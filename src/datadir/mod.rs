@@ -6,10 +6,13 @@
 //! | `crawl.sqlite` | the crawl database: URLs, schedule, links, archive ([`crate::frontier`]) |
 //! | `tantivy/` | the search index ([`crate::index`]), with `authority.bin` beside Tantivy's files |
 //! | `tantivy.reindex/` | an index being rebuilt by `geode reindex` ([`crate::reindex`]) |
-//! | `crawl.lock` | held by the one crawl (or reindex) at work here ([`crate::crawl::lock`]) |
+//! | `crawl.lock` | held by the one crawl (or reindex) at work here ([`lock`]) |
 //! | `serve/` | `geode serve`'s self-signed certificate and key |
 //!
-//! Paths only: nothing here opens or creates anything.
+//! Paths only: nothing here opens or creates anything, but the lock ([`lock`]) that one crawl or
+//! reindex at a time holds on the directory.
+
+pub mod lock;
 
 use std::path::{Path, PathBuf};
 
