@@ -240,18 +240,13 @@ fn load_corpus(root: &Path) -> Result<Vec<Source>> {
             .as_deref()
             .and_then(geode::index::analysis::normalize_lang)
             .or_else(|| detect_language(&page.title, &page.body));
+        let link_labels = page.link_labels();
         sources.push(Source {
             host: host.clone(),
             path,
             title: page.title,
             headings: page.headings.join("\n"),
-            link_labels: page
-                .links
-                .iter()
-                .map(|l| l.label.as_str())
-                .filter(|l| !l.is_empty())
-                .collect::<Vec<_>>()
-                .join("\n"),
+            link_labels,
             body: page.body,
             mime: page.mime,
             lang,

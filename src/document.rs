@@ -32,13 +32,7 @@ pub fn page_doc(
         title: page.title.clone(),
         body: page.body.clone(),
         headings: page.headings.join("\n"),
-        link_labels: page
-            .links
-            .iter()
-            .map(|l| l.label.as_str())
-            .filter(|l| !l.is_empty())
-            .collect::<Vec<_>>()
-            .join("\n"),
+        link_labels: page.link_labels(),
         mime: page.mime.clone(),
         lang: page.lang.clone(),
         size,

@@ -66,6 +66,19 @@ pub struct Extracted {
     pub feed: bool,
 }
 
+impl Extracted {
+    /// The page's link labels, one a line, the empty ones left out: what the index holds of
+    /// its links.
+    pub fn link_labels(&self) -> String {
+        self.links
+            .iter()
+            .map(|l| l.label.as_str())
+            .filter(|l| !l.is_empty())
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+}
+
 /// Most distinct link targets kept from one page ([`gemtext::MAX_LINK_TARGETS`]); links to
 /// further targets are dropped, so a page of a million links costs no more than a large index
 /// page. Of links to the targets kept, the first [`gemtext::MAX_LINKS`] in all are kept.
