@@ -4,7 +4,7 @@
 //! bench-scale's database of a million URLs, 75 MiB of the crawl's 135 were such memory, on top
 //! of which the graph was built).
 
-/// Returns glibc's free memory to the system (nothing elsewhere).
+/// Returns glibc's free memory to the system; off glibc, does nothing.
 pub fn give_back_freed_memory() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     // SAFETY: malloc_trim only walks glibc's own free lists; it takes no pointer of ours.
