@@ -81,7 +81,7 @@ pub fn reindex_locked(
     let building = crate::datadir::reindex_path(data_dir);
     remove_dir(&building)?;
     let now = crate::clock::unix_now();
-    let mut frontier = frontier::open(&crate::datadir::database_path(data_dir))?;
+    let mut frontier = frontier::Location::data_dir(data_dir).open()?;
     // The payload of the live index's last commit, whatever its schema: what a crash left in
     // flight is settled first, so the frontier says exactly which pages the index holds.
     let committed = crate::index::committed_seq(&live)?.unwrap_or(0);

@@ -229,9 +229,9 @@ async fn show_progress(mut rx: tokio::sync::watch::Receiver<crawl::Progress>) {
 /// `geode index`: applies what the crawlers of a shared store recorded to the index in
 /// `--data`.
 pub(crate) fn index(args: IndexArgs) -> Result<(), Failure> {
-    let store = geode::frontier::PgStore::connect(&args.frontier, Duration::from_secs(300), true)
+    use geode::frontier::{Location, Schema, DEFAULT_LEASE};
+    let location = Location::postgres(&args.frontier, DEFAULT_LEASE, Schema::Prepare)
         .with_context(|| format!("connecting to {}", args.frontier))?;
-    let location = geode::frontier::Location::Postgres(store);
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     {
         let stop = stop.clone();

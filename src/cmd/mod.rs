@@ -81,13 +81,8 @@ pub(crate) fn read_frontier(
     data: &std::path::Path,
     shared: Option<&str>,
 ) -> Result<Box<dyn geode::frontier::Frontier>, crate::Failure> {
-    let opened = match shared {
-        Some(url) => {
-            geode::frontier::PgStore::connect(url, std::time::Duration::from_secs(300), false)
-                .and_then(|store| store.frontier())
-                .map(|f| Box::new(f) as Box<dyn geode::frontier::Frontier>)
-        }
-        None => geode::frontier::open_read_only(&geode::datadir::database_path(data)),
-    };
-    opened.map_err(|e| crate::Failure::Runtime(e.into()))
+    use geode::frontier::{Location, Schema};
+    Location::chosen(data, shared, Schema::Expect)
+        .and_then(|store| store.open_read_only())
+        .map_err(|e| crate::Failure::Runtime(e.into()))
 }

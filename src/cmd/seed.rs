@@ -22,24 +22,13 @@ pub(crate) fn seed(args: SeedArgs) -> Result<(), Failure> {
             for url in &urls {
                 parsed.push(parse_seed(url).map_err(|e| Failure::Usage(anyhow!("{url}: {e}")))?);
             }
-            let mut frontier = match &shared {
-                Some(url) => Box::new(
-                    geode::frontier::PgStore::connect(
-                        url,
-                        std::time::Duration::from_secs(300),
-                        true,
-                    )
-                    .and_then(|store| store.frontier())
-                    .map_err(|e| Failure::Runtime(e.into()))?,
-                ) as Box<dyn geode::frontier::Frontier>,
-                None => {
-                    std::fs::create_dir_all(&data.data).with_context(|| {
-                        format!("creating the data directory {}", data.data.display())
-                    })?;
-                    frontier::open(&geode::datadir::database_path(&data.data))
-                        .map_err(|e| Failure::Runtime(e.into()))?
-                }
-            };
+            let mut frontier = frontier::Location::chosen(
+                &data.data,
+                shared.as_deref(),
+                frontier::Schema::Prepare,
+            )
+            .and_then(|store| store.open())
+            .map_err(|e| Failure::Runtime(e.into()))?;
             for url in parsed {
                 let outcome = frontier
                     .suggest_seed(

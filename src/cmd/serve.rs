@@ -15,8 +15,12 @@ pub(crate) fn serve(args: ServeArgs) -> Result<(), Failure> {
     let mut config = args.config();
     if let Some(url) = &args.frontier {
         config.shared = Some(
-            geode::frontier::PgStore::connect(url, std::time::Duration::from_secs(300), false)
-                .with_context(|| format!("connecting to {url}"))?,
+            geode::frontier::Location::postgres(
+                url,
+                geode::frontier::DEFAULT_LEASE,
+                geode::frontier::Schema::Expect,
+            )
+            .with_context(|| format!("connecting to {url}"))?,
         );
     }
     // Every pending and answered connection is a descriptor: take what the system allows, and

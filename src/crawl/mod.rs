@@ -30,7 +30,7 @@ use ::url::Url;
 use crate::datadir::lock;
 use crate::fetch::sockets::{self};
 use crate::fetch::{dns, FetchLimits};
-use crate::frontier::{self, Frontier, FrontierError, PgStore};
+use crate::frontier::{Frontier, FrontierError, Location, Schema};
 use crate::index::{IndexError, Indexer};
 use crate::revisit::RevisitPolicy;
 use crate::urlnorm;
@@ -331,11 +331,9 @@ pub async fn run_observed(
     let _lock = lock::DataDirLock::acquire(&config.data_dir)?;
     // A crawler of a shared store keeps no index: the one index writer applies what it records.
     let location = match &config.shared {
-        Some(shared) => frontier::Location::Postgres(
-            PgStore::connect(&shared.url, shared.lease, true)?
-                .with_crawler(&crawler_id(&config.data_dir)?),
-        ),
-        None => frontier::Location::Sqlite(crate::datadir::database_path(&config.data_dir)),
+        Some(shared) => Location::postgres(&shared.url, shared.lease, Schema::Prepare)?
+            .with_crawler(&crawler_id(&config.data_dir)?),
+        None => Location::data_dir(&config.data_dir),
     };
     let indexer = if location.is_shared() {
         None

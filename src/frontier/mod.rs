@@ -109,7 +109,20 @@ pub const MAX_WAITING_SEEDS: usize = 10_000;
 /// Redirects followed from a URL to the page it stands for (a crawl follows at most five).
 const MAX_REDIRECT_CHAIN: usize = 8;
 
-/// Where the crawl state is kept.
+/// How long a PostgreSQL crawler's leases last unless renewed, where no `--lease` says
+/// otherwise (readers and one-off writers take none that matter).
+pub const DEFAULT_LEASE: std::time::Duration = std::time::Duration::from_secs(300);
+
+/// What a connection to a PostgreSQL store does to its schema.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Schema {
+    /// Creates or upgrades it: crawlers and the commands that add seeds.
+    Prepare,
+    /// Refuses a missing or older one: readers, which never change a shared schema.
+    Expect,
+}
+
+/// Where the crawl state is kept: the one way the rest of geode opens a store.
 #[derive(Debug, Clone)]
 pub enum Location {
     /// The SQLite file of a data directory (`crawl.sqlite`).
@@ -119,11 +132,61 @@ pub enum Location {
 }
 
 impl Location {
-    /// Opens a connection to the store (creating or upgrading a SQLite file; a PostgreSQL
-    /// store was prepared when it connected).
+    /// The SQLite store of the data directory `dir`.
+    pub fn data_dir(dir: &Path) -> Location {
+        Location::Sqlite(crate::datadir::database_path(dir))
+    }
+
+    /// Connects to the PostgreSQL store at `url` (`postgres://USER@HOST[:PORT]/DB`); this
+    /// crawler's leases last `lease` unless renewed.
+    pub fn postgres(url: &str, lease: std::time::Duration, schema: Schema) -> Result<Location> {
+        Ok(Location::Postgres(PgStore::connect(
+            url,
+            lease,
+            schema == Schema::Prepare,
+        )?))
+    }
+
+    /// The store a command names: the PostgreSQL database at `shared` (`--frontier`) with the
+    /// default lease, else the data directory's SQLite file.
+    pub fn chosen(data_dir: &Path, shared: Option<&str>, schema: Schema) -> Result<Location> {
+        match shared {
+            Some(url) => Location::postgres(url, DEFAULT_LEASE, schema),
+            None => Ok(Location::data_dir(data_dir)),
+        }
+    }
+
+    /// The same store, its leases named after `id` (a crawl names itself after its data
+    /// directory, so that after a crash it takes its own claims back at once). SQLite: the
+    /// same (one crawler, no leases to name).
+    pub fn with_crawler(self, id: &str) -> Location {
+        match self {
+            Location::Postgres(store) => Location::Postgres(store.with_crawler(id)),
+            sqlite => sqlite,
+        }
+    }
+
+    /// Opens a connection for a writer: a SQLite file (and its directory) is created or
+    /// upgraded if needed; a PostgreSQL store was prepared when it connected.
     pub fn open(&self) -> Result<Box<dyn Frontier>> {
         match self {
-            Location::Sqlite(path) => open(path),
+            Location::Sqlite(path) => {
+                if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+                    std::fs::create_dir_all(dir)
+                        .map_err(|e| FrontierError::Unreadable(dir.to_path_buf(), e))?;
+                }
+                Ok(Box::new(SqliteFrontier::open(path)?))
+            }
+            Location::Postgres(store) => Ok(Box::new(store.frontier()?)),
+        }
+    }
+
+    /// Opens a connection for a reader: an existing SQLite file, read-only (see
+    /// [`SqliteFrontier::open_read_only`]; [`FrontierError::Missing`] when there is none); on
+    /// PostgreSQL a connection like any other, whose schema was checked when it connected.
+    pub fn open_read_only(&self) -> Result<Box<dyn Frontier>> {
+        match self {
+            Location::Sqlite(path) => Ok(Box::new(SqliteFrontier::open_read_only(path)?)),
             Location::Postgres(store) => Ok(Box::new(store.frontier()?)),
         }
     }
@@ -135,20 +198,14 @@ impl Location {
     }
 }
 
-/// Opens (creating or upgrading if needed) the crawl database of a data directory's file
-/// `path`, for a crawl or another writer.
-pub fn open(path: &Path) -> Result<Box<dyn Frontier>> {
-    Ok(Box::new(SqliteFrontier::open(path)?))
-}
-
-/// Opens an existing crawl database for reading only (see [`SqliteFrontier::open_read_only`]).
-pub fn open_read_only(path: &Path) -> Result<Box<dyn Frontier>> {
-    Ok(Box::new(SqliteFrontier::open_read_only(path)?))
-}
-
-/// A connection to the crawl's store. Every method is one transaction of the store or a read;
-/// writes of crawl results go through [`Frontier::batch`].
-pub trait Frontier: Send {
+/// A connection to the crawl's store, as the crawl uses it: claims and leases of capsules,
+/// seeds, and write transactions of results ([`Frontier::batch`]). Every method is one
+/// transaction of the store or a read. The store's other callers see it through the
+/// traits it builds on: [`IndexLog`] (the index's bookkeeping) and [`Reader`] (what commands
+/// and the frontend read), so a `dyn Frontier` is a whole store.
+pub trait Frontier: IndexLog + Reader + Send {
+    /// Starts a write transaction; `now` is the time new URLs come due.
+    fn batch(&mut self, now: i64) -> Result<Box<dyn Batch + '_>>;
     /// Brings the store in line with the index after a previous crawl stopped, however it
     /// stopped. Index operations held by commit `committed_seq` (the payload of the index's last
     /// commit) are applied. The others never reached the index: their URLs come due at `now`
@@ -159,27 +216,8 @@ pub trait Frontier: Send {
     /// Ends a run: URLs claimed or visited in it become claimable again (when due) and every
     /// capsule lease is let go.
     fn end_run(&mut self) -> Result<()>;
-    /// Number of URLs known.
-    fn url_count(&self) -> Result<u64>;
     /// The cached robots.txt of a capsule, if it was ever fetched.
     fn robots(&self, host_id: i64) -> Result<Option<CachedRobots>>;
-    /// Starts a write transaction; `now` is the time new URLs come due.
-    fn batch(&mut self, now: i64) -> Result<Box<dyn Batch + '_>>;
-    /// Tags URLs whose index operation is about to be committed with the commit's number.
-    fn assign_batch(&mut self, url_ids: &[i64], seq: u64) -> Result<()>;
-    /// Confirms that the index commit `seq` (and every earlier one) has happened.
-    fn mark_committed(&mut self, seq: u64) -> Result<usize>;
-    /// Stores a free-form fact about the crawl (last crawl times and the like).
-    fn set_meta(&self, key: &str, value: &str) -> Result<()>;
-    /// A fact stored with [`Frontier::set_meta`].
-    fn meta(&self, key: &str) -> Result<Option<String>>;
-    /// Every URL in `state`, sorted.
-    fn urls_in_state(&self, state: UrlState) -> Result<Vec<String>>;
-    /// Every URL the index holds a document under, sorted.
-    fn indexed_urls(&self) -> Result<Vec<String>>;
-
-    // Claims (a crawl's work).
-
     /// Leases up to `capsules` capsules that have work due at `now` (earliest due first,
     /// skipping those in back-off) and claims up to `per_capsule` URLs of each. A capsule that
     /// turns out to have nothing claimable is let go at once; one that `permits` refuses (out of
@@ -235,50 +273,8 @@ pub trait Frontier: Send {
         let _ = (capsules, ips);
         Ok((Vec::new(), Vec::new()))
     }
-    /// Up to `limit` URLs after id `after`, in id order, whose index operation (upsert or
-    /// delete) is recorded and not yet confirmed, with what the archive has of their content:
-    /// the work of the one index writer of a shared store (`geode index`).
-    fn pending_index_ops(&self, after: i64, limit: usize) -> Result<Vec<PendingOp>>;
-
-    // Anchors: the labels of links, and the pages whose inbound labels changed.
-
-    /// Up to `limit` pending anchor updates after URL id `after`, in id order.
-    fn anchor_updates(&self, after: i64, limit: usize) -> Result<Vec<AnchorUpdate>>;
-    /// Forgets these anchor updates (their documents were rewritten and committed).
-    fn clear_anchor_updates(&mut self, ids: &[i64]) -> Result<()>;
-    /// Forgets every anchor update (the index was rebuilt from scratch).
-    fn clear_all_anchor_updates(&mut self) -> Result<()>;
-    /// The distinct labels of a page's own links, sorted.
-    fn own_labels(&self, id: i64) -> Result<Vec<String>>;
-    /// The distinct labels of the links that point to a URL or to URLs redirecting to it.
-    fn inbound_labels(&self, id: i64, limit: usize) -> Result<Vec<String>>;
-
-    // The archive.
-
-    /// The archived response of a URL, body included.
-    fn archived(&self, url_id: i64) -> Result<Option<ArchivedResponse>>;
-    /// An archived body by its hash, decompressed.
-    fn archived_body(&self, hash: &str) -> Result<Option<Vec<u8>>>;
-    /// How much the archive holds.
-    fn archive_stats(&self) -> Result<ArchiveStats>;
-    /// Up to `limit` pages the index holds, after URL id `after`, in id order.
-    fn indexed_content(&self, after: i64, limit: usize) -> Result<Vec<IndexedContent>>;
-    /// Takes pages out of the frontier's picture of the index, because a rebuilt index will not
-    /// hold them: they come due at once and are indexed by the next crawl.
-    fn forget_indexed(&mut self, ids: &[i64], now: i64) -> Result<()>;
-    /// Up to `limit` archived responses after URL id `after` fetched at or after `since`, in id
-    /// order, with their URLs and bodies: what `geode export` writes.
-    fn archived_responses(
-        &self,
-        after: i64,
-        since: i64,
-        limit: usize,
-    ) -> Result<Vec<(i64, String, ArchivedResponse)>>;
-
-    // The link graph, seeds and what the commands ask.
-
-    /// The link graph of indexed pages, for the authority computation.
-    fn link_graph(&self) -> Result<LinkGraph>;
+    /// Stores a free-form fact about the crawl (last crawl times and the like).
+    fn set_meta(&self, key: &str, value: &str) -> Result<()>;
     /// Adds a seed URL at depth 0, due now. Returns true when it was not known before.
     fn add_seed(&mut self, url: &str, host: &str, now: i64) -> Result<bool> {
         let mut batch = self.batch(now)?;
@@ -302,8 +298,50 @@ pub trait Frontier: Send {
     }
     /// Records a seed someone suggested (bounded by [`MAX_WAITING_SEEDS`]).
     fn suggest_seed(&mut self, url: &str, host: &str, source: &str, now: i64) -> Result<Suggested>;
-    /// The suggested seeds and where they stand.
-    fn suggested_seeds(&self) -> Result<Vec<SuggestedSeed>>;
+}
+
+/// The index's side of the store: which index operations are on their way, confirmed or
+/// undone (the commit sequence of the module doc), the anchor updates the index owes, and
+/// what rebuilding or re-ranking the index reads.
+pub trait IndexLog {
+    /// Tags URLs whose index operation is about to be committed with the commit's number.
+    fn assign_batch(&mut self, url_ids: &[i64], seq: u64) -> Result<()>;
+    /// Confirms that the index commit `seq` (and every earlier one) has happened.
+    fn mark_committed(&mut self, seq: u64) -> Result<usize>;
+    /// Up to `limit` URLs after id `after`, in id order, whose index operation (upsert or
+    /// delete) is recorded and not yet confirmed, with what the archive has of their content:
+    /// the work of the one index writer of a shared store (`geode index`).
+    fn pending_index_ops(&self, after: i64, limit: usize) -> Result<Vec<PendingOp>>;
+    /// Up to `limit` pending anchor updates after URL id `after`, in id order.
+    fn anchor_updates(&self, after: i64, limit: usize) -> Result<Vec<AnchorUpdate>>;
+    /// Forgets these anchor updates (their documents were rewritten and committed).
+    fn clear_anchor_updates(&mut self, ids: &[i64]) -> Result<()>;
+    /// Forgets every anchor update (the index was rebuilt from scratch).
+    fn clear_all_anchor_updates(&mut self) -> Result<()>;
+    /// The distinct labels of a page's own links, sorted.
+    fn own_labels(&self, id: i64) -> Result<Vec<String>>;
+    /// The distinct labels of the links that point to a URL or to URLs redirecting to it.
+    fn inbound_labels(&self, id: i64, limit: usize) -> Result<Vec<String>>;
+    /// Up to `limit` pages the index holds, after URL id `after`, in id order.
+    fn indexed_content(&self, after: i64, limit: usize) -> Result<Vec<IndexedContent>>;
+    /// Takes pages out of the frontier's picture of the index, because a rebuilt index will not
+    /// hold them: they come due at once and are indexed by the next crawl.
+    fn forget_indexed(&mut self, ids: &[i64], now: i64) -> Result<()>;
+    /// The link graph of indexed pages, for the authority computation.
+    fn link_graph(&self) -> Result<LinkGraph>;
+}
+
+/// What the commands, the frontend and the reports read: counts, URLs, the archive, seeds
+/// suggested. A read-only store (see [`Location::open_read_only`]) answers all of these.
+pub trait Reader {
+    /// Number of URLs known.
+    fn url_count(&self) -> Result<u64>;
+    /// A fact stored with [`Frontier::set_meta`].
+    fn meta(&self, key: &str) -> Result<Option<String>>;
+    /// Every URL in `state`, sorted.
+    fn urls_in_state(&self, state: UrlState) -> Result<Vec<String>>;
+    /// Every URL the index holds a document under, sorted.
+    fn indexed_urls(&self) -> Result<Vec<String>>;
     /// Counts for `geode stats`; `now` decides which back-offs are still running.
     fn stats(&self, now: i64) -> Result<Stats>;
     /// Capsules with indexed pages.
@@ -316,6 +354,22 @@ pub trait Frontier: Send {
     fn knows(&self, url: &str) -> Result<bool>;
     /// The pages linking to a URL (or to URLs redirecting to it).
     fn backlinks(&self, url: &str) -> Result<Vec<Backlink>>;
+    /// The archived response of a URL, body included.
+    fn archived(&self, url_id: i64) -> Result<Option<ArchivedResponse>>;
+    /// An archived body by its hash, decompressed.
+    fn archived_body(&self, hash: &str) -> Result<Option<Vec<u8>>>;
+    /// How much the archive holds.
+    fn archive_stats(&self) -> Result<ArchiveStats>;
+    /// Up to `limit` archived responses after URL id `after` fetched at or after `since`, in id
+    /// order, with their URLs and bodies: what `geode export` writes.
+    fn archived_responses(
+        &self,
+        after: i64,
+        since: i64,
+        limit: usize,
+    ) -> Result<Vec<(i64, String, ArchivedResponse)>>;
+    /// The suggested seeds and where they stand.
+    fn suggested_seeds(&self) -> Result<Vec<SuggestedSeed>>;
 }
 
 /// One write transaction of the crawl, holding many results. Dropping it without

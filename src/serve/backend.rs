@@ -15,9 +15,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::frontier::{
-    self, Backlink, Frontier, FrontierError, KnownHost, PgStore, Stats, Suggested,
-};
+use crate::frontier::{Backlink, Frontier, FrontierError, KnownHost, Location, Stats, Suggested};
 use crate::index::{IndexError, SearchIndex, SearchResults};
 
 /// How often at most the index directory is checked for replacement (or first appearance).
@@ -80,9 +78,9 @@ pub struct Backlinks {
 /// The readers of one data directory (and of a shared crawl's store, when given).
 pub struct Backend {
     data_dir: PathBuf,
-    /// The shared crawl on PostgreSQL whose index `data_dir` holds, if any: statistics,
-    /// backlinks and suggested seeds go there instead of the data directory's SQLite file.
-    shared: Option<PgStore>,
+    /// The crawl state: the data directory's SQLite file, or the shared crawl on PostgreSQL
+    /// whose index `data_dir` holds (statistics, backlinks and suggested seeds go there).
+    store: Location,
     index: Mutex<IndexSlot>,
     /// The last snapshot and until when it is reused ([`reuse_for`]).
     snapshot: Mutex<Option<(Instant, Arc<Snapshot>)>>,
@@ -103,22 +101,19 @@ struct IndexSlot {
 type DirIdentity = (u64, u64, Option<std::time::SystemTime>);
 
 impl Backend {
-    pub fn new(data_dir: &Path, shared: Option<PgStore>) -> Backend {
+    pub fn new(data_dir: &Path, shared: Option<Location>) -> Backend {
         Backend {
             data_dir: data_dir.to_path_buf(),
-            shared,
+            store: shared.unwrap_or_else(|| Location::data_dir(data_dir)),
             index: Mutex::new(IndexSlot::default()),
             snapshot: Mutex::new(None),
             refreshing: Mutex::new(()),
         }
     }
 
-    /// A reader of the crawl state: the shared store, else the data directory's SQLite file.
+    /// A reader of the crawl state.
     fn reader(&self) -> Result<Box<dyn Frontier>, FrontierError> {
-        match &self.shared {
-            Some(store) => Ok(Box::new(store.frontier()?)),
-            None => frontier::open_read_only(&crate::datadir::database_path(&self.data_dir)),
-        }
+        self.store.open_read_only()
     }
 
     /// The current index, opened or reopened as the module doc says; `Ok(None)` when absent.
@@ -253,14 +248,7 @@ impl Backend {
     /// Records a seed a visitor suggested, in the crawl database (created if there is none
     /// yet): the one write `geode serve` makes to it.
     pub fn suggest_seed(&self, url: &url::Url) -> Result<Suggested, FrontierError> {
-        let mut frontier = match &self.shared {
-            Some(store) => Box::new(store.frontier()?) as Box<dyn Frontier>,
-            None => {
-                std::fs::create_dir_all(&self.data_dir)
-                    .map_err(|e| FrontierError::Unreadable(self.data_dir.clone(), e))?;
-                frontier::open(&crate::datadir::database_path(&self.data_dir))?
-            }
-        };
+        let mut frontier = self.store.open()?;
         frontier.suggest_seed(
             url.as_str(),
             &crate::urlnorm::capsule_key(url),

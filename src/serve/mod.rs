@@ -76,7 +76,7 @@ pub struct ServeConfig {
     pub data_dir: PathBuf,
     /// A shared crawl on PostgreSQL whose index `data_dir` holds (`--frontier`): statistics,
     /// backlinks and suggested seeds go there.
-    pub shared: Option<crate::frontier::PgStore>,
+    pub shared: Option<crate::frontier::Location>,
     /// Addresses to listen on (port 0 picks a free port).
     pub listen: Vec<SocketAddr>,
     /// The host name clients use; requests for other hosts are refused (53).

@@ -173,7 +173,8 @@ async fn reindex_rebuilds_the_same_index_show_and_export_read_the_archive() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let archived = geode::frontier::open_read_only(&geode::datadir::database_path(data.path()))
+    let archived = geode::frontier::Location::data_dir(data.path())
+        .open_read_only()
         .unwrap()
         .archive_stats()
         .unwrap()

@@ -213,7 +213,9 @@ fn read_only_commands_write_nothing_and_work_on_a_read_only_directory() {
     // While a crawl writes (its -wal and -shm files exist, and are not the reader's to write).
     let dir = data.to_str().unwrap();
     {
-        let _crawl = geode::frontier::open(&geode::datadir::database_path(&data)).expect("open");
+        let _crawl = geode::frontier::Location::data_dir(&data)
+            .open()
+            .expect("open");
         let out = run(&prefix, &["stats", "--data", dir, "--json"]);
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(out.status.success(), "stats beside a writer: {err}");

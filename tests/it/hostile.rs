@@ -240,8 +240,9 @@ async fn a_good_capsule_among_hostile_ones_is_crawled_at_its_pace_and_the_crawl_
     assert!(db < 200 * 1024 * 1024, "database {db} bytes");
 
     // The link bomb stopped at its budget.
-    let frontier =
-        geode::frontier::open_read_only(&geode::datadir::database_path(data.path())).unwrap();
+    let frontier = geode::frontier::Location::data_dir(data.path())
+        .open_read_only()
+        .unwrap();
     let bomb = frontier
         .known_hosts()
         .unwrap()

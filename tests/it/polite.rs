@@ -197,7 +197,8 @@ async fn the_politeness_geminispace_is_crawled_exactly_and_politely() {
     }
     // A page reached through three 31s keeps the label of the link to the first hop, for
     // backlinks and as anchor text.
-    let frontier = geode::frontier::open_read_only(&geode::datadir::database_path(data.path()))
+    let frontier = geode::frontier::Location::data_dir(data.path())
+        .open_read_only()
         .expect("crawl database");
     let backlinks = frontier
         .backlinks("gemini://redirects.test/chain/end.gmi")

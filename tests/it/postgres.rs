@@ -11,7 +11,8 @@ use std::time::{Duration, Instant};
 use std::collections::BTreeSet;
 
 use geode::frontier::{
-    Batch, FetchResult, Frontier, LinkOut, LinkReport, PgStore, UrlState, VisitRecord,
+    Batch, FetchResult, Frontier, IndexLog, LinkOut, LinkReport, PgStore, Reader, UrlState,
+    VisitRecord,
 };
 use geode::revisit::Priority;
 
@@ -211,7 +212,7 @@ fn crawlers_sharing_a_database_never_get_the_same_capsule() {
             seed(&mut setup, &format!("gemini://c{capsule}.test/p{page}.gmi"));
         }
     }
-    assert_eq!(Frontier::url_count(&setup).unwrap(), 90);
+    assert_eq!(Reader::url_count(&setup).unwrap(), 90);
     let handles: Vec<_> = (0..3)
         .map(|_| {
             let url = url.clone();
@@ -939,7 +940,9 @@ fn links_are_recorded_as_the_sqlite_store_records_them() {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
-    let mut sqlite = geode::frontier::open(&dir.path().join("crawl.db")).unwrap();
+    let mut sqlite = geode::frontier::Location::Sqlite(dir.path().join("crawl.db"))
+        .open()
+        .unwrap();
     let expected = record_links(&mut *sqlite);
     let url = cluster.database("links");
     let store = PgStore::connect(&url, Duration::from_secs(300), true).unwrap();
@@ -1179,7 +1182,10 @@ async fn three_crawlers_share_a_crawl_and_survive_one_killed() {
 
     // `geode serve --frontier`'s readers: statistics and backlinks from the shared store, the
     // index from the data directory.
-    let backend = geode::serve::backend::Backend::new(&index_dir, Some(store.clone()));
+    let backend = geode::serve::backend::Backend::new(
+        &index_dir,
+        Some(geode::frontier::Location::Postgres(store.clone())),
+    );
     let snapshot = backend.snapshot(geode::clock::unix_now()).unwrap();
     assert_eq!(
         snapshot.stats.as_ref().unwrap().pages_indexed,
@@ -1339,12 +1345,12 @@ fn indexed_in(url: &str, dir: &std::path::Path) -> (std::collections::BTreeSet<S
     let store = PgStore::connect(url, Duration::from_secs(300), false).unwrap();
     let frontier = store.frontier().unwrap();
     assert!(
-        Frontier::pending_index_ops(&frontier, 0, 10)
+        IndexLog::pending_index_ops(&frontier, 0, 10)
             .unwrap()
             .is_empty(),
         "every index operation applied"
     );
-    let urls = Frontier::indexed_urls(&frontier).unwrap();
+    let urls = Reader::indexed_urls(&frontier).unwrap();
     let index = geode::index::SearchIndex::open(&geode::datadir::index_path(dir)).unwrap();
     (urls.into_iter().collect(), index.num_docs())
 }
@@ -1468,7 +1474,7 @@ async fn a_changed_geminispace_is_crawled_again_on_postgres() {
     );
     assert!(fetched >= 15, "run 2 fetched {fetched}");
     let store = PgStore::connect(&url, Duration::from_secs(300), false).unwrap();
-    let stats = Frontier::stats(&store.frontier().unwrap(), geode::clock::unix_now()).unwrap();
+    let stats = Reader::stats(&store.frontier().unwrap(), geode::clock::unix_now()).unwrap();
     let changed: Vec<&str> = stats
         .certificates_changed
         .iter()

@@ -264,7 +264,8 @@ async fn a_changed_geminispace_is_crawled_again_and_the_index_matches_it() {
     assert_eq!(second.certificates_changed, 1);
     assert_eq!(second.capsules_unreachable, 1);
     assert_eq!(second.anchors_refreshed, 1, "{second:#?}");
-    let stats = geode::frontier::open_read_only(&geode::datadir::database_path(data.path()))
+    let stats = geode::frontier::Location::data_dir(data.path())
+        .open_read_only()
         .unwrap()
         .stats(geode::crawl::unix_now())
         .unwrap();

@@ -82,7 +82,8 @@ async fn a_crawl_killed_with_sigkill_resumes_to_the_same_index() {
             std::thread::sleep(Duration::from_millis(20));
             let indexed = if db.exists() {
                 // Pages the index holds: committed.
-                geode::frontier::open_read_only(&db)
+                geode::frontier::Location::Sqlite(db.clone())
+                    .open_read_only()
                     .and_then(|f| f.indexed_urls())
                     .unwrap_or_default()
             } else {

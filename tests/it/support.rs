@@ -98,7 +98,8 @@ pub async fn crawl(config: CrawlConfig) -> CrawlSummary {
 }
 
 pub fn urls_in(data: &Path, state: UrlState) -> Vec<String> {
-    geode::frontier::open_read_only(&geode::datadir::database_path(data))
+    geode::frontier::Location::data_dir(data)
+        .open_read_only()
         .unwrap()
         .urls_in_state(state)
         .unwrap()
@@ -106,7 +107,8 @@ pub fn urls_in(data: &Path, state: UrlState) -> Vec<String> {
 
 /// The URLs the index holds a document under, sorted.
 pub fn indexed(data: &Path) -> Vec<String> {
-    geode::frontier::open_read_only(&geode::datadir::database_path(data))
+    geode::frontier::Location::data_dir(data)
+        .open_read_only()
         .unwrap()
         .indexed_urls()
         .unwrap()

@@ -8,7 +8,7 @@ use super::{
     Result, SqliteBatch, SqliteFrontier, Stats, Suggested, SuggestedSeed, UrlDetails, UrlState,
     VisitRecord,
 };
-use crate::frontier::{Batch, Frontier, Standing};
+use crate::frontier::{Batch, Frontier, IndexLog, Reader, Standing};
 use crate::rank::LinkGraph;
 
 /// Runs a call as is: SQLite's calls block briefly and need nothing around them.
@@ -24,14 +24,7 @@ impl Frontier for SqliteFrontier {
     delegate! { here;
         fn recover(&mut self, committed_seq: u64, now: i64) -> Result<(usize, usize)>;
         fn end_run(&mut self) -> Result<()>;
-        fn url_count(&self) -> Result<u64>;
         fn robots(&self, host_id: i64) -> Result<Option<CachedRobots>>;
-        fn assign_batch(&mut self, url_ids: &[i64], seq: u64) -> Result<()>;
-        fn mark_committed(&mut self, seq: u64) -> Result<usize>;
-        fn set_meta(&self, key: &str, value: &str) -> Result<()>;
-        fn meta(&self, key: &str) -> Result<Option<String>>;
-        fn urls_in_state(&self, state: UrlState) -> Result<Vec<String>>;
-        fn indexed_urls(&self) -> Result<Vec<String>>;
         fn claim_capsules(
             &mut self,
             capsules: usize,
@@ -44,37 +37,54 @@ impl Frontier for SqliteFrontier {
         fn release_capsule(&mut self, host_id: i64) -> Result<()>;
         fn next_wakeup(&self, now: i64) -> Result<Option<i64>>;
         fn lease_address(&mut self, ip: &str) -> Result<Option<std::time::Duration>>;
-        fn renew_leases(&mut self) -> Result<u64>;
         fn capsule_standing(&self, host_id: i64) -> Result<Standing>;
-        fn capsules_held_for(&self, reasons: &[&str]) -> Result<Vec<String>>;
         fn set_standings(&mut self, standings: &[(String, Standing)]) -> Result<()>;
+        fn capsules_held_for(&self, reasons: &[&str]) -> Result<Vec<String>>;
+        fn renew_leases(&mut self) -> Result<u64>;
+        fn set_meta(&self, key: &str, value: &str) -> Result<()>;
+        fn suggest_seed(&mut self, url: &str, host: &str, source: &str, now: i64)
+            -> Result<Suggested>;
+    }
+}
+
+impl IndexLog for SqliteFrontier {
+    delegate! { here;
+        fn assign_batch(&mut self, url_ids: &[i64], seq: u64) -> Result<()>;
+        fn mark_committed(&mut self, seq: u64) -> Result<usize>;
         fn pending_index_ops(&self, after: i64, limit: usize) -> Result<Vec<PendingOp>>;
         fn anchor_updates(&self, after: i64, limit: usize) -> Result<Vec<AnchorUpdate>>;
         fn clear_anchor_updates(&mut self, ids: &[i64]) -> Result<()>;
         fn clear_all_anchor_updates(&mut self) -> Result<()>;
         fn own_labels(&self, id: i64) -> Result<Vec<String>>;
         fn inbound_labels(&self, id: i64, limit: usize) -> Result<Vec<String>>;
-        fn archived(&self, url_id: i64) -> Result<Option<ArchivedResponse>>;
-        fn archived_body(&self, hash: &str) -> Result<Option<Vec<u8>>>;
-        fn archive_stats(&self) -> Result<ArchiveStats>;
         fn indexed_content(&self, after: i64, limit: usize) -> Result<Vec<IndexedContent>>;
         fn forget_indexed(&mut self, ids: &[i64], now: i64) -> Result<()>;
-        fn archived_responses(
-            &self,
-            after: i64,
-            since: i64,
-            limit: usize
-        ) -> Result<Vec<(i64, String, ArchivedResponse)>>;
         fn link_graph(&self) -> Result<LinkGraph>;
-        fn suggest_seed(&mut self, url: &str, host: &str, source: &str, now: i64)
-            -> Result<Suggested>;
-        fn suggested_seeds(&self) -> Result<Vec<SuggestedSeed>>;
+    }
+}
+
+impl Reader for SqliteFrontier {
+    delegate! { here;
+        fn url_count(&self) -> Result<u64>;
+        fn meta(&self, key: &str) -> Result<Option<String>>;
+        fn urls_in_state(&self, state: UrlState) -> Result<Vec<String>>;
+        fn indexed_urls(&self) -> Result<Vec<String>>;
         fn stats(&self, now: i64) -> Result<Stats>;
         fn known_hosts(&self) -> Result<Vec<KnownHost>>;
         fn url_id(&self, url: &str) -> Result<Option<i64>>;
         fn url_details(&self, url: &str) -> Result<Option<UrlDetails>>;
         fn knows(&self, url: &str) -> Result<bool>;
         fn backlinks(&self, url: &str) -> Result<Vec<Backlink>>;
+        fn archived(&self, url_id: i64) -> Result<Option<ArchivedResponse>>;
+        fn archived_body(&self, hash: &str) -> Result<Option<Vec<u8>>>;
+        fn archive_stats(&self) -> Result<ArchiveStats>;
+        fn archived_responses(
+            &self,
+            after: i64,
+            since: i64,
+            limit: usize
+        ) -> Result<Vec<(i64, String, ArchivedResponse)>>;
+        fn suggested_seeds(&self) -> Result<Vec<SuggestedSeed>>;
     }
 }
 
