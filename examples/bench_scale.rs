@@ -20,7 +20,8 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use geode::frontier::{
-    Batch as _, FetchResult, IndexOp, LinkOut, NewUrl, SqliteFrontier, UrlState, VisitRecord,
+    Batch as _, FetchResult, Frontier as _, IndexLog as _, IndexOp, LinkOut, NewUrl,
+    SqliteFrontier, UrlState, VisitRecord,
 };
 use geode::revisit::Priority;
 

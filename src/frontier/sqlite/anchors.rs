@@ -1,36 +1,14 @@
 //! Anchor updates: pages whose inbound link labels changed, found through redirect chains, and
 //! the labels of links to and from a page, for rewriting their documents after a crawl.
 
-use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
+use rusqlite::{params, Connection, OptionalExtension};
 
 use std::collections::BTreeSet;
 
-use super::outlinks;
-use super::{AnchorUpdate, IndexedPage, Result, SqliteFrontier, MAX_REDIRECT_CHAIN};
+use super::{IndexedPage, Result, SqliteFrontier, MAX_REDIRECT_CHAIN};
 
 impl SqliteFrontier {
-    /// Up to `limit` pages whose anchors changed, after the URL id `after`, each with the
-    /// indexed page it stands for (if any): the URL itself when it is in the index, else the
-    /// page its redirects lead to.
-    pub fn anchor_updates(&self, after: i64, limit: usize) -> Result<Vec<AnchorUpdate>> {
-        let ids: Vec<i64> = {
-            let mut stmt = self.conn.prepare_cached(
-                "SELECT url_id FROM anchor_updates WHERE url_id > ?1 ORDER BY url_id LIMIT ?2",
-            )?;
-            let rows = stmt.query_map(params![after, limit as i64], |r| r.get(0))?;
-            rows.collect::<std::result::Result<_, _>>()?
-        };
-        let mut updates = Vec::with_capacity(ids.len());
-        for dirty_id in ids {
-            updates.push(AnchorUpdate {
-                dirty_id,
-                page: self.indexed_page_for(dirty_id)?,
-            });
-        }
-        Ok(updates)
-    }
-
-    fn indexed_page_for(&self, mut id: i64) -> Result<Option<IndexedPage>> {
+    pub(super) fn indexed_page_for(&self, mut id: i64) -> Result<Option<IndexedPage>> {
         let mut stmt = self.conn.prepare_cached(
             "SELECT url, in_index = 1 AND index_op IS NULL, redirect_to, status, mime,
                     content_hash IS NULL
@@ -71,43 +49,6 @@ impl SqliteFrontier {
             }
         }
         Ok(None)
-    }
-
-    /// Forgets anchor updates once the documents they asked for are committed.
-    pub fn clear_anchor_updates(&mut self, ids: &[i64]) -> Result<()> {
-        let tx = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)?;
-        {
-            let mut del = tx.prepare_cached("DELETE FROM anchor_updates WHERE url_id = ?1")?;
-            for id in ids {
-                del.execute([id])?;
-            }
-        }
-        tx.commit()?;
-        Ok(())
-    }
-
-    /// Forgets every anchor update: a rebuilt index wrote every document with its anchors.
-    pub fn clear_all_anchor_updates(&mut self) -> Result<()> {
-        self.conn.execute("DELETE FROM anchor_updates", [])?;
-        Ok(())
-    }
-
-    /// The labels of the links on a page (its own, not those pointing to it), distinct.
-    pub fn own_labels(&self, id: i64) -> Result<Vec<String>> {
-        let labels: BTreeSet<String> = outlinks::read(&self.conn, id)?
-            .into_iter()
-            .filter_map(|(_, label)| (!label.is_empty()).then_some(label))
-            .collect();
-        Ok(labels.into_iter().collect())
-    }
-
-    /// The distinct labels of the links that point to a URL, or to a URL that redirects to it
-    /// (`=> /book The Book` names `/book/`), at most `limit` of them, from pages that are not
-    /// being removed.
-    pub fn inbound_labels(&self, id: i64, limit: usize) -> Result<Vec<String>> {
-        inbound_labels(&self.conn, id, limit)
     }
 }
 

@@ -11,6 +11,7 @@ use super::outlinks;
 use super::{
     FetchResult, IndexOp, LinkOut, LinkReport, NewUrl, Pin, Result, UrlState, VisitRecord,
 };
+use crate::frontier::{ArchiveRecord, Batch};
 
 /// Links inserted by one statement ([`SqliteBatch::insert_links`]).
 const LINK_ROWS: usize = 16;
@@ -79,8 +80,121 @@ impl<'a> SqliteBatch<'a> {
         }
     }
 
+    /// Makes a capsule claimable no later than `due`.
+    fn lower_next_due(&mut self, host_id: i64, due: i64) -> Result<()> {
+        self.tx
+            .prepare_cached(
+                "UPDATE hosts SET next_due = ?2
+                 WHERE id = ?1 AND (next_due IS NULL OR next_due > ?2)",
+            )?
+            .execute(params![host_id, due])?;
+        Ok(())
+    }
+
+    /// Inserts links of `source`: (target, label), none of them recorded yet. Rows go
+    /// [`LINK_ROWS`] to a statement: each execution opens its cursor on the table anew, which
+    /// with one row a statement every link paid for (on the bench farm, 15 links a page). The
+    /// page's packed row in `outlinks` is the caller's to write.
+    fn insert_links(&mut self, source: i64, links: &[(i64, &str)]) -> Result<()> {
+        let mut chunks = links.chunks_exact(LINK_ROWS);
+        if chunks.len() > 0 {
+            let mut insert = self.tx.prepare_cached(&INSERT_LINK_ROWS)?;
+            for chunk in chunks.by_ref() {
+                for (i, (target, label)) in chunk.iter().enumerate() {
+                    insert.raw_bind_parameter(3 * i + 1, source)?;
+                    insert.raw_bind_parameter(3 * i + 2, target)?;
+                    insert.raw_bind_parameter(3 * i + 3, label)?;
+                }
+                insert.raw_execute()?;
+            }
+        }
+        let rest = chunks.remainder();
+        if !rest.is_empty() {
+            let mut insert = self
+                .tx
+                .prepare_cached("INSERT INTO links(source, target, label) VALUES (?1, ?2, ?3)")?;
+            for (target, label) in rest {
+                insert.execute(params![source, target, label])?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The links a page has recorded: (target, label).
+    fn links_of(&mut self, source: i64) -> Result<Vec<(i64, String)>> {
+        outlinks::read(&self.tx, source)
+    }
+
+    fn remove_link(&mut self, source: i64, target: i64, label: &str) -> Result<()> {
+        self.tx
+            .prepare_cached(REMOVE_LINK)?
+            .execute(params![source, target, label])?;
+        if !label.is_empty() {
+            self.mark_anchor_update_if(target, label, 0)?;
+        }
+        Ok(())
+    }
+
+    /// Marks `target` for an anchor update when `count` links now carry `label` to it (1: the
+    /// label is new to it, 0: it lost the label), unless it was never visited: a page with no
+    /// document, nor a redirect handing labels on, gets its anchors read when it is indexed.
+    /// One statement, the row's visit tested before the links are counted. (On the bench
+    /// farm's first crawl, 70,476 of 129,159 checks marked a page.)
+    fn mark_anchor_update_if(&mut self, target: i64, label: &str, count: i64) -> Result<()> {
+        self.tx
+            .prepare_cached(MARK_ANCHOR_UPDATE)?
+            .execute(params![target, label, count])?;
+        Ok(())
+    }
+
+    /// The content hash a URL had, when `new` replaces it by another.
+    fn replaced_content(&mut self, id: i64, new: Option<&str>) -> Result<Option<String>> {
+        let Some(new) = new else { return Ok(None) };
+        let old: Option<String> = self
+            .tx
+            .prepare_cached("SELECT content_hash FROM urls WHERE id = ?1")?
+            .query_row([id], |r| r.get(0))
+            .optional()?
+            .flatten();
+        Ok(old.filter(|old| old != new))
+    }
+
+    fn lower_next_due_of_url(&mut self, id: i64, due: i64) -> Result<()> {
+        self.tx
+            .prepare_cached(
+                "UPDATE hosts SET next_due = ?2
+                 WHERE id = (SELECT host_id FROM urls WHERE id = ?1)
+                   AND (next_due IS NULL OR next_due > ?2)",
+            )?
+            .execute(params![id, due])?;
+        Ok(())
+    }
+
+    /// Keeps a capsule from being fetched before `until`, held back for `reason` (a crawl
+    /// budget's, shown by `geode stats`) or backed off (`None`).
+    fn hold_until(&mut self, host_id: i64, until: i64, reason: Option<&str>) -> Result<()> {
+        self.tx
+            .prepare_cached("UPDATE hosts SET backoff_until = ?2, held_reason = ?3 WHERE id = ?1")?
+            .execute(params![host_id, until, reason])?;
+        Ok(())
+    }
+
+    /// Makes the transaction durable.
+    pub fn commit(self) -> Result<()> {
+        self.tx.commit()?;
+        self.host_ids.extend(self.new_hosts);
+        self.url_ids.extend(self.new_urls);
+        Ok(())
+    }
+}
+
+impl Batch for SqliteBatch<'_> {
+    fn commit(self: Box<Self>) -> Result<()> {
+        SqliteBatch::commit(*self)
+    }
+
     /// The id of a capsule, created when new.
-    pub fn host_id(&mut self, name: &str) -> Result<i64> {
+    fn host_id(&mut self, name: &str) -> Result<i64> {
         if let Some(&id) = self.host_ids.get(name) {
             return Ok(id);
         }
@@ -111,7 +225,7 @@ impl<'a> SqliteBatch<'a> {
     /// A capsule stores at most `budget` URLs: beyond that a new URL is not stored at all and
     /// `None` comes back, so a capsule that makes up links without end cannot fill the disk.
     /// Returns (id, newly added).
-    pub fn ensure_url(
+    fn ensure_url(
         &mut self,
         new: &NewUrl<'_>,
         excluded: Option<&str>,
@@ -183,7 +297,7 @@ impl<'a> SqliteBatch<'a> {
     /// (reason `web`), or by a geode that could not fetch it (`not-fetchable`, filed under the
     /// bare host, which is the Gemini capsule's key): each goes to its web capsule
     /// (`https://host`), due now. Returns how many.
-    pub fn admit_web_urls(&mut self) -> Result<u64> {
+    fn admit_web_urls(&mut self) -> Result<u64> {
         let rows: Vec<(i64, String, i64)> = self
             .tx
             .prepare(WEB_WAITING)?
@@ -217,23 +331,12 @@ impl<'a> SqliteBatch<'a> {
     }
 
     /// Whether a capsule holds its full budget of URLs: its pages are then no longer expanded.
-    pub fn capsule_full(&mut self, host_id: i64, budget: u64) -> Result<bool> {
+    fn capsule_full(&mut self, host_id: i64, budget: u64) -> Result<bool> {
         let known: i64 = self
             .tx
             .prepare_cached("SELECT url_count FROM hosts WHERE id = ?1")?
             .query_row([host_id], |r| r.get(0))?;
         Ok(known as u64 >= budget)
-    }
-
-    /// Makes a capsule claimable no later than `due`.
-    fn lower_next_due(&mut self, host_id: i64, due: i64) -> Result<()> {
-        self.tx
-            .prepare_cached(
-                "UPDATE hosts SET next_due = ?2
-                 WHERE id = ?1 AND (next_due IS NULL OR next_due > ?2)",
-            )?
-            .execute(params![host_id, due])?;
-        Ok(())
     }
 
     /// Records the links of a page at `depth` (their targets get `depth + 1`), replacing the
@@ -243,7 +346,7 @@ impl<'a> SqliteBatch<'a> {
     /// change, that page is marked for an anchor update, unless its document is `held` and the
     /// label is new to it (see `Batch::set_links_holding`: such a mark would only be forgotten
     /// when the document goes). `Batch::set_links` is this with nothing held.
-    pub fn set_links_holding(
+    fn set_links_holding(
         &mut self,
         source: i64,
         depth: u32,
@@ -307,76 +410,20 @@ impl<'a> SqliteBatch<'a> {
         Ok(report)
     }
 
-    /// Inserts links of `source`: (target, label), none of them recorded yet. Rows go
-    /// [`LINK_ROWS`] to a statement: each execution opens its cursor on the table anew, which
-    /// with one row a statement every link paid for (on the bench farm, 15 links a page). The
-    /// page's packed row in `outlinks` is the caller's to write.
-    fn insert_links(&mut self, source: i64, links: &[(i64, &str)]) -> Result<()> {
-        let mut chunks = links.chunks_exact(LINK_ROWS);
-        if chunks.len() > 0 {
-            let mut insert = self.tx.prepare_cached(&INSERT_LINK_ROWS)?;
-            for chunk in chunks.by_ref() {
-                for (i, (target, label)) in chunk.iter().enumerate() {
-                    insert.raw_bind_parameter(3 * i + 1, source)?;
-                    insert.raw_bind_parameter(3 * i + 2, target)?;
-                    insert.raw_bind_parameter(3 * i + 3, label)?;
-                }
-                insert.raw_execute()?;
-            }
-        }
-        let rest = chunks.remainder();
-        if !rest.is_empty() {
-            let mut insert = self
-                .tx
-                .prepare_cached("INSERT INTO links(source, target, label) VALUES (?1, ?2, ?3)")?;
-            for (target, label) in rest {
-                insert.execute(params![source, target, label])?;
-            }
-        }
-        Ok(())
-    }
-
-    /// The links a page has recorded: (target, label).
-    fn links_of(&mut self, source: i64) -> Result<Vec<(i64, String)>> {
-        outlinks::read(&self.tx, source)
-    }
-
     /// Removes every link of a page (it left the index), marking the pages whose anchors lose
     /// a label.
-    pub fn drop_links(&mut self, source: i64) -> Result<()> {
+    fn drop_links(&mut self, source: i64) -> Result<()> {
         for (target, label) in self.links_of(source)? {
             self.remove_link(source, target, &label)?;
         }
         outlinks::write(&self.tx, source, std::iter::empty())
     }
 
-    fn remove_link(&mut self, source: i64, target: i64, label: &str) -> Result<()> {
-        self.tx
-            .prepare_cached(REMOVE_LINK)?
-            .execute(params![source, target, label])?;
-        if !label.is_empty() {
-            self.mark_anchor_update_if(target, label, 0)?;
-        }
-        Ok(())
-    }
-
-    /// Marks `target` for an anchor update when `count` links now carry `label` to it (1: the
-    /// label is new to it, 0: it lost the label), unless it was never visited: a page with no
-    /// document, nor a redirect handing labels on, gets its anchors read when it is indexed.
-    /// One statement, the row's visit tested before the links are counted. (On the bench
-    /// farm's first crawl, 70,476 of 129,159 checks marked a page.)
-    fn mark_anchor_update_if(&mut self, target: i64, label: &str, count: i64) -> Result<()> {
-        self.tx
-            .prepare_cached(MARK_ANCHOR_UPDATE)?
-            .execute(params![target, label, count])?;
-        Ok(())
-    }
-
     /// Forgets a page's pending anchor update: its document is being written now with the
     /// labels read in this transaction, so rewriting it after the crawl would repeat the same
     /// work. (A crash before the index commit makes the page due again, and that visit reads
     /// the labels anew.)
-    pub fn forget_anchor_update(&mut self, url_id: i64) -> Result<()> {
+    fn forget_anchor_update(&mut self, url_id: i64) -> Result<()> {
         self.tx
             .prepare_cached("DELETE FROM anchor_updates WHERE url_id = ?1")?
             .execute([url_id])?;
@@ -387,7 +434,7 @@ impl<'a> SqliteBatch<'a> {
     /// redirects; the caller enforces the hop limit. `alias_of` names the URL whose content the
     /// target is, for temporary redirects. Returns the target's id and whether it was new;
     /// `None` when the target's capsule is full.
-    pub fn add_redirect(
+    fn add_redirect(
         &mut self,
         source: i64,
         depth: u32,
@@ -409,7 +456,7 @@ impl<'a> SqliteBatch<'a> {
     }
 
     /// Another page holding this content in the index (or on its way there), if any.
-    pub fn same_content(&mut self, hash: &str, except: i64) -> Result<Option<String>> {
+    fn same_content(&mut self, hash: &str, except: i64) -> Result<Option<String>> {
         Ok(self
             .tx
             .prepare_cached(SAME_CONTENT)?
@@ -418,14 +465,14 @@ impl<'a> SqliteBatch<'a> {
     }
 
     /// The distinct labels of the links that point to a URL (see [`super::SqliteFrontier::inbound_labels`]).
-    pub fn inbound_labels(&mut self, id: i64, limit: usize) -> Result<Vec<String>> {
+    fn inbound_labels(&mut self, id: i64, limit: usize) -> Result<Vec<String>> {
         super::anchors::inbound_labels(&self.tx, id, limit)
     }
 
     /// Records a visit: what was received, the state, the schedule and the index operation. A
     /// visit without content (an error, a redirect) keeps the type, size and hash of the last
     /// content seen: a page that fails stays searchable with what it had.
-    pub fn record_visit(&mut self, id: i64, visit: &VisitRecord<'_>) -> Result<()> {
+    fn record_visit(&mut self, id: i64, visit: &VisitRecord<'_>) -> Result<()> {
         let r = visit.result;
         let replaced = self.replaced_content(id, r.content_hash.as_deref())?;
         self.tx
@@ -472,21 +519,9 @@ impl<'a> SqliteBatch<'a> {
         Ok(())
     }
 
-    /// The content hash a URL had, when `new` replaces it by another.
-    fn replaced_content(&mut self, id: i64, new: Option<&str>) -> Result<Option<String>> {
-        let Some(new) = new else { return Ok(None) };
-        let old: Option<String> = self
-            .tx
-            .prepare_cached("SELECT content_hash FROM urls WHERE id = ?1")?
-            .query_row([id], |r| r.get(0))
-            .optional()?
-            .flatten();
-        Ok(old.filter(|old| old != new))
-    }
-
     /// Sends content to the index under `id`, the URL a temporary redirect keeps canonical: its
     /// state and content follow, its schedule stays its own.
-    pub fn record_alias_content(&mut self, id: i64, result: &FetchResult) -> Result<()> {
+    fn record_alias_content(&mut self, id: i64, result: &FetchResult) -> Result<()> {
         let replaced = self.replaced_content(id, result.content_hash.as_deref())?;
         self.tx
             .prepare_cached(
@@ -509,7 +544,7 @@ impl<'a> SqliteBatch<'a> {
 
     /// Schedules a URL that failed temporarily for another try at `due_at` in this run or a
     /// later one, counting the attempt. Its state stays what its last completed visit found.
-    pub fn retry_later(&mut self, id: i64, result: &FetchResult, due_at: i64) -> Result<()> {
+    fn retry_later(&mut self, id: i64, result: &FetchResult, due_at: i64) -> Result<()> {
         self.tx
             .prepare_cached(
                 "UPDATE urls SET attempts = attempts + 1, status = ?2, meta = ?3,
@@ -520,20 +555,9 @@ impl<'a> SqliteBatch<'a> {
         self.lower_next_due_of_url(id, due_at)
     }
 
-    fn lower_next_due_of_url(&mut self, id: i64, due: i64) -> Result<()> {
-        self.tx
-            .prepare_cached(
-                "UPDATE hosts SET next_due = ?2
-                 WHERE id = (SELECT host_id FROM urls WHERE id = ?1)
-                   AND (next_due IS NULL OR next_due > ?2)",
-            )?
-            .execute(params![id, due])?;
-        Ok(())
-    }
-
     /// Backs a capsule off for `base` seconds, doubled for every back-off in a row (capped at
     /// `max`). Returns the time it ends.
-    pub fn back_off_capsule(&mut self, host_id: i64, now: i64, base: i64, max: i64) -> Result<i64> {
+    fn back_off_capsule(&mut self, host_id: i64, now: i64, base: i64, max: i64) -> Result<i64> {
         let level: u32 = self
             .tx
             .prepare_cached(
@@ -549,7 +573,7 @@ impl<'a> SqliteBatch<'a> {
     }
 
     /// Ends a capsule's run of back-offs after a good answer.
-    pub fn capsule_answered(&mut self, host_id: i64) -> Result<()> {
+    fn capsule_answered(&mut self, host_id: i64) -> Result<()> {
         self.tx
             .prepare_cached(
                 "UPDATE hosts SET backoff_level = 0 WHERE id = ?1 AND backoff_level != 0",
@@ -559,7 +583,7 @@ impl<'a> SqliteBatch<'a> {
     }
 
     /// Records the status and meta of an answer without changing the URL's state.
-    pub fn note_answer(&mut self, id: i64, result: &FetchResult) -> Result<()> {
+    fn note_answer(&mut self, id: i64, result: &FetchResult) -> Result<()> {
         self.tx
             .prepare_cached(
                 "UPDATE urls SET status = ?2, meta = ?3, fetched_at = ?4 WHERE id = ?1",
@@ -570,7 +594,7 @@ impl<'a> SqliteBatch<'a> {
 
     /// Puts a claimed URL off to the next run: its answer is noted, it stays due, and this run
     /// does not claim it again (a server that keeps saying "slow down").
-    pub fn defer(&mut self, id: i64, result: &FetchResult) -> Result<()> {
+    fn defer(&mut self, id: i64, result: &FetchResult) -> Result<()> {
         self.tx
             .prepare_cached("UPDATE urls SET status = ?2, meta = ?3, claimed = 2 WHERE id = ?1")?
             .execute(params![id, result.status, result.meta])?;
@@ -578,7 +602,7 @@ impl<'a> SqliteBatch<'a> {
     }
 
     /// Returns a claimed URL to the frontier untouched, for later in this run or a later run.
-    pub fn requeue(&mut self, id: i64) -> Result<()> {
+    fn requeue(&mut self, id: i64) -> Result<()> {
         self.tx
             .prepare_cached("UPDATE urls SET claimed = 0 WHERE id = ?1 AND claimed = 1")?
             .execute([id])?;
@@ -586,18 +610,12 @@ impl<'a> SqliteBatch<'a> {
     }
 
     /// Lets go of a capsule the crawl leased (see [`super::SqliteFrontier::release_capsule`]).
-    pub fn release_capsule(&mut self, host_id: i64) -> Result<()> {
+    fn release_capsule(&mut self, host_id: i64) -> Result<()> {
         super::claim::release(&self.tx, host_id)
     }
 
     /// Caches a capsule's robots.txt answer.
-    pub fn set_robots(
-        &mut self,
-        host_id: i64,
-        status: u8,
-        text: Option<&str>,
-        now: i64,
-    ) -> Result<()> {
+    fn set_robots(&mut self, host_id: i64, status: u8, text: Option<&str>, now: i64) -> Result<()> {
         self.tx
             .prepare_cached(
                 "UPDATE hosts SET robots_status = ?2, robots_txt = ?3, robots_fetched_at = ?4
@@ -608,28 +626,18 @@ impl<'a> SqliteBatch<'a> {
     }
 
     /// Keeps a capsule from being fetched before `until` (unix seconds).
-    pub fn set_backoff(&mut self, host_id: i64, until: i64) -> Result<()> {
-        self.hold_capsule(host_id, until, None)
+    fn set_backoff(&mut self, host_id: i64, until: i64) -> Result<()> {
+        self.hold_until(host_id, until, None)
     }
 
-    /// Keeps a capsule from being fetched before `until`, held back for `reason` (a crawl
-    /// budget's, shown by `geode stats`) or backed off (`None`).
-    pub fn hold_capsule<'r>(
-        &mut self,
-        host_id: i64,
-        until: i64,
-        reason: impl Into<Option<&'r str>>,
-    ) -> Result<()> {
-        self.tx
-            .prepare_cached("UPDATE hosts SET backoff_until = ?2, held_reason = ?3 WHERE id = ?1")?
-            .execute(params![host_id, until, reason.into()])?;
-        Ok(())
+    fn hold_capsule(&mut self, host_id: i64, until: i64, reason: &str) -> Result<()> {
+        self.hold_until(host_id, until, Some(reason))
     }
 
     /// Compares a capsule's certificate with its pin. A crawler cannot refuse a changed
     /// certificate (capsules renew self-signed ones all the time), so a change is recorded
     /// (first and last seen of the new one, a count of changes) and the new certificate pinned.
-    pub fn pin_certificate(&mut self, host_id: i64, sha256: &str, now: i64) -> Result<Pin> {
+    fn pin_certificate(&mut self, host_id: i64, sha256: &str, now: i64) -> Result<Pin> {
         let pinned: Option<String> = self
             .tx
             .prepare_cached("SELECT cert_sha256 FROM hosts WHERE id = ?1")?
@@ -659,11 +667,41 @@ impl<'a> SqliteBatch<'a> {
         Ok(pin)
     }
 
-    /// Makes the transaction durable.
-    pub fn commit(self) -> Result<()> {
-        self.tx.commit()?;
-        self.host_ids.extend(self.new_hosts);
-        self.url_ids.extend(self.new_urls);
+    /// Archives the latest response of a URL, replacing the one before.
+    fn archive(&mut self, url_id: i64, record: &ArchiveRecord<'_>) -> Result<()> {
+        if let Some(body) = &record.body {
+            self.tx
+                .prepare_cached(
+                    "INSERT OR IGNORE INTO bodies(hash, size, zstd) VALUES (?1, ?2, ?3)",
+                )?
+                .execute(params![body.hash, body.size as i64, body.zstd])?;
+        }
+        let previous: Option<String> = self
+            .tx
+            .prepare_cached("SELECT body_hash FROM responses WHERE url_id = ?1")?
+            .query_row([url_id], |r| r.get(0))
+            .optional()?
+            .flatten();
+        let hash = record.body.map(|b| b.hash);
+        self.tx
+            .prepare_cached(
+                "INSERT INTO responses(url_id, status, meta, fetched_at, cert_sha256, body_hash)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+                 ON CONFLICT(url_id) DO UPDATE SET status = excluded.status,
+                     meta = excluded.meta, fetched_at = excluded.fetched_at,
+                     cert_sha256 = excluded.cert_sha256, body_hash = excluded.body_hash",
+            )?
+            .execute(params![
+                url_id,
+                record.status,
+                record.meta,
+                record.fetched_at,
+                record.cert_sha256,
+                hash
+            ])?;
+        if let Some(previous) = previous.filter(|p| Some(p.as_str()) != hash) {
+            self.forget_body_if_unused(&previous)?;
+        }
         Ok(())
     }
 }

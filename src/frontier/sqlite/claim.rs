@@ -10,21 +10,20 @@
 //! recomputed when the capsule is let go. At the end of a run (or in recovery after a crash)
 //! every mark and lease is let go.
 
-use rusqlite::{params, OptionalExtension, Row, TransactionBehavior};
+use rusqlite::{params, Row};
 
 use super::rows::status_at;
-use super::{Canonical, Prior, QueuedUrl, Result, SqliteFrontier, UrlState};
-use crate::frontier::Standing;
+use super::{Canonical, Prior, QueuedUrl, Result, UrlState};
 use crate::revisit::Priority;
 
 /// The columns a claim reads, for [`queued_url`].
-const CLAIM_COLUMNS: &str = "u.id, u.url, u.host_id, h.name, u.depth, u.hops,
+pub(super) const CLAIM_COLUMNS: &str = "u.id, u.url, u.host_id, h.name, u.depth, u.hops,
        a.id, a.url, ah.name, a.in_index,
        u.state, u.in_index, u.content_hash, u.mime, u.meta, u.status, u.revisit_secs,
        u.first_failed_at, u.attempts, u.fetched_at IS NOT NULL, u.feed, u.etag,
        u.last_modified";
 
-fn queued_url(r: &Row<'_>) -> rusqlite::Result<QueuedUrl> {
+pub(super) fn queued_url(r: &Row<'_>) -> rusqlite::Result<QueuedUrl> {
     Ok(QueuedUrl {
         id: r.get(0)?,
         url: r.get(1)?,
@@ -70,183 +69,8 @@ pub(super) const HOST_NEXT_DUE: &str = "SELECT MIN(d) FROM (
        SELECT MIN(due_at) FROM urls
        WHERE host_id = ?1 AND prio = 2 AND claimed = 0 AND due_at IS NOT NULL)";
 
-impl SqliteFrontier {
-    /// Leases up to `capsules` capsules that have work due at `now` (earliest due first,
-    /// skipping those in back-off) and claims up to `per_capsule` URLs of each. A capsule that
-    /// turns out to have nothing claimable is let go at once; one that `permits` refuses (out of
-    /// this run's scope) is passed over until the run ends. The URLs come grouped by capsule,
-    /// with the number of capsules looked at: fewer than asked means no more are due.
-    pub fn claim_capsules(
-        &mut self,
-        capsules: usize,
-        per_capsule: usize,
-        now: i64,
-        permits: &(dyn Fn(&str) -> bool + Sync),
-    ) -> Result<(Vec<QueuedUrl>, usize)> {
-        let tx = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let hosts: Vec<(i64, String)> = {
-            let mut stmt = tx.prepare_cached(
-                "SELECT id, name FROM hosts
-                 WHERE claimed = 0 AND next_due IS NOT NULL AND next_due <= ?1
-                   AND (backoff_until IS NULL OR backoff_until <= ?1)
-                 ORDER BY next_due, id LIMIT ?2",
-            )?;
-            let rows = stmt.query_map(params![now, capsules as i64], |r| {
-                Ok((r.get(0)?, r.get(1)?))
-            })?;
-            rows.collect::<std::result::Result<_, _>>()?
-        };
-        let examined = hosts.len();
-        let mut claimed = Vec::new();
-        for (host_id, name) in hosts {
-            if !permits(&name) {
-                tx.prepare_cached("UPDATE hosts SET claimed = 2 WHERE id = ?1")?
-                    .execute([host_id])?;
-                continue;
-            }
-            let urls = claim_from(&tx, host_id, per_capsule, now)?;
-            if urls.is_empty() {
-                // `next_due` was early: set it right and move on.
-                refresh_next_due(&tx, host_id)?;
-            } else {
-                tx.prepare_cached("UPDATE hosts SET claimed = 1 WHERE id = ?1")?
-                    .execute([host_id])?;
-                claimed.extend(urls);
-            }
-        }
-        tx.commit()?;
-        Ok((claimed, examined))
-    }
-
-    /// Claims up to `n` more due URLs of a capsule this crawl leases.
-    pub fn claim_more(&mut self, host_id: i64, n: usize, now: i64) -> Result<Vec<QueuedUrl>> {
-        let tx = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let urls = claim_from(&tx, host_id, n, now)?;
-        tx.commit()?;
-        Ok(urls)
-    }
-
-    /// Claims these URLs, if they are free and due: entries new in a feed, taken ahead of the
-    /// rest of a leased capsule's queue.
-    pub fn claim_ids(&mut self, ids: &[i64], now: i64) -> Result<Vec<QueuedUrl>> {
-        let tx = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let mut urls = Vec::new();
-        {
-            let mut select = tx.prepare_cached(&format!(
-                "SELECT {CLAIM_COLUMNS}
-                 FROM urls u JOIN hosts h ON h.id = u.host_id
-                 LEFT JOIN urls a ON a.id = u.alias_of
-                 LEFT JOIN hosts ah ON ah.id = a.host_id
-                 WHERE u.id = ?1 AND u.claimed = 0 AND u.due_at IS NOT NULL AND u.due_at <= ?2"
-            ))?;
-            let mut mark = tx.prepare_cached("UPDATE urls SET claimed = 1 WHERE id = ?1")?;
-            for &id in ids {
-                if let Some(url) = select.query_row(params![id, now], queued_url).optional()? {
-                    mark.execute([id])?;
-                    urls.push(url);
-                }
-            }
-        }
-        tx.commit()?;
-        Ok(urls)
-    }
-
-    /// Lets go of a capsule this crawl leased: its next due time is recomputed from its free
-    /// URLs, so it is claimable again when that comes.
-    pub fn release_capsule(&mut self, host_id: i64) -> Result<()> {
-        let tx = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)?;
-        release(&tx, host_id)?;
-        tx.commit()?;
-        Ok(())
-    }
-
-    /// What earlier runs learned of a capsule's value (see `crawl::budget`).
-    pub fn capsule_standing(&self, host_id: i64) -> Result<Standing> {
-        Ok(self
-            .conn
-            .prepare_cached("SELECT pages, linkers FROM hosts WHERE id = ?1")?
-            .query_row([host_id], |r| {
-                Ok(Standing {
-                    pages: r.get::<_, i64>(0)?.max(0) as u64,
-                    linkers: r.get::<_, i64>(1)?.max(0) as u64,
-                })
-            })
-            .optional()?
-            .unwrap_or_default())
-    }
-
-    /// Records capsules' standing after a run: the pages of every capsule (none for those not
-    /// listed) and the linkers of those listed, in one transaction.
-    pub fn set_standings(&mut self, standings: &[(String, Standing)]) -> Result<()> {
-        let tx = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)?;
-        tx.execute("UPDATE hosts SET pages = 0 WHERE pages != 0", [])?;
-        {
-            let mut stmt =
-                tx.prepare_cached("UPDATE hosts SET pages = ?2, linkers = ?3 WHERE name = ?1")?;
-            for (capsule, standing) in standings {
-                stmt.execute(params![
-                    capsule,
-                    standing.pages.min(i64::MAX as u64) as i64,
-                    standing.linkers.min(i64::MAX as u64) as i64
-                ])?;
-            }
-        }
-        tx.commit()?;
-        Ok(())
-    }
-
-    /// The capsules held back, the last time one was, for one of `reasons`.
-    pub fn capsules_held_for(&self, reasons: &[&str]) -> Result<Vec<String>> {
-        let mut stmt = self
-            .conn
-            .prepare_cached("SELECT name FROM hosts WHERE held_reason = ?1")?;
-        let mut names = Vec::new();
-        for reason in reasons {
-            let rows = stmt.query_map([reason], |r| r.get(0))?;
-            for name in rows {
-                names.push(name?);
-            }
-        }
-        Ok(names)
-    }
-
-    /// Every address is this crawl's: one crawl at a time holds a SQLite store.
-    pub fn lease_address(&mut self, _ip: &str) -> Result<Option<std::time::Duration>> {
-        Ok(Some(std::time::Duration::ZERO))
-    }
-
-    /// Renews nothing: one crawl at a time holds a SQLite store (the data directory's lock), so
-    /// its leases last until it lets them go or `recover` does.
-    pub fn renew_leases(&mut self) -> Result<u64> {
-        Ok(0)
-    }
-
-    /// The earliest time, not before `now`, at which a capsule that is not leased has work it
-    /// may do: a retry or a revisit coming due, or a back-off ending (`now` for one that did
-    /// since the last claim). Capsules passed over for this run are leased (`claimed = 2`).
-    pub fn next_wakeup(&self, now: i64) -> Result<Option<i64>> {
-        let at: Option<i64> = self.conn.query_row(
-            "SELECT MIN(MAX(next_due, COALESCE(backoff_until, 0))) FROM hosts
-             WHERE claimed = 0 AND next_due IS NOT NULL",
-            [],
-            |r| r.get(0),
-        )?;
-        Ok(at.map(|at| at.max(now)))
-    }
-}
-
 /// Claims up to `n` due URLs of one capsule: hubs first, then new URLs and revisits in turn.
-fn claim_from(
+pub(super) fn claim_from(
     tx: &rusqlite::Transaction<'_>,
     host_id: i64,
     n: usize,
@@ -298,7 +122,7 @@ pub(super) fn release(tx: &rusqlite::Transaction<'_>, host_id: i64) -> Result<()
     refresh_next_due(tx, host_id)
 }
 
-fn refresh_next_due(tx: &rusqlite::Transaction<'_>, host_id: i64) -> Result<()> {
+pub(super) fn refresh_next_due(tx: &rusqlite::Transaction<'_>, host_id: i64) -> Result<()> {
     tx.prepare_cached(&format!(
         "UPDATE hosts SET next_due = ({HOST_NEXT_DUE}) WHERE id = ?1"
     ))?

@@ -16,26 +16,10 @@ use super::rows::str_at;
 use super::{Result, SqliteFrontier};
 
 /// The page cache, in KiB, while the link graph is read.
-const SCAN_CACHE_KIB: i64 = 2048;
+pub(super) const SCAN_CACHE_KIB: i64 = 2048;
 
 impl SqliteFrontier {
-    /// The indexed pages and the links between them, resolved through redirects. Pages are
-    /// keyed by their URL's index key ([`crate::digest::url_hash`]).
-    ///
-    /// The two scans read every page of `urls` and `outlinks` once, which a page cache does
-    /// not speed up: the connection's cache is cut to [`SCAN_CACHE_KIB`] for them and set back
-    /// after. Otherwise they filled the crawl's cache (64 MiB then): 55 MiB more peak RSS on
-    /// bench-scale's database of a million URLs.
-    pub fn link_graph(&self) -> Result<LinkGraph> {
-        let cache: i64 = self.conn.query_row("PRAGMA cache_size", [], |r| r.get(0))?;
-        self.conn
-            .pragma_update(None, "cache_size", -SCAN_CACHE_KIB)?;
-        let graph = self.read_link_graph();
-        self.conn.pragma_update(None, "cache_size", cache)?;
-        graph
-    }
-
-    fn read_link_graph(&self) -> Result<LinkGraph> {
+    pub(super) fn read_link_graph(&self) -> Result<LinkGraph> {
         let mut rows = GraphRows::default();
         {
             let mut stmt = self.conn.prepare(
@@ -91,7 +75,7 @@ mod tests {
     use super::super::{LinkOut, UrlState};
     use super::*;
     use crate::digest::url_hash;
-    use crate::frontier::Batch as _;
+    use crate::frontier::{Batch as _, IndexLog as _};
 
     /// Every URL the tests below make, by its key: the graph knows its pages by key only.
     const URLS: &[&str] = &[

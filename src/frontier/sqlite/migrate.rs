@@ -271,7 +271,7 @@ fn v3_to_v4(tx: &rusqlite::Transaction<'_>) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::frontier::{SqliteFrontier, UrlState};
+    use crate::frontier::{Frontier as _, IndexLog as _, Reader as _, SqliteFrontier, UrlState};
 
     /// The first release's schema, as it created databases.
     const V1_SCHEMA: &str = "

@@ -11,33 +11,38 @@
 //!
 //! Claims ([`claim`]) mark URLs and capsules in the database; every claim is an index range
 //! scan, so its cost does not grow with the number of URLs known.
+//!
+//! Laid out by trait, as the PostgreSQL store is: [`crawl`] implements `Frontier`, [`index_log`]
+//! `IndexLog`, [`read`] `Reader` and [`batch`] `Batch`; the other files hold what those share
+//! (claims, anchors, the archive, the link graph, statistics, outlinks, migrations).
 
 mod anchors;
 mod archive;
 mod batch;
 mod claim;
+mod crawl;
 mod graph;
+mod index_log;
 mod migrate;
 mod outlinks;
+mod read;
 mod rows;
-mod seeds;
 mod stats;
-mod store;
 
 use std::collections::HashMap;
 use std::path::Path;
 use std::time::Duration;
 
 use rusqlite::config::DbConfig;
-use rusqlite::{params, Connection, OpenFlags, OptionalExtension, TransactionBehavior};
+use rusqlite::{Connection, OpenFlags, TransactionBehavior};
 
 pub use batch::SqliteBatch;
 
 use super::{
-    AnchorUpdate, ArchiveRecord, ArchiveStats, ArchivedResponse, Backlink, CachedRobots, Canonical,
-    FetchResult, FrontierError, IndexOp, IndexedContent, IndexedPage, KnownHost, LinkOut,
-    LinkReport, NewUrl, PendingOp, Pin, Prior, QueuedUrl, Result, Stats, Suggested, SuggestedSeed,
-    UrlDetails, UrlState, VisitRecord, MAX_REDIRECT_CHAIN, MAX_WAITING_SEEDS,
+    AnchorUpdate, ArchiveStats, ArchivedResponse, Backlink, CachedRobots, Canonical, FetchResult,
+    FrontierError, IndexOp, IndexedContent, IndexedPage, KnownHost, LinkOut, LinkReport, NewUrl,
+    PendingOp, Pin, Prior, QueuedUrl, Result, Stats, Suggested, SuggestedSeed, UrlDetails,
+    UrlState, VisitRecord, MAX_REDIRECT_CHAIN, MAX_WAITING_SEEDS,
 };
 
 /// A recursive CTE `chain(id)`: URL `?1` and the URLs whose redirects (30 or 31) lead to it,
@@ -177,84 +182,6 @@ impl SqliteFrontier {
         })
     }
 
-    /// Brings the database in line with the index after a previous crawl stopped, however it
-    /// stopped. Index operations held by commit `committed_seq` (the payload of the index's last
-    /// commit) are applied. The others never reached the index: their URLs come due at `now`
-    /// and lose their content hash, so the next visit redoes the operation (an unchanged body
-    /// would otherwise skip it). Claims and leases of the dead crawl are let go. Returns how
-    /// many operations were confirmed and how many will be redone.
-    pub fn recover(&mut self, committed_seq: u64, now: i64) -> Result<(usize, usize)> {
-        let tx = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let confirmed = confirm_commit(&tx, committed_seq)?;
-        // A page reached through a temporary redirect is indexed under the URL that redirected:
-        // the redirect's target is the one whose visit redoes the upsert. (No index on
-        // `alias_of`: the scan only happens after a crash that lost an upsert.)
-        let lost_upserts: bool = tx.query_row(
-            "SELECT EXISTS (SELECT 1 FROM urls WHERE index_op = 'upsert')",
-            [],
-            |r| r.get(0),
-        )?;
-        if lost_upserts {
-            tx.execute(
-                "UPDATE urls SET content_hash = NULL, due_at = ?1, claimed = 1
-                 WHERE alias_of IN (SELECT id FROM urls WHERE index_op = 'upsert')",
-                [now],
-            )?;
-        }
-        // `claimed = 1` marks them for `release_all` below, which makes their capsules due.
-        let redone = tx.execute(
-            "UPDATE urls SET
-                 state = CASE WHEN index_op = 'upsert' AND in_index = 0 THEN 'new' ELSE state END,
-                 content_hash = CASE WHEN index_op = 'upsert' THEN NULL ELSE content_hash END,
-                 index_op = NULL, batch = NULL, due_at = ?1, claimed = 1
-             WHERE index_op IS NOT NULL",
-            [now],
-        )?;
-        claim::release_all(&tx)?;
-        tx.commit()?;
-        Ok((confirmed, redone))
-    }
-
-    /// Ends a run: URLs claimed or visited in it become claimable again (when due) and every
-    /// capsule lease is let go.
-    pub fn end_run(&mut self) -> Result<()> {
-        let tx = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)?;
-        claim::release_all(&tx)?;
-        tx.commit()?;
-        Ok(())
-    }
-
-    /// Number of URLs known.
-    pub fn url_count(&self) -> Result<u64> {
-        Ok(self
-            .conn
-            .query_row("SELECT COUNT(*) FROM urls", [], |r| r.get::<_, i64>(0))? as u64)
-    }
-
-    /// The cached robots.txt of a capsule, if it was ever fetched.
-    pub fn robots(&self, host_id: i64) -> Result<Option<CachedRobots>> {
-        let row = self
-            .conn
-            .query_row(
-                "SELECT robots_status, robots_txt, robots_fetched_at FROM hosts
-                 WHERE id = ?1 AND robots_status IS NOT NULL",
-                [host_id],
-                |r| {
-                    Ok(CachedRobots {
-                        status: r.get::<_, i64>(0)?.clamp(0, 99) as u8,
-                        text: r.get(1)?,
-                        fetched_at: r.get(2)?,
-                    })
-                },
-            )
-            .optional()?;
-        Ok(row)
-    }
-
     /// Starts a write transaction; `now` is the time new URLs come due.
     pub fn batch(&mut self, now: i64) -> Result<SqliteBatch<'_>> {
         let tx = self
@@ -271,64 +198,7 @@ impl SqliteFrontier {
         ))
     }
 
-    /// Tags URLs whose index operation is about to be committed with the commit's number.
-    pub fn assign_batch(&mut self, url_ids: &[i64], seq: u64) -> Result<()> {
-        let tx = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)?;
-        {
-            let mut tag = tx.prepare_cached(
-                "UPDATE urls SET batch = ?2 WHERE id = ?1 AND index_op IS NOT NULL",
-            )?;
-            for id in url_ids {
-                tag.execute(params![id, seq as i64])?;
-            }
-        }
-        tx.commit()?;
-        Ok(())
-    }
-
-    /// Confirms that the index commit `seq` (and every earlier one) has happened.
-    pub fn mark_committed(&mut self, seq: u64) -> Result<usize> {
-        let tx = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let confirmed = confirm_commit(&tx, seq)?;
-        tx.commit()?;
-        Ok(confirmed)
-    }
-
-    /// Stores a free-form fact about the crawl (last crawl times and the like).
-    pub fn set_meta(&self, key: &str, value: &str) -> Result<()> {
-        self.conn.execute(
-            "INSERT INTO meta(key, value) VALUES (?1, ?2)
-             ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-            params![key, value],
-        )?;
-        Ok(())
-    }
-
-    pub fn meta(&self, key: &str) -> Result<Option<String>> {
-        Ok(self
-            .conn
-            .query_row("SELECT value FROM meta WHERE key = ?1", [key], |r| r.get(0))
-            .optional()?)
-    }
-
-    /// Every URL in `state`, sorted.
-    pub fn urls_in_state(&self, state: UrlState) -> Result<Vec<String>> {
-        self.strings(
-            "SELECT url FROM urls WHERE state = ?1 ORDER BY url",
-            [state.as_str()],
-        )
-    }
-
-    /// Every URL the index holds a document under, sorted.
-    pub fn indexed_urls(&self) -> Result<Vec<String>> {
-        self.strings("SELECT url FROM urls WHERE in_index = 1 ORDER BY url", [])
-    }
-
-    fn strings<P: rusqlite::Params>(&self, sql: &str, params: P) -> Result<Vec<String>> {
+    pub(super) fn strings<P: rusqlite::Params>(&self, sql: &str, params: P) -> Result<Vec<String>> {
         let mut stmt = self.conn.prepare(sql)?;
         let rows = stmt.query_map(params, |r| r.get(0))?;
         Ok(rows.collect::<std::result::Result<_, _>>()?)
@@ -349,7 +219,7 @@ fn settle_plans(conn: &Connection) -> Result<()> {
 }
 
 /// Applies the index operations of commits up to `seq`.
-fn confirm_commit(tx: &rusqlite::Transaction<'_>, seq: u64) -> Result<usize> {
+pub(super) fn confirm_commit(tx: &rusqlite::Transaction<'_>, seq: u64) -> Result<usize> {
     Ok(tx.execute(
         "UPDATE urls SET in_index = (index_op = 'upsert'), index_op = NULL, batch = NULL
          WHERE index_op IS NOT NULL AND batch <= ?1",

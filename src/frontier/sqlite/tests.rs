@@ -2,7 +2,11 @@
 //! test modules of the frontier.
 
 use super::*;
-use crate::frontier::{Batch as _, CertificateChange, Standing};
+use rusqlite::params;
+
+use crate::frontier::{
+    Batch as _, CertificateChange, Frontier as _, IndexLog as _, Reader as _, Standing,
+};
 use crate::revisit::Priority;
 
 pub(super) fn link(url: &str) -> LinkOut {
