@@ -211,7 +211,9 @@ pub trait Frontier: IndexLog + Reader + Send {
     /// commit) are applied. The others never reached the index: their URLs come due at `now`
     /// and lose their content hash, so the next visit redoes the operation. Claims and leases of
     /// the dead crawl are let go. Returns how many operations were confirmed and how many will
-    /// be redone.
+    /// be redone. A store shared by several crawlers (PostgreSQL) keeps no index of its own: its
+    /// crawlers' recovery only lets go of their claims and leases and returns (0, 0), and the
+    /// one index writer (`geode index`) settles index operations with [`IndexLog::mark_committed`].
     fn recover(&mut self, committed_seq: u64, now: i64) -> Result<(usize, usize)>;
     /// Ends a run: URLs claimed or visited in it become claimable again (when due) and every
     /// capsule lease is let go.
@@ -417,7 +419,10 @@ pub trait Batch {
     fn drop_links(&mut self, source: i64) -> Result<()>;
     /// Forgets a page's pending anchor update: its document is being written now.
     fn forget_anchor_update(&mut self, url_id: i64) -> Result<()>;
-    /// Records a redirect target reached from `source`; `None` when its capsule is full.
+    /// Records a redirect target reached from `source` (at link depth `depth`) after `hops`
+    /// redirects; the caller enforces the hop limit. `alias_of` names the URL whose content the
+    /// target is, for temporary redirects. Returns the target's id and whether it was new;
+    /// `None` when the target's capsule is full (see [`Batch::ensure_url`]).
     fn add_redirect(
         &mut self,
         source: i64,
@@ -426,7 +431,18 @@ pub trait Batch {
         target: &LinkOut,
         alias_of: Option<i64>,
         budget: u64,
-    ) -> Result<Option<(i64, bool)>>;
+    ) -> Result<Option<(i64, bool)>> {
+        let new = NewUrl {
+            url: &target.url,
+            host: &target.host,
+            depth,
+            hops,
+            from: Some(source),
+            alias_of,
+            prio: target.prio,
+        };
+        self.ensure_url(&new, target.excluded, budget)
+    }
     /// Another page holding this content in the index (or on its way there), if any.
     fn same_content(&mut self, hash: &str, except: i64) -> Result<Option<String>>;
     /// The distinct labels of the links that point to a URL, as this transaction sees them.

@@ -4,6 +4,7 @@
 
 mod archive;
 mod cli;
+mod conformance;
 mod crawl;
 mod cron;
 mod datadir;

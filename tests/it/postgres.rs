@@ -2,6 +2,10 @@
 //! Debian's binaries as the `postgres` user (it refuses to run as root), listening on 127.0.0.1
 //! only. Where the binaries are not installed, the tests say SKIPPED and pass (CI installs
 //! Debian's `postgresql`: .ci/run).
+//!
+//! Here is what only a shared store does: several crawlers and their leases, the index writer,
+//! shared crawls of the fixture geminispace. What both stores promise through the traits is
+//! the conformance suite's (`conformance.rs`, which shares one [`Cluster`]).
 
 use std::net::TcpListener;
 use std::path::PathBuf;
@@ -145,8 +149,9 @@ impl Cluster {
     }
 }
 
-impl Drop for Cluster {
-    fn drop(&mut self) {
+impl Cluster {
+    /// Stops the cluster (its directory goes with the `TempDir`).
+    fn stop(&self) {
         let root = unsafe { libc::geteuid() } == 0;
         let data = self.data();
         let mut command = if root {
@@ -160,6 +165,19 @@ impl Drop for Cluster {
         let _ = command
             .args(["-D", data.to_str().unwrap(), "-m", "immediate", "stop"])
             .output();
+    }
+
+    /// Stops the cluster and removes its directory, for a cluster that is never dropped (one
+    /// kept in a static, stopped when the process exits).
+    pub fn stop_and_remove(&self) {
+        self.stop();
+        let _ = std::fs::remove_dir_all(self.dir.path());
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        self.stop();
     }
 }
 
@@ -477,30 +495,6 @@ fn an_address_passes_to_the_next_crawler_with_the_wait_left() {
     );
 }
 
-/// A capsule whose back-off ends between two claims is work still: the crawler asking when to
-/// look again is told "now", not that nothing is left (crawlers used to end with such a
-/// capsule never fetched).
-#[test]
-fn a_capsule_coming_out_of_back_off_between_claims_is_not_forgotten() {
-    let Some(cluster) = Cluster::start("a_capsule_coming_out_of_back_off_between_claims") else {
-        return;
-    };
-    let url = cluster.database("backoff");
-    let store = PgStore::connect(&url, Duration::from_secs(300), true).unwrap();
-    let mut f = store.frontier().unwrap();
-    seed(&mut f, "gemini://a.test/");
-    let mut batch = Frontier::batch(&mut f, 0).unwrap();
-    let host = batch.host_id("a.test").unwrap();
-    batch.set_backoff(host, 500).unwrap();
-    batch.commit().unwrap();
-    assert!(f.claim_capsules(4, 8, 499, &|_| true).unwrap().0.is_empty());
-    assert_eq!(f.next_wakeup(499).unwrap(), Some(500));
-    assert_eq!(f.next_wakeup(500).unwrap(), Some(500));
-    assert_eq!(f.next_wakeup(501).unwrap(), Some(501));
-    assert_eq!(f.claim_capsules(4, 8, 501, &|_| true).unwrap().0.len(), 1);
-    assert_eq!(f.next_wakeup(501).unwrap(), None, "leased by this crawler");
-}
-
 /// Politeness across crawlers: a crawler stops (`--max-pages`) while the gap after its last
 /// requests still runs, and the crawlers started right after it lease its addresses; one of
 /// them stops early too. The server's log, all crawlers together, shows no two requests to one
@@ -550,91 +544,6 @@ async fn crawlers_taking_over_an_address_keep_its_gap() {
         log.len() - before.len()
     );
     support::assert_polite(&log, delay);
-}
-
-/// What a crawl writes reads back the same through the trait: visits, links and anchors,
-/// robots.txt, certificate pins, the archive, stats, backlinks and the link graph.
-#[test]
-fn the_postgres_store_keeps_what_a_crawl_records() {
-    let Some(cluster) = Cluster::start("the_postgres_store_keeps_what_a_crawl_records") else {
-        return;
-    };
-    let url = cluster.database("records");
-    let store = PgStore::connect(&url, Duration::from_secs(300), true).unwrap();
-    let mut f: Box<dyn Frontier> = Box::new(store.frontier().unwrap());
-    seed(&mut *f, "gemini://a.test/");
-    let (claimed, _) = f.claim_capsules(1, 8, 1, &|_| true).unwrap();
-    assert_eq!(claimed.len(), 1);
-    let root = &claimed[0];
-    let mut b = f.batch(1).unwrap();
-    let host = b.host_id("a.test").unwrap();
-    assert_eq!(host, root.host_id);
-    b.set_robots(host, 20, Some("User-agent: *\nDisallow: /private/\n"), 1)
-        .unwrap();
-    assert_eq!(
-        b.pin_certificate(host, "aa", 1).unwrap(),
-        geode::frontier::Pin::First
-    );
-    assert_eq!(
-        b.pin_certificate(host, "bb", 2).unwrap(),
-        geode::frontier::Pin::Changed {
-            previous: "aa".into()
-        }
-    );
-    assert_eq!(
-        b.pin_certificate(host, "bb", 3).unwrap(),
-        geode::frontier::Pin::Same
-    );
-    let links = [geode::frontier::LinkOut {
-        url: "gemini://b.test/".into(),
-        host: "b.test".into(),
-        label: "Bee".into(),
-        excluded: None,
-        prio: Priority::Fresh,
-    }];
-    let report = b.set_links(root.id, 0, &links, 100).unwrap();
-    assert_eq!(report.added, 1);
-    visit(&mut *b, root.id, 1);
-    let zstd = geode::frontier::archive::compress(b"# Hello\n");
-    b.archive(
-        root.id,
-        &geode::frontier::ArchiveRecord {
-            status: 20,
-            meta: "text/gemini",
-            fetched_at: 1,
-            cert_sha256: Some("bb"),
-            body: Some(geode::frontier::ArchivedBody {
-                hash: "h1",
-                size: 8,
-                zstd: &zstd,
-            }),
-        },
-    )
-    .unwrap();
-    b.commit().unwrap();
-    let robots = f.robots(host).unwrap().expect("robots cached");
-    assert_eq!(robots.status, 20);
-    assert!(robots.text.unwrap().contains("/private/"));
-    assert_eq!(
-        f.archived(root.id).unwrap().unwrap().body.as_deref(),
-        Some(&b"# Hello\n"[..])
-    );
-    let stats = f.stats(1).unwrap();
-    assert_eq!(stats.urls_known, 2);
-    assert_eq!(stats.certificate_changes, 1);
-    assert_eq!(stats.archive.bodies, 1);
-    let backlinks = f.backlinks("gemini://b.test/").unwrap();
-    assert_eq!(backlinks.len(), 1);
-    assert_eq!(backlinks[0].url, "gemini://a.test/");
-    assert_eq!(backlinks[0].label, "Bee");
-    let b_id = f.url_id("gemini://b.test/").unwrap().unwrap();
-    assert_eq!(f.inbound_labels(b_id, 10).unwrap(), ["Bee"]);
-    assert_eq!(
-        f.suggest_seed("gemini://c.test/", "c.test", "cli", 2)
-            .unwrap(),
-        geode::frontier::Suggested::New
-    );
-    f.end_run().unwrap();
 }
 
 /// A link of a page to `url` (its capsule is the URL's host).
@@ -1036,6 +945,64 @@ fn two_crawlers_filling_one_capsule_stop_at_its_budget() {
         )
         .unwrap();
     assert_eq!((row.get::<_, i64>(0), row.get::<_, i64>(1)), (40, 40));
+}
+
+/// A crawler of a shared store keeps no index, so its recovery after a crash settles no index
+/// operation (unlike the SQLite store's: `conformance::recovery_*`): it lets go of its claims
+/// and leases and leaves the operations it recorded pending, content hashes and schedules
+/// untouched, for the one index writer. The writer, starting again, confirms those its last
+/// commit holds and applies the others again.
+#[test]
+fn a_crawlers_recovery_leaves_index_operations_to_the_index_writer() {
+    let Some(cluster) = Cluster::start("a_crawlers_recovery_leaves_index_operations") else {
+        return;
+    };
+    let url = cluster.database("recovery");
+    let store = PgStore::connect(&url, Duration::from_secs(300), true).unwrap();
+    let mut f = store.frontier().unwrap();
+    for page in ["", "c", "e"] {
+        seed(&mut f, &format!("gemini://a.test/{page}"));
+    }
+    let id = |f: &dyn Frontier, url: &str| f.url_id(url).unwrap().unwrap();
+    let (a, c) = (id(&f, "gemini://a.test/"), id(&f, "gemini://a.test/c"));
+    let (claimed, _) = f.claim_capsules(1, 5, 0, &|_| true).unwrap();
+    assert_eq!(claimed.len(), 3);
+    let mut b = Frontier::batch(&mut f, 1).unwrap();
+    for page in [a, c] {
+        let result = FetchResult {
+            status: Some(20),
+            meta: "text/gemini".into(),
+            fetched_at: 1,
+            content_hash: Some(format!("hash-{page}")),
+            ..FetchResult::default()
+        };
+        b.record_visit(page, &indexed_visit(&result)).unwrap();
+    }
+    b.commit().unwrap();
+    // The writer tagged a's upsert with its commit 1 and died before confirming it.
+    f.assign_batch(&[a], 1).unwrap();
+    let pending = |f: &dyn Frontier| -> Vec<i64> {
+        let ops = f.pending_index_ops(0, 10).unwrap();
+        ops.iter().map(|op| op.page.id).collect()
+    };
+    // The crawler, dead too, starts again.
+    assert_eq!(f.recover(0, 50).unwrap(), (0, 0));
+    assert_eq!(pending(&f), [a, c], "nothing undone");
+    let details = f.url_details("gemini://a.test/c").unwrap().unwrap();
+    assert_eq!(details.content_hash, Some(format!("hash-{c}")));
+    assert_eq!(details.due_at, Some(100), "not made due");
+    let (mut again, _) = f.claim_capsules(1, 5, 100, &|_| true).unwrap();
+    again.sort_by(|x, y| x.url.cmp(&y.url));
+    let again: Vec<&str> = again.iter().map(|u| u.url.as_str()).collect();
+    assert_eq!(
+        again,
+        ["gemini://a.test/", "gemini://a.test/c", "gemini://a.test/e"],
+        "claims, lease and visits let go"
+    );
+    // The writer starts again from its last commit.
+    assert_eq!(f.mark_committed(1).unwrap(), 1);
+    assert_eq!(f.indexed_urls().unwrap(), ["gemini://a.test/"]);
+    assert_eq!(pending(&f), [c], "applied again by the writer");
 }
 
 /// A read-only open of a database without a crawl says so.

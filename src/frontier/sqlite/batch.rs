@@ -430,31 +430,6 @@ impl Batch for SqliteBatch<'_> {
         Ok(())
     }
 
-    /// Records a redirect target reached from `source` (at link depth `depth`) after `hops`
-    /// redirects; the caller enforces the hop limit. `alias_of` names the URL whose content the
-    /// target is, for temporary redirects. Returns the target's id and whether it was new;
-    /// `None` when the target's capsule is full.
-    fn add_redirect(
-        &mut self,
-        source: i64,
-        depth: u32,
-        hops: u32,
-        target: &LinkOut,
-        alias_of: Option<i64>,
-        budget: u64,
-    ) -> Result<Option<(i64, bool)>> {
-        let new = NewUrl {
-            url: &target.url,
-            host: &target.host,
-            depth,
-            hops,
-            from: Some(source),
-            alias_of,
-            prio: target.prio,
-        };
-        self.ensure_url(&new, target.excluded, budget)
-    }
-
     /// Another page holding this content in the index (or on its way there), if any.
     fn same_content(&mut self, hash: &str, except: i64) -> Result<Option<String>> {
         Ok(self
