@@ -440,32 +440,15 @@ impl Crawl {
                     host,
                     addr,
                 } => {
-                    self.tried.insert(host_id);
                     self.count_request(&host, None);
                     let url = urlnorm::Capsule::parse(&host).robots_url();
-                    run.fetches.spawn(fetch(
-                        self.fetcher.clone(),
-                        Arc::clone(&self.parsers),
-                        url,
-                        addr,
-                        host_id,
-                        DoneJob::Robots { host_id },
-                    ));
+                    self.start(run, url, addr, host_id, DoneJob::Robots { host_id });
                 }
                 Job::Page { url, addr } => {
                     run.pages_started += 1;
                     self.count_request(&url.host, Some(url.depth));
-                    let target = url.url.clone();
-                    let host_id = url.host_id;
-                    run.fetches.spawn(fetch(
-                        self.fetcher.clone(),
-                        Arc::clone(&self.parsers),
-                        target,
-                        addr,
-                        host_id,
-                        DoneJob::Page(Box::new(url)),
-                    ));
-                    self.tried.insert(host_id);
+                    let (target, host_id) = (url.url.clone(), url.host_id);
+                    self.start(run, target, addr, host_id, DoneJob::Page(Box::new(url)));
                     if self
                         .config
                         .max_pages
@@ -478,6 +461,26 @@ impl Crawl {
             }
         }
         Ok(())
+    }
+
+    /// Hands a request to a fetch task; its capsule counts as tried.
+    fn start(
+        &mut self,
+        run: &mut LoopState,
+        url: String,
+        addr: SocketAddr,
+        host_id: i64,
+        job: DoneJob,
+    ) {
+        self.tried.insert(host_id);
+        run.fetches.spawn(fetch(
+            self.fetcher.clone(),
+            Arc::clone(&self.parsers),
+            url,
+            addr,
+            host_id,
+            job,
+        ));
     }
 
     /// Rewrites the documents of the pages whose inbound link labels changed, from what the
