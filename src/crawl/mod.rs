@@ -1,8 +1,9 @@
 //! The crawl loop: leases capsules with due work from the frontier, schedules their URLs per IP
-//! address under the politeness rules ([`scheduler`]), fetches them concurrently, records what
-//! each visit found and when the URL is due again ([`record`], [`crate::revisit`]) and hands
-//! pages, removals and anchor refreshes to the indexing thread ([`indexing`]), a capsule's pages
-//! once it is done with them ([`hold`]), so that they carry the labels its other pages give them.
+//! address under the politeness rules ([`scheduler`]), fetches them concurrently, records what each
+//! visit found ([`verdict`] decides what an answer means, [`record`] does it) and when the URL is
+//! due again ([`crate::revisit`]) and hands pages, removals and anchor refreshes to the indexing
+//! thread ([`indexing`]), a capsule's pages once it is done with them ([`hold`]), so that they
+//! carry the labels its other pages give them.
 //!
 //! One run visits what is due plus everything new it finds, each URL at most once (retries of
 //! temporary failures aside): a crawl from cron keeps the index current. The loop is a single
@@ -16,10 +17,13 @@ pub mod budget;
 mod driver;
 mod hold;
 pub mod indexing;
+mod lease;
 pub mod policy;
 mod record;
 pub mod scheduler;
+mod state;
 mod task;
+mod verdict;
 
 use std::future::Future;
 use std::path::{Path, PathBuf};
@@ -34,9 +38,9 @@ use crate::frontier::{Frontier, FrontierError, Location, Schema};
 use crate::index::{IndexError, Indexer};
 use crate::revisit::RevisitPolicy;
 use crate::urlnorm;
-use driver::Crawl;
 use indexing::CommitPolicy;
 use policy::{Exclusions, UrlPolicy};
+use state::Crawl;
 
 /// Well-known capsules a crawl starts from when it has no seeds and knows no URL.
 pub const DEFAULT_SEEDS: &[&str] = &[

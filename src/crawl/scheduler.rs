@@ -569,34 +569,19 @@ fn path_and_query(url: &str) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::frontier::{Prior, QueuedUrl};
 
-    /// A queued URL as the crawl would hand it over.
-    #[derive(Debug, Clone, PartialEq, Eq)]
-    struct Item {
-        id: i64,
-        url: String,
-        host_id: i64,
-        host: String,
-    }
-
-    impl Queued for Item {
-        fn capsule_id(&self) -> i64 {
-            self.host_id
-        }
-        fn capsule_key(&self) -> &str {
-            &self.host
-        }
-        fn url_str(&self) -> &str {
-            &self.url
-        }
-    }
-
-    fn url(id: i64, host_id: i64, host: &str, path: &str) -> Item {
-        Item {
+    /// A claimed URL, as the crawl hands it over.
+    fn url(id: i64, host_id: i64, host: &str, path: &str) -> QueuedUrl {
+        QueuedUrl {
             id,
             url: format!("gemini://{host}{path}"),
             host_id,
             host: host.to_string(),
+            depth: 0,
+            hops: 0,
+            canonical: None,
+            prior: Prior::default(),
         }
     }
 

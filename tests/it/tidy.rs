@@ -202,8 +202,9 @@ const DOMAIN: &[&str] = &[
     "digest",
 ];
 
-/// What a domain module may not name.
-const NOT_IN_DOMAIN: &[&str] = &[
+/// What a pure module may not name: I/O, the clock, the async runtime, the index or the
+/// database.
+const NO_IO: &[&str] = &[
     "std::fs",
     "Instant::now",
     "SystemTime",
@@ -216,11 +217,31 @@ const NOT_IN_DOMAIN: &[&str] = &[
     "rusqlite",
     "postgres",
     "std::net::Tcp",
+];
+
+/// What a domain module may not name besides: the layers above the floor and their types.
+const NOT_IN_DOMAIN: &[&str] = &[
     "crate::frontier",
     "crate::fetch",
     "crate::index",
     "crate::serve",
     "crate::cmd",
+];
+
+/// Modules that decide what others do: they may read the fetch layer's and the store's types
+/// (an answer, a claimed URL), but, like the domain floor, no clock and no I/O, and they name
+/// nothing that acts (a store, a transaction, a fetcher, the scheduler).
+const DECISIONS: &[&str] = &["crawl::verdict"];
+
+/// What a decision module may not name besides.
+const NOT_IN_DECISIONS: &[&str] = &[
+    "crate::index",
+    "crate::serve",
+    "crate::cmd",
+    "Frontier",
+    "Batch",
+    "Fetcher",
+    "Scheduler",
 ];
 
 /// Marks of an outgoing connection or a name lookup: only the fetch layer opens sockets.
@@ -234,12 +255,12 @@ const CONNECT: &[&str] = &[
     ".connect(",
 ];
 
-/// One rule: modules under `scope` must not carry any of `marks`, except modules under
+/// One rule: modules under `scope` must not carry any mark of `marks`, except modules under
 /// `allowed` (module paths; `crate` is every module).
 struct Rule {
     name: &'static str,
     scope: &'static [&'static str],
-    marks: &'static [&'static str],
+    marks: &'static [&'static [&'static str]],
     allowed: &'static [&'static str],
 }
 
@@ -247,25 +268,31 @@ const RULES: &[Rule] = &[
     Rule {
         name: "only the stores speak SQL",
         scope: &["crate"],
-        marks: &["rusqlite", "Connection::open", "postgres::", "r2d2"],
+        marks: &[&["rusqlite", "Connection::open", "postgres::", "r2d2"]],
         allowed: &["frontier"],
     },
     Rule {
         name: "only the fetch layer opens outgoing sockets and resolves names",
         scope: &["crate"],
-        marks: CONNECT,
+        marks: &[CONNECT],
         allowed: &["fetch"],
     },
     Rule {
         name: "only the indexer holds the IndexWriter",
         scope: &["crate"],
-        marks: &["IndexWriter", ".writer(", ".writer_with_num_threads("],
+        marks: &[&["IndexWriter", ".writer(", ".writer_with_num_threads("]],
         allowed: &["index::writer"],
     },
     Rule {
         name: "domain modules do no I/O, read no clock and use no store",
         scope: DOMAIN,
-        marks: NOT_IN_DOMAIN,
+        marks: &[NO_IO, NOT_IN_DOMAIN],
+        allowed: &[],
+    },
+    Rule {
+        name: "decisions do no I/O, read no clock and act on nothing",
+        scope: DECISIONS,
+        marks: &[NO_IO, NOT_IN_DECISIONS],
         allowed: &[],
     },
 ];
@@ -369,7 +396,7 @@ fn breaches_of(rule: &Rule, path: &str, text: &str) -> Vec<String> {
     let code = code_of(text);
     let mut found = Vec::new();
     for (number, line) in code.lines().enumerate() {
-        for mark in rule.marks {
+        for mark in rule.marks.iter().copied().flatten() {
             if line.contains(mark) {
                 found.push(format!(
                     "{path}:{}: `{mark}` breaks \"{}\"",
@@ -496,10 +523,10 @@ fn the_architecture_rules_hold() {
     let tree = module_tree(root);
     let modules: Vec<String> = tree.iter().map(|path| module_of(path)).collect();
     // A rename that leaves the list behind would silently check nothing.
-    for domain in DOMAIN {
+    for pure in DOMAIN.iter().chain(DECISIONS) {
         assert!(
-            modules.iter().any(|m| m == domain),
-            "DOMAIN names `{domain}`, which is not a module of the crate"
+            modules.iter().any(|m| m == pure),
+            "DOMAIN or DECISIONS names `{pure}`, which is not a module of the crate"
         );
     }
     let files: Vec<(String, String)> = tree
@@ -560,6 +587,15 @@ fn the_rules_catch_what_they_forbid() {
         3
     );
     assert!(breaches_of(rule("domain"), "src/crawl/driver.rs", clock).is_empty());
+    // A decision reads an answer and a claimed URL, and does nothing with them.
+    let decide = "use crate::fetch::Outcome;\nuse crate::frontier::{QueuedUrl, UrlState};\n";
+    assert!(breaches_of(rule("decisions"), "src/crawl/verdict.rs", decide).is_empty());
+    let act = "fn f(b: &mut dyn Batch) { b.requeue(1, unix_now()); }\n";
+    assert_eq!(
+        breaches_of(rule("decisions"), "src/crawl/verdict.rs", act).len(),
+        2
+    );
+    assert!(breaches_of(rule("decisions"), "src/crawl/record/mod.rs", act).is_empty());
     let writer = "let w: tantivy::IndexWriter = index.writer(50_000_000)?;\n";
     assert_eq!(
         breaches_of(rule("only the indexer"), "src/reindex.rs", writer).len(),

@@ -146,10 +146,7 @@ impl Crawl {
                 failed += 1;
                 self.failed_visit(&mut *batch, &url, result, UrlState::Failed, &mut docs)?;
             }
-            batch.commit()?;
-            for msg in docs {
-                self.send_to_index(msg)?;
-            }
+            self.commit(batch, &mut docs)?;
         }
         frontier.release_capsule(host_id)?;
         tracing::info!(host_id, failed, error = message, "capsule unreachable");
@@ -175,11 +172,10 @@ impl Crawl {
         if let Some(fp) = &response.cert_fingerprint {
             self.pin(batch, host_id, fp, now)?;
         }
-        // 20 text: the rules. 44: ask again once the wait is over. Other 4x: ask again later
-        // and fetch nothing meanwhile. Anything else (missing, permanent failure, redirect, not
-        // text) means no restrictions.
-        let (robots, text) = match &response.outcome {
-            Outcome::TemporaryFailure { code: 44, message } => {
+        let key = self.scheduler.capsule_key(host_id).unwrap_or_default();
+        let (robots, text) = match robots_verdict(&response.outcome, key) {
+            RobotsVerdict::SlowDown => {
+                let message = outcome_meta(&response.outcome);
                 if !self.slow_down(batch, ip, message)?
                     && self.scheduler.retry_robots(host_id, Instant::now())
                         >= self.config.max_attempts
@@ -188,13 +184,8 @@ impl Crawl {
                 }
                 return Ok(());
             }
-            Outcome::TemporaryFailure { .. } => return self.set_aside(batch, host_id),
-            Outcome::Success { meta, body } if crate::fetch::wants_body(meta) => {
-                let text = crate::gemtext::decode(body).into_owned();
-                let key = self.scheduler.capsule_key(host_id).unwrap_or_default();
-                (robots_of(key, &text), Some(text))
-            }
-            _ => (Robots::allow_all(), None),
+            RobotsVerdict::SetAside => return self.set_aside(batch, host_id),
+            RobotsVerdict::Rules { robots, text } => (robots, text),
         };
         batch.capsule_answered(host_id)?;
         batch.set_robots(host_id, response.status, text.as_deref(), now)?;
@@ -231,16 +222,6 @@ impl Crawl {
             );
         }
         Ok(())
-    }
-}
-
-/// The rules of a capsule's robots.txt, read as its protocol says: the Gemini companion
-/// specification for a capsule, RFC 9309 for a web origin.
-pub(in crate::crawl) fn robots_of(capsule_key: &str, text: &str) -> Robots {
-    if crate::urlnorm::Capsule::parse(capsule_key).is_web() {
-        Robots::parse_web(text)
-    } else {
-        Robots::parse(text)
     }
 }
 

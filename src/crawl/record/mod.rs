@@ -1,14 +1,10 @@
-//! From finished fetches to frontier records and index messages: what each Gemini answer means
-//! for the URL, its capsule, its IP address, the index and the URL's next visit (gemini.md's
-//! status table; the schedule is [`crate::revisit`]'s).
-//!
-//! A 20 whose body hash is the one recorded last time is *unchanged*: only its times move. A
-//! changed or new body is indexed, and its links replace the page's old ones. 30 keeps the
-//! original URL canonical; 31, 51, 52, input prompts and certificate requests take the page out
-//! of the index; other 5x and network failures leave it searchable until it has failed for
-//! `--remove-after`. 40/42/43 are retried with back-off, 41 backs the capsule off, 44 pauses the
-//! IP. A capsule that cannot be reached at all (no address, no TLS, no answer to robots.txt)
-//! fails every due page at once.
+//! From finished fetches to frontier records and index messages. What each answer means for the
+//! URL is [`super::verdict`]'s decision (gemini.md's status table; the schedule is
+//! [`crate::revisit`]'s); here it is done: the certificate pinned, the response archived, the
+//! visit recorded with its schedule, the page indexed or taken out of the index, its links and
+//! redirect targets added to the frontier, the capsule set aside or its IP address paused, and
+//! the run's counts kept. A capsule that cannot be reached at all (no address, no TLS, no answer
+//! to robots.txt) fails every due page at once.
 
 use std::net::IpAddr;
 use std::time::{Duration, Instant};
@@ -18,18 +14,17 @@ use ::url::Url;
 mod budget;
 mod capsule;
 mod page;
-pub(super) use capsule::robots_of;
 
-use super::driver::Crawl;
+use super::state::Crawl;
 use super::task::{Done, DoneJob, ExtractedPage, Fetched};
-use super::{unix_now, CrawlError, MAX_REDIRECT_HOPS, UNREACHABLE_CHUNK};
+use super::verdict::{robots_verdict, verdict, Body, Heard, Retries, RobotsVerdict, Then, Verdict};
+use super::{unix_now, CrawlError, UNREACHABLE_CHUNK};
 use crate::fetch::{FetchError, Outcome};
 use crate::frontier::{
     ArchiveRecord, ArchivedBody, Batch, FetchResult, Frontier, IndexOp, LinkOut, Pin, QueuedUrl,
     UrlState, VisitRecord,
 };
 use crate::revisit::{Change, Memory, Priority, Visit};
-use crate::robots::Robots;
 use crate::urlnorm;
 
 use super::indexing::IndexMsg;
@@ -88,6 +83,7 @@ impl Crawl {
         }
     }
 
+    /// Records a page's answer: the [`verdict`] says what it means, [`Self::apply`] does it.
     fn record_page(
         &mut self,
         batch: &mut dyn Batch,
@@ -95,112 +91,139 @@ impl Crawl {
         answer: Answer,
         docs: &mut Vec<IndexMsg>,
     ) -> Result<(), CrawlError> {
-        let (ip, now) = (answer.ip, answer.at);
-        let result = answer.result;
         self.summary.fetched += 1;
-        let fetched = match result {
-            Ok(fetched) => fetched,
+        let retries = Retries {
+            base: self.config.retry_base,
+            max_attempts: self.config.max_attempts,
+        };
+        let verdict = verdict(answer.result.as_ref().map(heard), &url, retries);
+        let mut result = FetchResult {
+            fetched_at: answer.at,
+            ..FetchResult::default()
+        };
+        let page = match answer.result {
             Err(e) => {
-                let result = FetchResult {
-                    error: Some(e.kind().into()),
-                    meta: e.to_string(),
-                    fetched_at: now,
-                    ..FetchResult::default()
-                };
-                return self.failed_visit(batch, &url, result, UrlState::Failed, docs);
+                result.meta = e.to_string();
+                None
+            }
+            Ok(fetched) => {
+                self.take_response(batch, &url, answer.ip, fetched, &verdict, &mut result)?
             }
         };
-        let response = fetched.response;
+        self.apply(batch, url, answer.ip, verdict.then, result, page, docs)
+    }
+
+    /// What an answer leaves whatever it means: the capsule's certificate pinned, the response
+    /// archived and the IP address's slow-downs ended where the verdict says so, and the
+    /// visit's record filled in. Returns the page extracted from a 20.
+    fn take_response(
+        &mut self,
+        batch: &mut dyn Batch,
+        url: &QueuedUrl,
+        ip: IpAddr,
+        fetched: Fetched,
+        verdict: &Verdict,
+        result: &mut FetchResult,
+    ) -> Result<Option<ExtractedPage>, CrawlError> {
+        let Fetched { response, page } = fetched;
+        let now = result.fetched_at;
         self.summary.tls_resumed += u64::from(response.resumed);
         if let Some(fp) = &response.cert_fingerprint {
             self.pin(batch, url.host_id, fp, now)?;
         }
-        let mut result = FetchResult {
-            status: Some(response.status),
-            fetched_at: now,
-            ..FetchResult::default()
+        result.status = Some(response.status);
+        result.meta = match &response.outcome {
+            Outcome::NotModified => "not modified".into(),
+            outcome => outcome_meta(outcome).to_string(),
         };
-        // The archive keeps the latest response, whatever it says; slow-downs say nothing
-        // about the page and are not kept.
-        let archived = match &response.outcome {
-            // A 304 has no body: the archived response stays the one it confirms.
-            Outcome::TemporaryFailure { code: 44, .. } | Outcome::NotModified => None,
-            outcome => Some((response.status, outcome_meta(outcome).to_string())),
-        };
-        let body = fetched.page.as_ref().and_then(|p| {
-            Some(ArchivedBody {
-                hash: p.hash.as_deref()?,
-                size: p.size,
-                zstd: p.zstd.as_deref()?,
-            })
-        });
-        if let Some((status, meta)) = &archived {
+        if let Outcome::Success { .. } = response.outcome {
+            result.validators = Some((
+                response.validators.etag.clone(),
+                response.validators.last_modified.clone(),
+            ));
+        }
+        if let Some(page) = &page {
+            result.mime = Some(page.extracted.mime.clone());
+            result.size = Some(page.size);
+            result.content_hash = page.hash.clone();
+            result.content_meta = Some(result.meta.clone());
+        }
+        if verdict.archive {
+            let body = page.as_ref().and_then(|p| {
+                Some(ArchivedBody {
+                    hash: p.hash.as_deref()?,
+                    size: p.size,
+                    zstd: p.zstd.as_deref()?,
+                })
+            });
             batch.archive(
                 url.id,
                 &ArchiveRecord {
-                    status: *status,
-                    meta,
+                    status: response.status,
+                    meta: outcome_meta(&response.outcome),
                     fetched_at: now,
                     cert_sha256: response.cert_fingerprint.as_deref(),
                     body,
                 },
             )?;
         }
-        if !matches!(response.outcome, Outcome::TemporaryFailure { code: 44, .. }) {
+        if verdict.answered {
             self.scheduler.answered(ip);
         }
-        match response.outcome {
-            Outcome::Success { meta, .. } => {
-                result.meta = meta;
-                result.validators = Some((
-                    response.validators.etag.clone(),
-                    response.validators.last_modified.clone(),
-                ));
-                let page = fetched.page.expect("success responses are extracted");
-                self.record_content(batch, url, result, page, docs)
-            }
-            Outcome::NotModified => {
-                // The server says it is the version fetched last: unchanged, no body read.
+        Ok(page)
+    }
+
+    /// Does what a verdict says becomes of a page.
+    #[allow(clippy::too_many_arguments)]
+    fn apply(
+        &mut self,
+        batch: &mut dyn Batch,
+        url: QueuedUrl,
+        ip: IpAddr,
+        then: Then,
+        mut result: FetchResult,
+        page: Option<ExtractedPage>,
+        docs: &mut Vec<IndexMsg>,
+    ) -> Result<(), CrawlError> {
+        match then {
+            Then::Unchanged { state, feed } => {
                 self.summary.unchanged += 1;
-                let feed = url.prior.feed;
-                let state = if url.prior.in_index || url.canonical.is_some() {
-                    url.prior.state.unwrap_or(UrlState::Indexed)
-                } else {
-                    UrlState::Fetched
-                };
-                result.meta = "not modified".into();
                 self.finish_unchanged(batch, &url, state, &result, feed, docs)
             }
-            Outcome::Redirect { target, permanent } => {
-                result.meta = target.clone();
-                self.record_redirect(batch, &url, result, &target, permanent, docs)
+            Then::Index { change, state } => {
+                let page = page.expect("success responses are extracted");
+                self.record_content(batch, url, result, page, change, state, docs)
             }
-            Outcome::TemporaryFailure { code, message } => {
-                result.meta = message;
-                self.record_temporary_failure(batch, url, ip, code, result, docs)
+            Then::Follow(follow) => self.record_redirect(batch, &url, result, follow, docs),
+            Then::Answered { visit } => self.finish_fetched(batch, &url, &result, visit, docs),
+            Then::Failed { state, error } => {
+                result.error = Some(error);
+                self.failed_visit(batch, &url, result, state, docs)
             }
-            Outcome::PermanentFailure { code, message } => {
-                result.meta = message;
-                let visit = match code {
-                    51 => Visit::NotFound,
-                    52 => Visit::Gone,
-                    // Refused, bad request, permanent failure, unknown 5x: the page may be
-                    // fine and the server not; it stays until --remove-after.
-                    _ => {
-                        result.error = Some(format!("status-{code}"));
-                        return self.failed_visit(batch, &url, result, UrlState::Fetched, docs);
-                    }
-                };
-                self.finish_fetched(batch, &url, &result, visit, docs)
+            Then::SlowDown { attempts, last } => {
+                let mut url = url;
+                url.prior.attempts = attempts;
+                if self.slow_down(batch, ip, &result.meta)? {
+                    // Its capsule was deferred with the others on this IP.
+                    batch.note_answer(url.id, &result)?;
+                    batch.requeue(url.id)?;
+                } else if last {
+                    // Slowed down again and again: it waits for the next run.
+                    batch.defer(url.id, &result)?;
+                } else {
+                    self.scheduler.retry(url, Instant::now());
+                }
+                Ok(())
             }
-            // An input prompt marks a query endpoint (status 10/11 is kept); geode never
-            // invents input, nor client certificates.
-            Outcome::Input {
-                prompt: message, ..
+            Then::SetAside => {
+                batch.note_answer(url.id, &result)?;
+                batch.requeue(url.id)?;
+                self.set_aside(batch, url.host_id)
             }
-            | Outcome::CertificateRequired { message, .. } => {
-                result.meta = message;
-                self.finish_fetched(batch, &url, &result, Visit::NoContent, docs)
+            Then::Retry { wait } => {
+                let at = result.fetched_at.saturating_add(wait);
+                batch.retry_later(url.id, &result, at)?;
+                Ok(())
             }
         }
     }
@@ -353,6 +376,19 @@ impl Crawl {
             },
         )?;
         Ok(())
+    }
+}
+
+/// An answer as the verdict reads it.
+fn heard(fetched: &Fetched) -> Heard<'_> {
+    Heard {
+        status: fetched.response.status,
+        outcome: &fetched.response.outcome,
+        body: fetched.page.as_ref().map(|p| Body {
+            hash: p.hash.as_deref(),
+            mime: &p.extracted.mime,
+            feed: p.extracted.feed,
+        }),
     }
 }
 

@@ -1,27 +1,28 @@
-//! What a page's answer means for the page: content (new, changed, unchanged, duplicate, or
-//! out of the index), redirects (followed, with the original kept canonical for 30), and
-//! temporary failures (retried with back-off, given up after too many).
+//! What a page's content and redirects do ([`super::super::verdict`] decided which): new or
+//! changed content is indexed, unless an identical body is already, and its links replace the
+//! page's old ones; a redirect's target joins the frontier, with the original kept canonical
+//! for a 30.
 
-use std::net::IpAddr;
 use std::time::Instant;
-
-use ::url::Url;
 
 use super::*;
 use crate::crawl::budget::Content;
 use crate::crawl::hold::Held;
+use crate::crawl::verdict::Follow;
 use crate::index::neardup;
 
 impl Crawl {
-    /// A 20: unchanged (the same body as last time) only updates times; otherwise the page is
-    /// indexed (under the URL that temporarily redirected to it, if any), unless an identical
-    /// body is already indexed, and its links replace those it had.
+    /// New or changed content of a 20: indexed (under the URL that temporarily redirected to
+    /// it, if any), unless an identical body is already, and its links replace those it had.
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn record_content(
         &mut self,
         batch: &mut dyn Batch,
         url: QueuedUrl,
         mut result: FetchResult,
         page: ExtractedPage,
+        change: Change,
+        state: UrlState,
         docs: &mut Vec<IndexMsg>,
     ) -> Result<(), CrawlError> {
         let ExtractedPage {
@@ -30,42 +31,10 @@ impl Crawl {
             hash,
             ..
         } = page;
-        result.mime = Some(extracted.mime.clone());
-        result.size = Some(size);
-        result.content_hash = hash.clone();
-        result.content_meta = Some(result.meta.clone());
         let feed = extracted.feed;
-        let (doc_id, doc_url, doc_host, doc_in_index) = match &url.canonical {
-            Some(c) => (c.id, c.url.clone(), c.host.clone(), c.in_index),
-            None => (
-                url.id,
-                url.url.clone(),
-                url.host.clone(),
-                url.prior.in_index,
-            ),
-        };
-        // What this URL served last time, compared with now. A file read by its header only
-        // has no hash: the same type counts as the same file.
-        let same = match (&hash, &url.prior.content_hash) {
-            (Some(h), Some(before)) => h == before,
-            (None, None) => {
-                url.prior.status == Some(20) && url.prior.mime.as_deref() == Some(&extracted.mime)
-            }
-            _ => false,
-        };
-        let state = if url.canonical.is_some() {
-            UrlState::Fetched
-        } else {
-            UrlState::Indexed
-        };
-        if same && doc_in_index {
-            self.summary.unchanged += 1;
-            return self.finish_unchanged(batch, &url, state, &result, feed, docs);
-        }
-        let change = if doc_in_index {
-            Change::Changed
-        } else {
-            Change::New
+        let (doc_id, doc_url, doc_host) = match &url.canonical {
+            Some(c) => (c.id, c.url.clone(), c.host.clone()),
+            None => (url.id, url.url.clone(), url.host.clone()),
         };
         if let Some(hash) = &hash {
             if let Some(first) = batch.same_content(hash, doc_id)? {
@@ -160,33 +129,23 @@ impl Crawl {
         Ok(())
     }
 
-    /// A 30 or 31: the target joins the frontier (at most [`MAX_REDIRECT_HOPS`] in a chain; a
-    /// known target is not fetched again, which ends loops). A temporary redirect keeps the
-    /// original URL as the one the content is indexed under; a permanent one replaces it, so the
-    /// old URL leaves the index.
+    /// A 30 or 31: the target joins the frontier (a known target is not fetched again, which
+    /// ends loops). A temporary redirect keeps the original URL as the one the content is
+    /// indexed under; a permanent one replaces it, so the old URL leaves the index.
     pub(super) fn record_redirect(
         &mut self,
         batch: &mut dyn Batch,
         url: &QueuedUrl,
         mut result: FetchResult,
-        target: &str,
-        permanent: bool,
+        follow: Follow,
         docs: &mut Vec<IndexMsg>,
     ) -> Result<(), CrawlError> {
-        let resolved = Url::parse(&url.url)
-            .map_err(|e| urlnorm::UrlError::Parse(e.to_string()))
-            .and_then(|base| urlnorm::resolve(&base, target));
-        let error = match resolved {
-            Err(_) => Some("bad-redirect"),
-            Ok(_) if url.hops >= MAX_REDIRECT_HOPS => Some("too-many-redirects"),
-            Ok(ref to) if to.as_str() == url.url => Some("redirect-loop"),
-            Ok(_) => None,
-        };
-        if let Some(error) = error {
-            result.error = Some(error.into());
-            return self.failed_visit(batch, url, result, UrlState::Failed, docs);
-        }
-        let to = resolved.expect("checked above");
+        let Follow {
+            to,
+            permanent,
+            change,
+            state,
+        } = follow;
         let canonical = url.canonical.as_ref().map(|c| c.id);
         let alias_of = if permanent {
             canonical
@@ -219,19 +178,6 @@ impl Crawl {
                 self.effects.wake.insert(batch.host_id(&link.host)?);
             }
         }
-        let same_target = url.prior.status == result.status
-            && url.prior.meta.as_deref() == Some(result.meta.as_str());
-        let change = if same_target {
-            Change::Unchanged
-        } else {
-            Change::Changed
-        };
-        // A temporary redirect's content stays indexed under this URL, through its target.
-        let state = if !permanent && url.prior.in_index {
-            UrlState::Indexed
-        } else {
-            UrlState::Fetched
-        };
         let outcome = Found {
             redirect_to: Some(target_id),
             ..Found::default()
@@ -245,53 +191,5 @@ impl Crawl {
             outcome,
             docs,
         )
-    }
-
-    /// 40-49. 44: the IP is left alone as long as asked and the URL waits its turn again.
-    /// 41: the whole capsule is backed off. Others: the URL is retried later, with back-off,
-    /// and counts a failed visit once the attempts are used up.
-    pub(super) fn record_temporary_failure(
-        &mut self,
-        batch: &mut dyn Batch,
-        url: QueuedUrl,
-        ip: IpAddr,
-        code: u8,
-        mut result: FetchResult,
-        docs: &mut Vec<IndexMsg>,
-    ) -> Result<(), CrawlError> {
-        match code {
-            44 => {
-                let mut url = url;
-                url.prior.attempts += 1;
-                if self.slow_down(batch, ip, &result.meta)? {
-                    // Its capsule was deferred with the others on this IP.
-                    batch.note_answer(url.id, &result)?;
-                    batch.requeue(url.id)?;
-                } else if url.prior.attempts >= self.config.max_attempts {
-                    // Slowed down again and again: it waits for the next run.
-                    batch.defer(url.id, &result)?;
-                } else {
-                    self.scheduler.retry(url, Instant::now());
-                }
-                Ok(())
-            }
-            41 => {
-                let host_id = url.host_id;
-                batch.note_answer(url.id, &result)?;
-                batch.requeue(url.id)?;
-                self.set_aside(batch, host_id)
-            }
-            _ => {
-                let attempts = url.prior.attempts + 1;
-                if attempts >= self.config.max_attempts {
-                    result.error = Some("temporary-failure".into());
-                    return self.failed_visit(batch, &url, result, UrlState::Fetched, docs);
-                }
-                let base = self.config.retry_base.as_secs().max(1) as i64;
-                let wait = base.saturating_mul(1 << (attempts - 1).min(20));
-                batch.retry_later(url.id, &result, result.fetched_at.saturating_add(wait))?;
-                Ok(())
-            }
-        }
     }
 }
