@@ -1,12 +1,14 @@
-//! [`PgBatch`]: one write transaction of a crawler, holding many results, with the meaning of
-//! the SQLite store's batch (see `sqlite/batch.rs`): visits, links, redirects, retries,
-//! back-offs, robots.txt answers, certificate pins and archived responses. Rows two crawlers
-//! may both create (capsules, URLs, bodies) are inserted with `ON CONFLICT`, so a crawler never
-//! fails on another's insert. Each statement is a round trip to the database, so what SQLite
-//! does in a few statements a visit is one statement here where it can be, and the links of a
-//! page are recorded a page at a time (`links.rs`).
+//! [`Batch`] on the PostgreSQL store: [`PgBatch`], one write transaction of a crawler, holding
+//! many results, with the meaning of the SQLite store's batch (see `sqlite/batch.rs`): visits,
+//! links, redirects, retries, back-offs, robots.txt answers, certificate pins and archived
+//! responses. Rows two crawlers may both create (capsules, URLs, bodies) are inserted with `ON
+//! CONFLICT`, so a crawler never fails on another's insert. Each statement is a round trip to
+//! the database, so what SQLite does in a few statements a visit is one statement here where it
+//! can be, and the links of a page are recorded a page at a time (the statements and the URL
+//! ids they need are in `batch/links.rs`). Each method runs its database work through
+//! [`blocking`].
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::time::Duration;
 
 use postgres::types::ToSql;
@@ -16,8 +18,12 @@ mod links;
 
 use links::Wanted;
 
-use super::{Result, DB_NOW_MS};
-use crate::frontier::{ArchiveRecord, FetchResult, IndexOp, LinkOut, NewUrl, Pin, VisitRecord};
+use super::claim::release;
+use super::index_log::inbound_labels;
+use super::{blocking, Result, DB_NOW_MS};
+use crate::frontier::{
+    ArchiveRecord, Batch, FetchResult, IndexOp, LinkOut, LinkReport, NewUrl, Pin, VisitRecord,
+};
 
 /// Ids of capsules and URLs by name, as rows of the store have them.
 #[derive(Debug, Default)]
@@ -29,7 +35,7 @@ pub(super) struct Ids {
 /// How many URL ids a [`super::PgFrontier`] keeps in memory at most; emptied when full.
 const MAX_CACHED_URLS: usize = 200_000;
 
-/// One write transaction. Dropping it without [`PgBatch::commit`] rolls everything back.
+/// One write transaction. Dropping it without [`Batch::commit`] rolls everything back.
 pub struct PgBatch<'a> {
     /// `None` only once committed or dropped.
     tx: Option<Transaction<'a>>,
@@ -106,13 +112,72 @@ impl<'a> PgBatch<'a> {
         Ok(self.tx().query_opt(&statement, params)?)
     }
 
-    /// The id of a capsule, created when new.
-    pub fn host_id(&mut self, name: &str) -> Result<i64> {
-        Ok(self.host_ids(&[name])?[0])
+    fn lower_next_due(&mut self, host_id: i64, due: i64) -> Result<()> {
+        self.exec(
+            "UPDATE hosts SET next_due = $2 WHERE id = $1 AND (next_due IS NULL OR next_due > $2)",
+            &[&host_id, &due],
+        )?;
+        Ok(())
     }
 
-    /// The id of a URL, inserting it when unknown (see the SQLite store's `ensure_url`).
-    pub fn ensure_url(
+    /// Forgets the body of the content a URL had before (`before`, a row holding its hash),
+    /// when `new` content replaced it and nothing else needs it.
+    fn forget_replaced_content(&mut self, before: Option<Row>, new: Option<&str>) -> Result<()> {
+        let Some(new) = new else { return Ok(()) };
+        let old: Option<String> = before.and_then(|r| r.get(0));
+        match old {
+            Some(old) if old != new => self.forget_body_if_unused(&old),
+            _ => Ok(()),
+        }
+    }
+
+    /// Deletes a body nothing needs any more.
+    fn forget_body_if_unused(&mut self, hash: &str) -> Result<()> {
+        self.exec(
+            "DELETE FROM bodies WHERE hash = $1
+               AND NOT EXISTS (SELECT 1 FROM responses WHERE body_hash = $1)
+               AND NOT EXISTS (SELECT 1 FROM urls WHERE content_hash = $1)",
+            &[&hash],
+        )?;
+        Ok(())
+    }
+
+    /// Keeps a capsule from being fetched before `until`, held back for `reason` (a crawl
+    /// budget's, shown by `geode stats`) or backed off (`None`).
+    fn hold(&mut self, host_id: i64, until: i64, reason: Option<&str>) -> Result<()> {
+        self.exec(
+            "UPDATE hosts SET backoff_until = $2, held_reason = $3 WHERE id = $1",
+            &[&host_id, &until, &reason],
+        )?;
+        Ok(())
+    }
+
+    /// Writes the holds on addresses gathered by [`Batch::hold_address`]: an address's next
+    /// request time only moves later, on the database's clock.
+    fn write_holds(&mut self) -> Result<()> {
+        if self.holds.is_empty() {
+            return Ok(());
+        }
+        let (ips, waits): (Vec<String>, Vec<i64>) =
+            std::mem::take(&mut self.holds).into_iter().unzip();
+        self.exec(
+            &format!(
+                "UPDATE addresses a
+                 SET next_at_ms = GREATEST(COALESCE(a.next_at_ms, 0), {DB_NOW_MS} + w.ms)
+                 FROM unnest($1::TEXT[], $2::BIGINT[]) AS w(ip, ms) WHERE a.ip = w.ip"
+            ),
+            &[&ips, &waits],
+        )?;
+        Ok(())
+    }
+}
+
+impl Batch for PgBatch<'_> {
+    fn host_id(&mut self, name: &str) -> Result<i64> {
+        blocking(|| Ok(self.host_ids(&[name])?[0]))
+    }
+
+    fn ensure_url(
         &mut self,
         new: &NewUrl<'_>,
         excluded: Option<&str>,
@@ -122,68 +187,118 @@ impl<'a> PgBatch<'a> {
             new: *new,
             excluded,
         };
-        Ok(self.ensure_urls(&[wanted], budget)?[0])
+        blocking(|| Ok(self.ensure_urls(&[wanted], budget)?[0]))
     }
 
-    /// Makes fetchable the web URLs recorded as `excluded` by runs that did not follow the web.
-    pub fn admit_web_urls(&mut self) -> Result<u64> {
-        let rows = self.rows(
-            "SELECT id, url, host_id FROM urls
-             WHERE state = 'excluded' AND error IN ('web', 'not-fetchable')
-               AND (url LIKE 'http://%' OR url LIKE 'https://%')",
-            &[],
-        )?;
-        let mut admitted = 0;
-        for row in rows {
-            let (id, url, old_host): (i64, String, i64) = (row.get(0), row.get(1), row.get(2));
-            let Ok(parsed) = crate::urlnorm::normalize(&url) else {
-                continue;
-            };
-            if !crate::urlnorm::is_fetchable(&parsed) {
-                continue;
+    fn admit_web_urls(&mut self) -> Result<u64> {
+        blocking(|| {
+            let rows = self.rows(
+                "SELECT id, url, host_id FROM urls
+                 WHERE state = 'excluded' AND error IN ('web', 'not-fetchable')
+                   AND (url LIKE 'http://%' OR url LIKE 'https://%')",
+                &[],
+            )?;
+            let mut admitted = 0;
+            for row in rows {
+                let (id, url, old_host): (i64, String, i64) = (row.get(0), row.get(1), row.get(2));
+                let Ok(parsed) = crate::urlnorm::normalize(&url) else {
+                    continue;
+                };
+                if !crate::urlnorm::is_fetchable(&parsed) {
+                    continue;
+                }
+                let host = self.host_ids(&[crate::urlnorm::capsule_key(&parsed).as_str()])?[0];
+                let now = self.now;
+                self.exec(
+                    "UPDATE urls SET state = 'new', error = NULL, host_id = $2, due_at = $3
+                     WHERE id = $1",
+                    &[&id, &host, &now],
+                )?;
+                self.exec(
+                    "UPDATE hosts SET url_count = url_count + (id = $2)::int - (id = $1)::int
+                     WHERE id IN ($1, $2)",
+                    &[&old_host, &host],
+                )?;
+                self.lower_next_due(host, self.now)?;
+                admitted += 1;
             }
-            let host = self.host_id(&crate::urlnorm::capsule_key(&parsed))?;
-            let now = self.now;
-            self.exec(
-                "UPDATE urls SET state = 'new', error = NULL, host_id = $2, due_at = $3
-                 WHERE id = $1",
-                &[&id, &host, &now],
-            )?;
-            self.exec(
-                "UPDATE hosts SET url_count = url_count + (id = $2)::int - (id = $1)::int
-                 WHERE id IN ($1, $2)",
-                &[&old_host, &host],
-            )?;
-            self.lower_next_due(host, self.now)?;
-            admitted += 1;
-        }
-        Ok(admitted)
+            Ok(admitted)
+        })
     }
 
-    /// Whether a capsule holds its full budget of URLs.
-    pub fn capsule_full(&mut self, host_id: i64, budget: u64) -> Result<bool> {
-        let known: i64 = self
-            .row("SELECT url_count FROM hosts WHERE id = $1", &[&host_id])?
-            .get(0);
+    fn capsule_full(&mut self, host_id: i64, budget: u64) -> Result<bool> {
+        let known: i64 =
+            blocking(|| self.row("SELECT url_count FROM hosts WHERE id = $1", &[&host_id]))?.get(0);
         Ok(known.max(0) as u64 >= budget)
     }
 
-    fn lower_next_due(&mut self, host_id: i64, due: i64) -> Result<()> {
-        self.exec(
-            "UPDATE hosts SET next_due = $2 WHERE id = $1 AND (next_due IS NULL OR next_due > $2)",
-            &[&host_id, &due],
-        )?;
+    /// Records the links of a page, replacing the links it had, a label gained by a page whose
+    /// document is `held` marking nothing (see the SQLite store's `set_links_holding`, whose
+    /// report this is, link for link): the URLs in a few statements for the page
+    /// ([`PgBatch::ensure_urls`]), the links in one ([`PgBatch::replace_links`]).
+    fn set_links_holding(
+        &mut self,
+        source: i64,
+        depth: u32,
+        links: &[LinkOut],
+        budget: u64,
+        held: &(dyn Fn(i64) -> bool + Sync),
+    ) -> Result<LinkReport> {
+        let wanted: Vec<Wanted<'_>> = links
+            .iter()
+            .map(|link| Wanted {
+                new: NewUrl {
+                    url: &link.url,
+                    host: &link.host,
+                    depth: depth + 1,
+                    hops: 0,
+                    from: Some(source),
+                    alias_of: None,
+                    prio: link.prio,
+                },
+                excluded: link.excluded,
+            })
+            .collect();
+        blocking(|| {
+            let resolved = self.ensure_urls(&wanted, budget)?;
+            let mut report = LinkReport::default();
+            let mut current: BTreeSet<(i64, &str)> = BTreeSet::new();
+            let (mut targets, mut labels, mut known) = (Vec::new(), Vec::new(), Vec::new());
+            for (link, resolved) in links.iter().zip(resolved) {
+                // Its capsule is full: the link is not kept either.
+                let Some((target, is_new)) = resolved else {
+                    continue;
+                };
+                if is_new {
+                    report.count_new(link, target, || {
+                        self.host_ids(&[link.host.as_str()]).map(|ids| ids[0])
+                    })?;
+                }
+                // Repeated on the page: its first time decides.
+                if !current.insert((target, &link.label)) {
+                    continue;
+                }
+                targets.push(target);
+                labels.push(link.label.as_str());
+                // A URL just added has no document yet, and a held one is not written yet:
+                // their anchors are read when they are indexed.
+                known.push(!is_new && !held(target));
+            }
+            self.replace_links(source, &targets, &labels, &known)?;
+            Ok(report)
+        })
+    }
+
+    fn drop_links(&mut self, source: i64) -> Result<()> {
+        blocking(|| self.replace_links(source, &[], &[], &[]))
+    }
+
+    fn forget_anchor_update(&mut self, url_id: i64) -> Result<()> {
+        blocking(|| self.exec("DELETE FROM anchor_updates WHERE url_id = $1", &[&url_id]))?;
         Ok(())
     }
 
-    /// Forgets a page's pending anchor update: its document is being written now.
-    pub fn forget_anchor_update(&mut self, url_id: i64) -> Result<()> {
-        self.exec("DELETE FROM anchor_updates WHERE url_id = $1", &[&url_id])?;
-        Ok(())
-    }
-
-    /// Records a redirect target reached from `source`.
-    pub fn add_redirect(
+    fn add_redirect(
         &mut self,
         source: i64,
         depth: u32,
@@ -204,132 +319,127 @@ impl<'a> PgBatch<'a> {
         self.ensure_url(&new, target.excluded, budget)
     }
 
-    /// Another page holding this content in the index (or on its way there), if any.
-    pub fn same_content(&mut self, hash: &str, except: i64) -> Result<Option<String>> {
-        Ok(self
-            .opt_row(
+    fn same_content(&mut self, hash: &str, except: i64) -> Result<Option<String>> {
+        let row = blocking(|| {
+            self.opt_row(
                 "SELECT url FROM urls WHERE content_hash = $1 AND id != $2
                    AND ((in_index AND index_op IS NULL) OR index_op = 'upsert')
                  ORDER BY id LIMIT 1",
                 &[&hash, &except],
-            )?
-            .map(|r| r.get(0)))
+            )
+        })?;
+        Ok(row.map(|r| r.get(0)))
     }
 
-    /// The distinct labels of the links that point to a URL, as this transaction sees them.
-    pub fn inbound_labels(&mut self, id: i64, limit: usize) -> Result<Vec<String>> {
-        super::read::inbound_labels(|sql, params| self.rows(sql, params), id, limit)
+    fn inbound_labels(&mut self, id: i64, limit: usize) -> Result<Vec<String>> {
+        blocking(|| inbound_labels(|sql, params| self.rows(sql, params), id, limit))
     }
 
     /// Records a visit (see the SQLite store's `record_visit`).
-    pub fn record_visit(&mut self, id: i64, visit: &VisitRecord<'_>) -> Result<()> {
+    fn record_visit(&mut self, id: i64, visit: &VisitRecord<'_>) -> Result<()> {
         let r = visit.result;
         let (has_validators, etag, last_modified) = match &r.validators {
             Some((etag, modified)) => (true, etag.clone(), modified.clone()),
             None => (false, None, None),
         };
         let crawler = self.crawler.clone();
-        // The hash it had comes back from the statement's snapshot, taken before the update.
-        let before = self.opt_row(
-            "WITH before AS (SELECT content_hash FROM urls WHERE id = $1)
-             UPDATE urls SET state = $2, status = $3, meta = $4, error = $5,
-                    mime = COALESCE($6, mime), size = COALESCE($7, size),
-                    content_hash = COALESCE($8, content_hash),
-                    content_meta = COALESCE($18, content_meta), fetched_at = $9,
-                    etag = CASE WHEN $19 THEN $20 ELSE etag END,
-                    last_modified = CASE WHEN $19 THEN $21 ELSE last_modified END,
-                    due_at = $10, revisit_secs = $11, first_failed_at = $12, prio = $13,
-                    feed = $14, changes = changes + CASE WHEN $15::BOOLEAN THEN 1 ELSE 0 END,
-                    changed_at = CASE WHEN $15::BOOLEAN THEN $9 ELSE changed_at END,
-                    visits = visits + 1, attempts = 0, claimed = 2, claimed_by = $22,
-                    index_op = COALESCE($16, index_op), redirect_to = $17,
-                    batch = CASE WHEN $16::TEXT IS NULL THEN batch END
-             WHERE id = $1
-             RETURNING (SELECT content_hash FROM before)",
-            &[
-                &id,
-                &visit.state.as_str(),
-                &r.status.map(i64::from),
-                &r.meta,
-                &r.error,
-                &r.mime,
-                &r.size.map(|s| s as i64),
-                &r.content_hash,
-                &r.fetched_at,
-                &visit.due_at,
-                &visit.revisit_secs,
-                &visit.first_failed_at,
-                &(visit.prio as i64),
-                &visit.feed,
-                &visit.changed,
-                &visit.index_op.map(IndexOp::as_str),
-                &visit.redirect_to,
-                &r.content_meta,
-                &has_validators,
-                &etag,
-                &last_modified,
-                &crawler,
-            ],
-        )?;
-        self.forget_replaced_content(before, r.content_hash.as_deref())
+        blocking(|| {
+            // The hash it had comes back from the statement's snapshot, taken before the
+            // update.
+            let before = self.opt_row(
+                "WITH before AS (SELECT content_hash FROM urls WHERE id = $1)
+                 UPDATE urls SET state = $2, status = $3, meta = $4, error = $5,
+                        mime = COALESCE($6, mime), size = COALESCE($7, size),
+                        content_hash = COALESCE($8, content_hash),
+                        content_meta = COALESCE($18, content_meta), fetched_at = $9,
+                        etag = CASE WHEN $19 THEN $20 ELSE etag END,
+                        last_modified = CASE WHEN $19 THEN $21 ELSE last_modified END,
+                        due_at = $10, revisit_secs = $11, first_failed_at = $12, prio = $13,
+                        feed = $14,
+                        changes = changes + CASE WHEN $15::BOOLEAN THEN 1 ELSE 0 END,
+                        changed_at = CASE WHEN $15::BOOLEAN THEN $9 ELSE changed_at END,
+                        visits = visits + 1, attempts = 0, claimed = 2, claimed_by = $22,
+                        index_op = COALESCE($16, index_op), redirect_to = $17,
+                        batch = CASE WHEN $16::TEXT IS NULL THEN batch END
+                 WHERE id = $1
+                 RETURNING (SELECT content_hash FROM before)",
+                &[
+                    &id,
+                    &visit.state.as_str(),
+                    &r.status.map(i64::from),
+                    &r.meta,
+                    &r.error,
+                    &r.mime,
+                    &r.size.map(|s| s as i64),
+                    &r.content_hash,
+                    &r.fetched_at,
+                    &visit.due_at,
+                    &visit.revisit_secs,
+                    &visit.first_failed_at,
+                    &(visit.prio as i64),
+                    &visit.feed,
+                    &visit.changed,
+                    &visit.index_op.map(IndexOp::as_str),
+                    &visit.redirect_to,
+                    &r.content_meta,
+                    &has_validators,
+                    &etag,
+                    &last_modified,
+                    &crawler,
+                ],
+            )?;
+            self.forget_replaced_content(before, r.content_hash.as_deref())
+        })
     }
 
-    /// Forgets the body of the content a URL had before (`before`, a row holding its hash),
-    /// when `new` content replaced it and nothing else needs it.
-    fn forget_replaced_content(&mut self, before: Option<Row>, new: Option<&str>) -> Result<()> {
-        let Some(new) = new else { return Ok(()) };
-        let old: Option<String> = before.and_then(|r| r.get(0));
-        match old {
-            Some(old) if old != new => self.forget_body_if_unused(&old),
-            _ => Ok(()),
-        }
+    fn record_alias_content(&mut self, id: i64, result: &FetchResult) -> Result<()> {
+        blocking(|| {
+            let before = self.opt_row(
+                "WITH before AS (SELECT content_hash FROM urls WHERE id = $1)
+                 UPDATE urls SET state = 'indexed', mime = $2, size = $3, content_hash = $4,
+                        content_meta = $5, index_op = 'upsert', first_failed_at = NULL,
+                        batch = NULL
+                 WHERE id = $1
+                 RETURNING (SELECT content_hash FROM before)",
+                &[
+                    &id,
+                    &result.mime,
+                    &result.size.map(|s| s as i64),
+                    &result.content_hash,
+                    &result.content_meta,
+                ],
+            )?;
+            self.forget_replaced_content(before, result.content_hash.as_deref())
+        })
     }
 
-    /// Sends content to the index under `id`, the URL a temporary redirect keeps canonical.
-    pub fn record_alias_content(&mut self, id: i64, result: &FetchResult) -> Result<()> {
-        let before = self.opt_row(
-            "WITH before AS (SELECT content_hash FROM urls WHERE id = $1)
-             UPDATE urls SET state = 'indexed', mime = $2, size = $3, content_hash = $4,
-                    content_meta = $5, index_op = 'upsert', first_failed_at = NULL, batch = NULL
-             WHERE id = $1
-             RETURNING (SELECT content_hash FROM before)",
-            &[
-                &id,
-                &result.mime,
-                &result.size.map(|s| s as i64),
-                &result.content_hash,
-                &result.content_meta,
-            ],
-        )?;
-        self.forget_replaced_content(before, result.content_hash.as_deref())
+    fn retry_later(&mut self, id: i64, result: &FetchResult, due_at: i64) -> Result<()> {
+        blocking(|| {
+            self.exec(
+                "UPDATE urls SET attempts = attempts + 1, status = $2, meta = $3,
+                        due_at = $4, claimed = 0, claimed_by = NULL
+                 WHERE id = $1",
+                &[&id, &result.status.map(i64::from), &result.meta, &due_at],
+            )?;
+            self.exec(
+                "UPDATE hosts SET next_due = $2
+                 WHERE id = (SELECT host_id FROM urls WHERE id = $1)
+                   AND (next_due IS NULL OR next_due > $2)",
+                &[&id, &due_at],
+            )?;
+            Ok(())
+        })
     }
 
-    /// Schedules a URL that failed temporarily for another try at `due_at`.
-    pub fn retry_later(&mut self, id: i64, result: &FetchResult, due_at: i64) -> Result<()> {
-        self.exec(
-            "UPDATE urls SET attempts = attempts + 1, status = $2, meta = $3,
-                    due_at = $4, claimed = 0, claimed_by = NULL
-             WHERE id = $1",
-            &[&id, &result.status.map(i64::from), &result.meta, &due_at],
-        )?;
-        self.exec(
-            "UPDATE hosts SET next_due = $2
-             WHERE id = (SELECT host_id FROM urls WHERE id = $1)
-               AND (next_due IS NULL OR next_due > $2)",
-            &[&id, &due_at],
-        )?;
-        Ok(())
-    }
-
-    /// Backs a capsule off for `base` seconds, doubled for every back-off in a row.
-    pub fn back_off_capsule(&mut self, host_id: i64, now: i64, base: i64, max: i64) -> Result<i64> {
-        let level: i64 = self
-            .row(
+    fn back_off_capsule(&mut self, host_id: i64, now: i64, base: i64, max: i64) -> Result<i64> {
+        let level: i64 = blocking(|| {
+            self.row(
                 "UPDATE hosts SET backoff_level = backoff_level + 1 WHERE id = $1
                  RETURNING backoff_level",
                 &[&host_id],
-            )?
-            .get(0);
+            )
+        })?
+        .get(0);
         let level = level.clamp(0, u32::MAX as i64) as u32;
         let wait = base
             .saturating_mul(1i64 << (level.saturating_sub(1)).min(20))
@@ -338,96 +448,92 @@ impl<'a> PgBatch<'a> {
         Ok(now + wait)
     }
 
-    /// Ends a capsule's run of back-offs after a good answer.
-    pub fn capsule_answered(&mut self, host_id: i64) -> Result<()> {
-        self.exec(
-            "UPDATE hosts SET backoff_level = 0 WHERE id = $1 AND backoff_level != 0",
-            &[&host_id],
-        )?;
+    fn capsule_answered(&mut self, host_id: i64) -> Result<()> {
+        blocking(|| {
+            self.exec(
+                "UPDATE hosts SET backoff_level = 0 WHERE id = $1 AND backoff_level != 0",
+                &[&host_id],
+            )
+        })?;
         Ok(())
     }
 
-    /// Records the status and meta of an answer without changing the URL's state.
-    pub fn note_answer(&mut self, id: i64, result: &FetchResult) -> Result<()> {
-        self.exec(
-            "UPDATE urls SET status = $2, meta = $3, fetched_at = $4 WHERE id = $1",
-            &[
-                &id,
-                &result.status.map(i64::from),
-                &result.meta,
-                &result.fetched_at,
-            ],
-        )?;
+    fn note_answer(&mut self, id: i64, result: &FetchResult) -> Result<()> {
+        blocking(|| {
+            self.exec(
+                "UPDATE urls SET status = $2, meta = $3, fetched_at = $4 WHERE id = $1",
+                &[
+                    &id,
+                    &result.status.map(i64::from),
+                    &result.meta,
+                    &result.fetched_at,
+                ],
+            )
+        })?;
         Ok(())
     }
 
-    /// Puts a claimed URL off to the next run.
-    pub fn defer(&mut self, id: i64, result: &FetchResult) -> Result<()> {
+    fn defer(&mut self, id: i64, result: &FetchResult) -> Result<()> {
         let crawler = self.crawler.clone();
-        self.exec(
-            "UPDATE urls SET status = $2, meta = $3, claimed = 2, claimed_by = $4 WHERE id = $1",
-            &[&id, &result.status.map(i64::from), &result.meta, &crawler],
-        )?;
+        blocking(|| {
+            self.exec(
+                "UPDATE urls SET status = $2, meta = $3, claimed = 2, claimed_by = $4
+                 WHERE id = $1",
+                &[&id, &result.status.map(i64::from), &result.meta, &crawler],
+            )
+        })?;
         Ok(())
     }
 
-    /// Returns a claimed URL to the frontier untouched.
-    pub fn requeue(&mut self, id: i64) -> Result<()> {
-        self.exec(
-            "UPDATE urls SET claimed = 0, claimed_by = NULL WHERE id = $1 AND claimed = 1",
-            &[&id],
-        )?;
+    fn requeue(&mut self, id: i64) -> Result<()> {
+        blocking(|| {
+            self.exec(
+                "UPDATE urls SET claimed = 0, claimed_by = NULL WHERE id = $1 AND claimed = 1",
+                &[&id],
+            )
+        })?;
         Ok(())
     }
 
     /// Lets go of a capsule this crawler leased.
-    pub fn release_capsule(&mut self, host_id: i64) -> Result<()> {
+    fn release_capsule(&mut self, host_id: i64) -> Result<()> {
         let crawler = self.crawler.clone();
-        super::claim::release(self.tx(), &crawler, host_id)
+        blocking(|| release(self.tx(), &crawler, host_id))
     }
 
-    /// Caches a capsule's robots.txt answer.
-    pub fn set_robots(
-        &mut self,
-        host_id: i64,
-        status: u8,
-        text: Option<&str>,
-        now: i64,
-    ) -> Result<()> {
-        self.exec(
-            "UPDATE hosts SET robots_status = $2, robots_txt = $3, robots_fetched_at = $4
-             WHERE id = $1",
-            &[&host_id, &i64::from(status), &text, &now],
-        )?;
+    fn set_robots(&mut self, host_id: i64, status: u8, text: Option<&str>, now: i64) -> Result<()> {
+        blocking(|| {
+            self.exec(
+                "UPDATE hosts SET robots_status = $2, robots_txt = $3, robots_fetched_at = $4
+                 WHERE id = $1",
+                &[&host_id, &i64::from(status), &text, &now],
+            )
+        })?;
         Ok(())
     }
 
-    /// Keeps a capsule from being fetched before `until`.
-    pub fn set_backoff(&mut self, host_id: i64, until: i64) -> Result<()> {
-        self.hold_capsule(host_id, until, None)
+    fn set_backoff(&mut self, host_id: i64, until: i64) -> Result<()> {
+        blocking(|| self.hold(host_id, until, None))
     }
 
-    /// Keeps a capsule from being fetched before `until`, held back for `reason` (a crawl
-    /// budget's, shown by `geode stats`) or backed off (`None`).
-    pub fn hold_capsule<'r>(
-        &mut self,
-        host_id: i64,
-        until: i64,
-        reason: impl Into<Option<&'r str>>,
-    ) -> Result<()> {
-        self.exec(
-            "UPDATE hosts SET backoff_until = $2, held_reason = $3 WHERE id = $1",
-            &[&host_id, &until, &reason.into()],
-        )?;
+    fn hold_capsule(&mut self, host_id: i64, until: i64, reason: &str) -> Result<()> {
+        blocking(|| self.hold(host_id, until, Some(reason)))
+    }
+
+    /// Keeps every crawler from sending a request to `ip` before `wait` from now; noted in
+    /// memory only (no call of the client), and written when the batch commits.
+    fn hold_address(&mut self, ip: &str, wait: Duration) -> Result<()> {
+        let ms = wait.as_millis().min(i64::MAX as u128) as i64;
+        let held = self.holds.entry(ip.to_string()).or_insert(ms);
+        *held = (*held).max(ms);
         Ok(())
     }
 
-    /// Compares a capsule's certificate with its pin, pinning a changed one.
-    pub fn pin_certificate(&mut self, host_id: i64, sha256: &str, now: i64) -> Result<Pin> {
+    fn pin_certificate(&mut self, host_id: i64, sha256: &str, now: i64) -> Result<Pin> {
         // One statement: the pin before comes from the row locked first, and the update
         // writes what the comparison decides (first pin, same, or a change counted).
-        let pinned: Option<String> = self
-            .opt_row(
+        let row = blocking(|| {
+            self.opt_row(
                 "UPDATE hosts h SET cert_sha256 = $2, cert_last_seen = $3,
                         cert_first_seen = CASE WHEN p.pin IS DISTINCT FROM $2 THEN $3
                                                ELSE h.cert_first_seen END,
@@ -437,8 +543,9 @@ impl<'a> PgBatch<'a> {
                  WHERE h.id = $1
                  RETURNING p.pin",
                 &[&host_id, &sha256, &now],
-            )?
-            .and_then(|r| r.get(0));
+            )
+        })?;
+        let pinned: Option<String> = row.and_then(|r| r.get(0));
         Ok(match pinned {
             None => Pin::First,
             Some(p) if p == sha256 => Pin::Same,
@@ -446,104 +553,67 @@ impl<'a> PgBatch<'a> {
         })
     }
 
-    /// Archives the latest response of a URL, replacing the one before.
-    pub fn archive(&mut self, url_id: i64, record: &ArchiveRecord<'_>) -> Result<()> {
+    fn archive(&mut self, url_id: i64, record: &ArchiveRecord<'_>) -> Result<()> {
         let hash = record.body.map(|b| b.hash);
         let size = record.body.map(|b| b.size as i64);
         let zstd = record.body.map(|b| b.zstd);
-        // The body hash archived before comes from the statement's snapshot, taken before
-        // the response is replaced.
-        let previous: Option<String> = self
-            .row(
-                "WITH previous AS (SELECT body_hash FROM responses WHERE url_id = $1),
-                 body AS (
-                     INSERT INTO bodies(hash, size, zstd)
-                     SELECT $6::TEXT, $7::BIGINT, $8::BYTEA WHERE $6::TEXT IS NOT NULL
-                     ON CONFLICT (hash) DO NOTHING),
-                 response AS (
-                     INSERT INTO responses(url_id, status, meta, fetched_at, cert_sha256,
-                                           body_hash)
-                     VALUES ($1, $2, $3, $4, $5, $6)
-                     ON CONFLICT (url_id) DO UPDATE SET status = excluded.status,
-                         meta = excluded.meta, fetched_at = excluded.fetched_at,
-                         cert_sha256 = excluded.cert_sha256, body_hash = excluded.body_hash)
-                 SELECT (SELECT body_hash FROM previous)",
-                &[
-                    &url_id,
-                    &i64::from(record.status),
-                    &record.meta,
-                    &record.fetched_at,
-                    &record.cert_sha256,
-                    &hash,
-                    &size,
-                    &zstd,
-                ],
-            )?
-            .get(0);
-        if let Some(previous) = previous.filter(|p| Some(p.as_str()) != hash) {
-            self.forget_body_if_unused(&previous)?;
-        }
-        Ok(())
+        blocking(|| {
+            // The body hash archived before comes from the statement's snapshot, taken before
+            // the response is replaced.
+            let previous: Option<String> = self
+                .row(
+                    "WITH previous AS (SELECT body_hash FROM responses WHERE url_id = $1),
+                     body AS (
+                         INSERT INTO bodies(hash, size, zstd)
+                         SELECT $6::TEXT, $7::BIGINT, $8::BYTEA WHERE $6::TEXT IS NOT NULL
+                         ON CONFLICT (hash) DO NOTHING),
+                     response AS (
+                         INSERT INTO responses(url_id, status, meta, fetched_at, cert_sha256,
+                                               body_hash)
+                         VALUES ($1, $2, $3, $4, $5, $6)
+                         ON CONFLICT (url_id) DO UPDATE SET status = excluded.status,
+                             meta = excluded.meta, fetched_at = excluded.fetched_at,
+                             cert_sha256 = excluded.cert_sha256, body_hash = excluded.body_hash)
+                     SELECT (SELECT body_hash FROM previous)",
+                    &[
+                        &url_id,
+                        &i64::from(record.status),
+                        &record.meta,
+                        &record.fetched_at,
+                        &record.cert_sha256,
+                        &hash,
+                        &size,
+                        &zstd,
+                    ],
+                )?
+                .get(0);
+            if let Some(previous) = previous.filter(|p| Some(p.as_str()) != hash) {
+                self.forget_body_if_unused(&previous)?;
+            }
+            Ok(())
+        })
     }
 
-    /// Deletes a body nothing needs any more.
-    fn forget_body_if_unused(&mut self, hash: &str) -> Result<()> {
-        self.exec(
-            "DELETE FROM bodies WHERE hash = $1
-               AND NOT EXISTS (SELECT 1 FROM responses WHERE body_hash = $1)
-               AND NOT EXISTS (SELECT 1 FROM urls WHERE content_hash = $1)",
-            &[&hash],
-        )?;
-        Ok(())
-    }
-
-    /// Keeps every crawler from sending a request to `ip` before `wait` from now (see
-    /// [`crate::frontier::Batch::hold_address`]); written when the batch commits.
-    pub fn hold_address(&mut self, ip: &str, wait: Duration) -> Result<()> {
-        let ms = wait.as_millis().min(i64::MAX as u128) as i64;
-        let held = self.holds.entry(ip.to_string()).or_insert(ms);
-        *held = (*held).max(ms);
-        Ok(())
-    }
-
-    /// Writes the holds on addresses gathered by [`PgBatch::hold_address`]: an address's next
-    /// request time only moves later, on the database's clock.
-    fn write_holds(&mut self) -> Result<()> {
-        if self.holds.is_empty() {
-            return Ok(());
-        }
-        let (ips, waits): (Vec<String>, Vec<i64>) =
-            std::mem::take(&mut self.holds).into_iter().unzip();
-        self.exec(
-            &format!(
-                "UPDATE addresses a
-                 SET next_at_ms = GREATEST(COALESCE(a.next_at_ms, 0), {DB_NOW_MS} + w.ms)
-                 FROM unnest($1::TEXT[], $2::BIGINT[]) AS w(ip, ms) WHERE a.ip = w.ip"
-            ),
-            &[&ips, &waits],
-        )?;
-        Ok(())
-    }
-
-    /// Makes the transaction durable.
-    pub fn commit(mut self) -> Result<()> {
-        self.write_holds()?;
-        if let Some(tx) = self.tx.take() {
-            tx.commit()?;
-        }
-        let made = std::mem::take(&mut self.new_ids);
-        self.ids.hosts.extend(made.hosts);
-        self.ids.urls.extend(made.urls);
-        Ok(())
+    fn commit(mut self: Box<Self>) -> Result<()> {
+        blocking(move || {
+            self.write_holds()?;
+            if let Some(tx) = self.tx.take() {
+                tx.commit()?;
+            }
+            let made = std::mem::take(&mut self.new_ids);
+            self.ids.hosts.extend(made.hosts);
+            self.ids.urls.extend(made.urls);
+            Ok(())
+        })
     }
 }
 
 impl Drop for PgBatch<'_> {
-    /// Rolls back a batch dropped without a commit, through [`super::blocking`]: the rollback
-    /// is a call of the synchronous client too.
+    /// Rolls back a batch dropped without a commit, through [`blocking`]: the rollback is a
+    /// call of the synchronous client too.
     fn drop(&mut self) {
         if let Some(tx) = self.tx.take() {
-            super::blocking(|| drop(tx));
+            blocking(|| drop(tx));
         }
     }
 }

@@ -1,31 +1,40 @@
 //! The PostgreSQL store: one crawl database that several crawler processes share, on one
 //! machine or many (`--frontier postgres://USER@HOST[:PORT]/DB`). [`PgFrontier`] and
 //! [`PgBatch`] implement the frontier's traits with the same meaning as the SQLite store, and
-//! the same tables (`schema.sql`, made and upgraded by `migrate.rs`).
+//! the same tables (`schema.sql`, made and upgraded by `migrate.rs`). This file holds the store
+//! types, connecting and the pool, [`blocking`], and the small helpers the others share.
+//!
+//! **Layout, by trait.** `crawl.rs`: [`Frontier`](crate::frontier::Frontier) (claims, leases,
+//! the end of a run), with the claim statements in `claim.rs`; `index_log.rs`:
+//! [`IndexLog`](crate::frontier::IndexLog); `read.rs`: [`Reader`](crate::frontier::Reader);
+//! `batch.rs`: [`Batch`](crate::frontier::Batch), with the set-based links in `batch/links.rs`.
 //!
 //! **Sharing.** Work is handed out as in SQLite (capsules leased whole, their due URLs claimed a
 //! few at a time), but every lease names its holder (a crawler id made when the store is opened)
 //! and ends at a time of the database's clock, so that crawlers on machines with different
 //! clocks agree. Capsules are leased with `FOR UPDATE SKIP LOCKED`: two crawlers claiming at
 //! once never wait for each other and never get the same capsule. A crawler renews its leases
-//! while it works ([`PgFrontier::renew_leases`]); one that dies stops renewing, and once its
-//! leases have run out (`--lease`, 5 minutes by default) another crawler takes its capsules
-//! over, with the URLs it had claimed. A crawler stopped inside a transaction (SIGSTOP, a
-//! machine that died, a cut network) would hold [`WRITE_LOCK`] and stop every other crawler:
-//! the database ends a session idle in a transaction for longer than the lease (at most a
-//! minute, [`idle_in_transaction_bound`]), and TCP keepalives on both ends notice a dead peer
-//! within about a minute. The crawler whose session was ended fails with an error saying so
-//! when it runs again; what it had not committed is rolled back.
+//! while it works ([`Frontier::renew_leases`](crate::frontier::Frontier::renew_leases)); one
+//! that dies stops renewing, and once its leases have run out (`--lease`, 5 minutes by
+//! default) another crawler takes its capsules over, with the URLs it had claimed. A crawler
+//! stopped inside a transaction (SIGSTOP, a machine that died, a cut network) would hold
+//! [`WRITE_LOCK`] and stop every other crawler: the database ends a session idle in a
+//! transaction for longer than the lease (at most a minute, [`idle_in_transaction_bound`]), and
+//! TCP keepalives on both ends notice a dead peer within about a minute. The crawler whose
+//! session was ended fails with an error saying so when it runs again; what it had not
+//! committed is rolled back.
 //!
 //! **Blocking.** The client is the synchronous `postgres` crate, whose calls drive a runtime of
-//! their own; the crawl loop calls the frontier from inside tokio, so each call is run through
-//! [`blocking`], which leaves the runtime first. Connections come from an r2d2 pool ([`PgStore`]), one per [`PgFrontier`].
+//! their own; the crawl loop calls the frontier from inside tokio, so each trait method runs its
+//! database work through [`blocking`], which leaves the runtime first. Connections come from an
+//! r2d2 pool ([`PgStore`]), one per [`PgFrontier`].
 
 mod batch;
 mod claim;
+mod crawl;
+mod index_log;
 mod migrate;
 mod read;
-mod store;
 
 use std::mem::ManuallyDrop;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -36,7 +45,7 @@ use r2d2_postgres::PostgresConnectionManager;
 
 pub use batch::PgBatch;
 
-use super::{CachedRobots, FrontierError, Result, UrlState};
+use super::{FrontierError, Result};
 
 /// A pool of connections to one shared crawl database, and who this crawler is.
 #[derive(Clone)]
@@ -283,116 +292,22 @@ const DB_NOW: &str = "EXTRACT(EPOCH FROM clock_timestamp())::BIGINT";
 const DB_NOW_MS: &str = "(EXTRACT(EPOCH FROM clock_timestamp()) * 1000)::BIGINT";
 
 impl PgFrontier {
-    fn db(&self) -> MutexGuard<'_, Conn> {
-        lock(&self.conn)
-    }
-
-    /// Starts a write transaction; `now` is the time new URLs come due.
-    pub fn batch(&mut self, now: i64) -> Result<PgBatch<'_>> {
-        let conn = self
-            .conn
-            .get_mut()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
-        let tx = write_tx(conn)?;
-        Ok(PgBatch::new(
-            tx,
-            &mut self.statements,
-            &mut self.ids,
-            self.crawler.clone(),
-            now,
-        ))
-    }
-
-    /// The cached robots.txt of a capsule, if it was ever fetched.
-    pub fn robots(&self, host_id: i64) -> Result<Option<CachedRobots>> {
-        Ok(self
-            .db()
-            .query_opt(
-                "SELECT robots_status, robots_txt, robots_fetched_at FROM hosts
-                 WHERE id = $1 AND robots_status IS NOT NULL",
-                &[&host_id],
-            )?
-            .map(|r| CachedRobots {
-                status: r.get::<_, i64>(0).clamp(0, 99) as u8,
-                text: r.get(1),
-                fetched_at: r.get(2),
-            }))
-    }
-
     /// This crawler's id, as leases name it.
     pub fn crawler(&self) -> &str {
         &self.crawler
     }
 
-    /// Number of URLs known.
-    pub fn url_count(&self) -> Result<u64> {
-        let n: i64 = self
-            .db()
-            .query_one("SELECT COUNT(*) FROM urls", &[])?
-            .get(0);
-        Ok(n.max(0) as u64)
+    /// The connection, for one statement or a few in a row (callers run inside [`blocking`]).
+    fn db(&self) -> MutexGuard<'_, Conn> {
+        lock(&self.conn)
     }
 
-    /// Tags URLs whose index operation is about to be committed with the commit's number.
-    pub fn assign_batch(&mut self, url_ids: &[i64], seq: u64) -> Result<()> {
-        let mut conn = lock(&self.conn);
-        let mut tx = write_tx(&mut conn)?;
-        tx.execute(
-            "UPDATE urls SET batch = $2 WHERE id = ANY($1) AND index_op IS NOT NULL",
-            &[&url_ids, &(seq as i64)],
-        )?;
-        tx.commit()?;
-        Ok(())
-    }
-
-    /// Confirms that the index commit `seq` (and every earlier one) has happened.
-    pub fn mark_committed(&mut self, seq: u64) -> Result<usize> {
-        let mut conn = lock(&self.conn);
-        let mut tx = write_tx(&mut conn)?;
-        let confirmed = confirm_commit(&mut tx, seq)?;
-        tx.commit()?;
-        Ok(confirmed as usize)
-    }
-
-    /// Stores a free-form fact about the crawl.
-    pub fn set_meta(&self, key: &str, value: &str) -> Result<()> {
-        self.db().execute(
-            "INSERT INTO meta(key, value) VALUES ($1, $2)
-             ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-            &[&key, &value],
-        )?;
-        Ok(())
-    }
-
-    /// A fact stored with [`PgFrontier::set_meta`].
-    pub fn meta(&self, key: &str) -> Result<Option<String>> {
-        Ok(self
-            .db()
-            .query_opt("SELECT value FROM meta WHERE key = $1", &[&key])?
-            .map(|r| r.get(0)))
-    }
-
-    /// Every URL in `state`, sorted.
-    pub fn urls_in_state(&self, state: UrlState) -> Result<Vec<String>> {
-        self.strings(
-            "SELECT url FROM urls WHERE state = $1 ORDER BY url COLLATE \"C\"",
-            &[&state.as_str()],
-        )
-    }
-
-    /// Every URL the index holds a document under, sorted.
-    pub fn indexed_urls(&self) -> Result<Vec<String>> {
-        self.strings(
-            "SELECT url FROM urls WHERE in_index ORDER BY url COLLATE \"C\"",
-            &[],
-        )
-    }
-
-    fn strings(
+    /// The first column of every row `sql` returns.
+    fn column<T: postgres::types::FromSqlOwned>(
         &self,
         sql: &str,
         params: &[&(dyn postgres::types::ToSql + Sync)],
-    ) -> Result<Vec<String>> {
+    ) -> Result<Vec<T>> {
         Ok(self
             .db()
             .query(sql, params)?
@@ -401,14 +316,13 @@ impl PgFrontier {
             .collect())
     }
 
-    /// Settles what a stopped crawl left in the shared store: this crawler's own claims and
-    /// leases from before (a crawler keeps its id across runs on one data directory), and
-    /// those of crawlers whose leases ran out. Index operations are not this crawler's to
-    /// settle: the one index writer (`geode index`) applies and confirms them, and a crash of
-    /// the writer loses none (they stay recorded until confirmed). Returns (0, 0).
-    pub fn recover(&mut self, _committed_seq: u64, _now: i64) -> Result<(usize, usize)> {
-        self.end_run()?;
-        Ok((0, 0))
+    /// The first column of the row `sql` returns, if it returns one.
+    fn first<T: postgres::types::FromSqlOwned>(
+        &self,
+        sql: &str,
+        params: &[&(dyn postgres::types::ToSql + Sync)],
+    ) -> Result<Option<T>> {
+        Ok(self.db().query_opt(sql, params)?.map(|r| r.get(0)))
     }
 }
 
@@ -433,13 +347,19 @@ fn write_tx(conn: &mut postgres::Client) -> Result<postgres::Transaction<'_>> {
     Ok(tx)
 }
 
-/// Applies the index operations of commits up to `seq`.
-fn confirm_commit(conn: &mut impl postgres::GenericClient, seq: u64) -> Result<u64> {
-    Ok(conn.execute(
-        "UPDATE urls SET in_index = (index_op = 'upsert'), index_op = NULL, batch = NULL
-         WHERE index_op IS NOT NULL AND batch <= $1",
-        &[&(seq as i64)],
-    )?)
+/// Runs `work` in one write transaction on a frontier's connection `conn` (see [`write_tx`]),
+/// committed when it succeeds, through [`blocking`].
+fn write<T: Send>(
+    conn: &Mutex<Conn>,
+    work: impl FnOnce(&mut postgres::Transaction<'_>) -> Result<T> + Send,
+) -> Result<T> {
+    blocking(|| {
+        let mut conn = lock(conn);
+        let mut tx = write_tx(&mut conn)?;
+        let done = work(&mut tx)?;
+        tx.commit()?;
+        Ok(done)
+    })
 }
 
 /// Column `i` as a status code, clamped to 0..=99.

@@ -1,18 +1,20 @@
-//! The set-based half of [`PgBatch`]: the URLs a page links to and its links, a page at a time.
-//! One statement resolves every URL the batch has no id for, one creates the capsules it never
-//! saw, one inserts the unknown URLs within their capsules' budgets, and one replaces the
-//! page's links and marks the anchor updates they cause: a handful of round trips a page,
-//! where one link at a time took several per link. The meaning is the SQLite store's
-//! (`sqlite/batch.rs`), which records the same things one link at a time; what each statement
-//! computes at once is what that sequence of calls leaves behind.
+//! The set-based half of [`PgBatch`], for its [`Batch`](crate::frontier::Batch) methods in
+//! `batch.rs`: the ids of capsules and URLs a page links to, many at a time, and the statement
+//! that replaces a page's links. One statement resolves every URL the batch has no id for, one
+//! creates the capsules it never saw, one inserts the unknown URLs within their capsules'
+//! budgets, and one replaces the page's links and marks the anchor updates they cause: a
+//! handful of round trips a page, where one link at a time took several per link. The meaning
+//! is the SQLite store's (`sqlite/batch.rs`), which records the same things one link at a
+//! time; what each statement computes at once is what that sequence of calls leaves behind.
 
 use std::collections::{BTreeSet, HashMap};
 
 use super::PgBatch;
 use crate::frontier::postgres::Result;
-use crate::frontier::{LinkOut, LinkReport, NewUrl, UrlState};
+use crate::frontier::{NewUrl, UrlState};
 
-/// A URL to know the id of, inserted when unknown: as [`PgBatch::ensure_url`] takes it.
+/// A URL to know the id of, inserted when unknown: as
+/// [`Batch::ensure_url`](crate::frontier::Batch::ensure_url) takes it.
 pub(in crate::frontier::postgres) struct Wanted<'u> {
     pub new: NewUrl<'u>,
     /// Why it may not be fetched, if it may not: it is then inserted `excluded`.
@@ -162,9 +164,10 @@ impl PgBatch<'_> {
             .copied()
     }
 
-    /// The ids of many URLs, inserting the unknown ones: for each, what [`PgBatch::ensure_url`]
-    /// called on each in turn returns. A URL is new (`true`) only where it first comes; a
-    /// capsule's room goes to its URLs in the order given; `None` where the capsule was full.
+    /// The ids of many URLs, inserting the unknown ones: for each, what
+    /// [`Batch::ensure_url`](crate::frontier::Batch::ensure_url) called on each in turn
+    /// returns. A URL is new (`true`) only where it first comes; a capsule's room goes to its
+    /// URLs in the order given; `None` where the capsule was full.
     pub(in crate::frontier::postgres) fn ensure_urls(
         &mut self,
         wanted: &[Wanted<'_>],
@@ -284,64 +287,9 @@ impl PgBatch<'_> {
         Ok(round)
     }
 
-    /// Records the links of a page, replacing the links it had, a label gained by a page whose
-    /// document is `held` marking nothing (see the SQLite store's `set_links_holding`, whose
-    /// report this is, link for link).
-    pub fn set_links_holding(
-        &mut self,
-        source: i64,
-        depth: u32,
-        links: &[LinkOut],
-        budget: u64,
-        held: &(dyn Fn(i64) -> bool + Sync),
-    ) -> Result<LinkReport> {
-        let wanted: Vec<Wanted<'_>> = links
-            .iter()
-            .map(|link| Wanted {
-                new: NewUrl {
-                    url: &link.url,
-                    host: &link.host,
-                    depth: depth + 1,
-                    hops: 0,
-                    from: Some(source),
-                    alias_of: None,
-                    prio: link.prio,
-                },
-                excluded: link.excluded,
-            })
-            .collect();
-        let resolved = self.ensure_urls(&wanted, budget)?;
-        let mut report = LinkReport::default();
-        let mut current: BTreeSet<(i64, &str)> = BTreeSet::new();
-        let (mut targets, mut labels, mut known) = (Vec::new(), Vec::new(), Vec::new());
-        for (link, resolved) in links.iter().zip(resolved) {
-            // Its capsule is full: the link is not kept either.
-            let Some((target, is_new)) = resolved else {
-                continue;
-            };
-            if is_new {
-                report.count_new(link, target, || self.host_id(&link.host))?;
-            }
-            // Repeated on the page: its first time decides.
-            if !current.insert((target, &link.label)) {
-                continue;
-            }
-            targets.push(target);
-            labels.push(link.label.as_str());
-            // A URL just added has no document yet, and a held one is not written yet: their
-            // anchors are read when they are indexed.
-            known.push(!is_new && !held(target));
-        }
-        self.replace_links(source, &targets, &labels, &known)?;
-        Ok(report)
-    }
-
-    /// Removes every link of a page, marking the pages whose anchors lose a label.
-    pub fn drop_links(&mut self, source: i64) -> Result<()> {
-        self.replace_links(source, &[], &[], &[])
-    }
-
-    fn replace_links(
+    /// Replaces the links of page `source` by these (targets, labels, and whether each target
+    /// was known: [`REPLACE_LINKS`]), in one statement.
+    pub(super) fn replace_links(
         &mut self,
         source: i64,
         targets: &[i64],

@@ -1,0 +1,446 @@
+//! [`Frontier`] on the PostgreSQL store: what a crawler does with the shared database beside
+//! its batches. It starts write transactions ([`PgBatch`]), leases capsules and claims their
+//! due URLs (the statements are in `claim.rs`), leases IP addresses, renews and checks its
+//! leases, lets everything go at the end of a run or after a crash, and keeps capsules'
+//! standing, robots.txt answers, facts of the crawl and suggested seeds. Each method runs its
+//! database work through [`blocking`].
+
+use std::time::Duration;
+
+use super::claim::{
+    claim_from, free_host, heartbeat, mark, queued_url, release, release_expired, CLAIM_COLUMNS,
+    HOST_NEXT_DUE,
+};
+use super::{blocking, write, write_tx, PgBatch, PgFrontier, DB_NOW, DB_NOW_MS};
+use crate::frontier::{
+    Batch, CachedRobots, Frontier, QueuedUrl, Result, Standing, Suggested, MAX_WAITING_SEEDS,
+};
+
+/// How often a crawler without work looks again while other crawlers hold leases (seconds).
+const OTHERS_POLL_SECS: i64 = 2;
+
+impl Frontier for PgFrontier {
+    fn batch(&mut self, now: i64) -> Result<Box<dyn Batch + '_>> {
+        let PgFrontier {
+            conn,
+            crawler,
+            statements,
+            ids,
+            ..
+        } = self;
+        let batch = blocking(move || -> Result<PgBatch<'_>> {
+            let conn = conn
+                .get_mut()
+                .unwrap_or_else(|poisoned| poisoned.into_inner());
+            Ok(PgBatch::new(
+                write_tx(conn)?,
+                statements,
+                ids,
+                crawler.clone(),
+                now,
+            ))
+        })?;
+        Ok(Box::new(batch))
+    }
+
+    /// Settles what a stopped crawl left in the shared store: this crawler's own claims and
+    /// leases from before (a crawler keeps its id across runs on one data directory), and
+    /// those of crawlers whose leases ran out. Index operations are not this crawler's to
+    /// settle: the one index writer (`geode index`) applies and confirms them, and a crash of
+    /// the writer loses none (they stay recorded until confirmed). Returns (0, 0).
+    fn recover(&mut self, _committed_seq: u64, _now: i64) -> Result<(usize, usize)> {
+        self.end_run()?;
+        Ok((0, 0))
+    }
+
+    /// Ends this crawler's run: its claims, visit marks and leases are let go; those of other
+    /// crawlers stay.
+    fn end_run(&mut self) -> Result<()> {
+        let crawler = &self.crawler;
+        write(&self.conn, |tx| {
+            let hosts: Vec<i64> = tx
+                .query(
+                    "SELECT DISTINCT host_id FROM urls WHERE claimed != 0 AND claimed_by = $1
+                     UNION SELECT id FROM hosts WHERE claimed != 0 AND leased_by = $1",
+                    &[crawler],
+                )?
+                .iter()
+                .map(|r| r.get(0))
+                .collect();
+            tx.execute(
+                "UPDATE urls SET claimed = 0, claimed_by = NULL
+                 WHERE claimed != 0 AND claimed_by = $1",
+                &[crawler],
+            )?;
+            for host_id in hosts {
+                free_host(tx, host_id)?;
+            }
+            tx.execute("DELETE FROM crawlers WHERE id = $1", &[crawler])?;
+            // Addresses are let go, not forgotten: the next crawler to lease one waits out the
+            // gap after this crawler's last request there. Rows nobody holds and whose gap has
+            // passed go.
+            tx.execute(
+                "UPDATE addresses SET leased_until = 0 WHERE leased_by = $1",
+                &[crawler],
+            )?;
+            tx.execute(
+                &format!(
+                    "DELETE FROM addresses
+                     WHERE leased_until < {DB_NOW} AND COALESCE(next_at_ms, 0) < {DB_NOW_MS}"
+                ),
+                &[],
+            )?;
+            release_expired(tx)
+        })?;
+        self.passed_over.clear();
+        Ok(())
+    }
+
+    fn robots(&self, host_id: i64) -> Result<Option<CachedRobots>> {
+        blocking(|| {
+            Ok(self
+                .db()
+                .query_opt(
+                    "SELECT robots_status, robots_txt, robots_fetched_at FROM hosts
+                     WHERE id = $1 AND robots_status IS NOT NULL",
+                    &[&host_id],
+                )?
+                .map(|r| CachedRobots {
+                    status: r.get::<_, i64>(0).clamp(0, 99) as u8,
+                    text: r.get(1),
+                    fetched_at: r.get(2),
+                }))
+        })
+    }
+
+    /// Leases up to `capsules` capsules with work due at `now` and claims up to `per_capsule`
+    /// URLs of each. Capsules leased by others are skipped while their lease runs, and taken
+    /// over once it has run out.
+    fn claim_capsules(
+        &mut self,
+        capsules: usize,
+        per_capsule: usize,
+        now: i64,
+        permits: &(dyn Fn(&str) -> bool + Sync),
+    ) -> Result<(Vec<QueuedUrl>, usize)> {
+        let PgFrontier {
+            conn,
+            crawler,
+            lease_secs,
+            passed_over,
+            ..
+        } = self;
+        write(conn, |tx| {
+            let hosts = tx.query(
+                &format!(
+                    "SELECT id, name, claimed, leased_by = $4 FROM hosts
+                     WHERE next_due IS NOT NULL AND next_due <= $1
+                       AND (backoff_until IS NULL OR backoff_until <= $1)
+                       AND (claimed = 0 OR leased_until < {DB_NOW})
+                       AND id <> ALL($3)
+                     ORDER BY next_due, id LIMIT $2
+                     FOR UPDATE SKIP LOCKED"
+                ),
+                &[&now, &(capsules as i64), &*passed_over, &*crawler],
+            )?;
+            let examined = hosts.len();
+            let mut claimed = Vec::new();
+            for row in hosts {
+                let (host_id, name, held): (i64, String, i64) =
+                    (row.get(0), row.get(1), row.get(2));
+                // This crawler's own lease that ran out (it was slow to renew it) is simply
+                // taken again: the URLs it claimed are still in its queue, and claiming them
+                // afresh would fetch them twice.
+                let own = row.get::<_, Option<bool>>(3).unwrap_or(false);
+                if held != 0 && !own {
+                    // A lease that ran out: its holder stopped renewing it (it died). Its
+                    // claims and visit marks go with it.
+                    tracing::info!(capsule = %name, "taking over a capsule whose lease ran out");
+                    tx.execute(
+                        "UPDATE urls SET claimed = 0, claimed_by = NULL
+                         WHERE host_id = $1 AND claimed != 0",
+                        &[&host_id],
+                    )?;
+                    tx.execute(
+                        &format!("UPDATE hosts SET next_due = ({HOST_NEXT_DUE}) WHERE id = $1"),
+                        &[&host_id],
+                    )?;
+                }
+                if !permits(&name) {
+                    passed_over.push(host_id);
+                    continue;
+                }
+                let urls = claim_from(tx, crawler, host_id, per_capsule, now)?;
+                if urls.is_empty() {
+                    free_host(tx, host_id)?;
+                } else {
+                    tx.execute(
+                        &format!(
+                            "UPDATE hosts SET claimed = 1, leased_by = $2,
+                                    leased_until = {DB_NOW} + $3
+                             WHERE id = $1"
+                        ),
+                        &[&host_id, &*crawler, &*lease_secs],
+                    )?;
+                    claimed.extend(urls);
+                }
+            }
+            Ok((claimed, examined))
+        })
+    }
+
+    /// Claims up to `n` more due URLs of a capsule this crawler leases, renewing the lease.
+    /// Nothing comes back for a capsule whose lease this crawler lost.
+    fn claim_more(&mut self, host_id: i64, n: usize, now: i64) -> Result<Vec<QueuedUrl>> {
+        let (crawler, lease_secs) = (&self.crawler, self.lease_secs);
+        write(&self.conn, |tx| {
+            let held = tx.execute(
+                &format!(
+                    "UPDATE hosts SET leased_until = {DB_NOW} + $3
+                     WHERE id = $1 AND claimed = 1 AND leased_by = $2"
+                ),
+                &[&host_id, crawler, &lease_secs],
+            )?;
+            if held == 1 {
+                claim_from(tx, crawler, host_id, n, now)
+            } else {
+                Ok(Vec::new())
+            }
+        })
+    }
+
+    /// Claims these URLs, if they are free and due and their capsule is leased by this
+    /// crawler.
+    fn claim_ids(&mut self, ids: &[i64], now: i64) -> Result<Vec<QueuedUrl>> {
+        let crawler = &self.crawler;
+        write(&self.conn, |tx| {
+            let rows = tx.query(
+                &format!(
+                    "SELECT {CLAIM_COLUMNS}
+                     FROM urls u JOIN hosts h ON h.id = u.host_id
+                     LEFT JOIN urls a ON a.id = u.alias_of
+                     LEFT JOIN hosts ah ON ah.id = a.host_id
+                     WHERE u.id = ANY($1) AND u.claimed = 0 AND u.due_at IS NOT NULL
+                       AND u.due_at <= $2 AND h.claimed = 1 AND h.leased_by = $3
+                     ORDER BY u.id
+                     FOR UPDATE OF u SKIP LOCKED"
+                ),
+                &[&ids, &now, crawler],
+            )?;
+            let urls: Vec<QueuedUrl> = rows.iter().map(queued_url).collect();
+            let claimed: Vec<i64> = urls.iter().map(|u| u.id).collect();
+            mark(tx, crawler, &claimed)?;
+            Ok(urls)
+        })
+    }
+
+    fn release_capsule(&mut self, host_id: i64) -> Result<()> {
+        let crawler = &self.crawler;
+        write(&self.conn, |tx| release(tx, crawler, host_id))
+    }
+
+    /// The earliest time, not before `now`, at which this crawler may find work: a capsule
+    /// coming due or out of back-off (`now` for one that did since the last claim), a lease
+    /// of another crawler that ran out (in a second), or, while other crawlers hold leases, a
+    /// moment from now (their work may add URLs, or they may die), so that a crawler ends
+    /// only when no work is left anywhere.
+    fn next_wakeup(&self, now: i64) -> Result<Option<i64>> {
+        let row = blocking(|| {
+            self.db().query_one(
+                &format!(
+                    "SELECT
+                       (SELECT MIN(GREATEST(next_due, COALESCE(backoff_until, 0))) FROM hosts
+                        WHERE (claimed = 0 OR leased_until < {DB_NOW}) AND next_due IS NOT NULL
+                          AND id <> ALL($1)),
+                       EXISTS (SELECT 1 FROM hosts WHERE claimed != 0 AND leased_until < {DB_NOW}
+                               AND next_due IS NOT NULL AND id <> ALL($1)),
+                       EXISTS (SELECT 1 FROM hosts WHERE claimed != 0 AND leased_by <> $2
+                               AND leased_until >= {DB_NOW})"
+                ),
+                &[&self.passed_over, &self.crawler],
+            )
+        })?;
+        let due: Option<i64> = row.get::<_, Option<i64>>(0).map(|at| at.max(now));
+        let orphaned: bool = row.get(1);
+        let others_working: bool = row.get(2);
+        let soon = if orphaned {
+            Some(now + 1)
+        } else {
+            others_working.then_some(now + OTHERS_POLL_SECS)
+        };
+        Ok(match (due, soon) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        })
+    }
+
+    /// Leases an IP address for this crawler unless another crawler's lease on it still runs;
+    /// with the lease comes how long to wait before the first request to it (what the crawler
+    /// that held it last asked for, on the database's clock).
+    fn lease_address(&mut self, ip: &str) -> Result<Option<Duration>> {
+        let got = blocking(|| {
+            self.db().query_opt(
+                &format!(
+                    "INSERT INTO addresses(ip, leased_by, leased_until)
+                     VALUES ($1, $2, {DB_NOW} + $3)
+                     ON CONFLICT (ip) DO UPDATE
+                       SET leased_by = excluded.leased_by, leased_until = excluded.leased_until
+                       WHERE addresses.leased_by = excluded.leased_by
+                          OR addresses.leased_until < {DB_NOW}
+                     RETURNING GREATEST(COALESCE(next_at_ms, 0) - {DB_NOW_MS}, 0)"
+                ),
+                &[&ip, &self.crawler, &self.lease_secs],
+            )
+        })?;
+        Ok(got.map(|row| Duration::from_millis(row.get::<_, i64>(0).max(0) as u64)))
+    }
+
+    /// Lets go of an address this crawler leased: whoever leases it next waits out the gap
+    /// recorded with it (`next_at_ms`).
+    fn release_address(&mut self, ip: &str) -> Result<()> {
+        blocking(|| {
+            self.db().execute(
+                "UPDATE addresses SET leased_until = 0 WHERE ip = $1 AND leased_by = $2",
+                &[&ip, &self.crawler],
+            )
+        })?;
+        Ok(())
+    }
+
+    fn capsule_standing(&self, host_id: i64) -> Result<Standing> {
+        let row = blocking(|| {
+            self.db().query_opt(
+                "SELECT pages, linkers FROM hosts WHERE id = $1",
+                &[&host_id],
+            )
+        })?;
+        Ok(row.map_or_else(Standing::default, |r| Standing {
+            pages: r.get::<_, i64>(0).max(0) as u64,
+            linkers: r.get::<_, i64>(1).max(0) as u64,
+        }))
+    }
+
+    /// Records capsules' standing after a run: the pages of every capsule (none for those not
+    /// listed) and the linkers of those listed, in one transaction.
+    fn set_standings(&mut self, standings: &[(String, Standing)]) -> Result<()> {
+        let names: Vec<&str> = standings.iter().map(|(name, _)| name.as_str()).collect();
+        let pages: Vec<i64> = standings
+            .iter()
+            .map(|(_, s)| s.pages.min(i64::MAX as u64) as i64)
+            .collect();
+        let linkers: Vec<i64> = standings
+            .iter()
+            .map(|(_, s)| s.linkers.min(i64::MAX as u64) as i64)
+            .collect();
+        write(&self.conn, |tx| {
+            tx.execute(
+                "UPDATE hosts SET pages = 0 WHERE pages != 0 AND NOT (name = ANY($1))",
+                &[&names],
+            )?;
+            tx.execute(
+                "UPDATE hosts SET pages = s.pages, linkers = s.linkers
+                 FROM unnest($1::text[], $2::bigint[], $3::bigint[]) AS s(name, pages, linkers)
+                 WHERE hosts.name = s.name",
+                &[&names, &pages, &linkers],
+            )?;
+            Ok(())
+        })
+    }
+
+    fn capsules_held_for(&self, reasons: &[&str]) -> Result<Vec<String>> {
+        blocking(|| {
+            self.column(
+                "SELECT name FROM hosts WHERE held_reason = ANY($1)",
+                &[&reasons],
+            )
+        })
+    }
+
+    /// Keeps this crawler's leases (and its heartbeat) from running out: called well within
+    /// `--lease` while it works. Returns how many capsules it holds.
+    fn renew_leases(&mut self) -> Result<u64> {
+        let (crawler, lease_secs) = (&self.crawler, self.lease_secs);
+        write(&self.conn, |tx| {
+            heartbeat(tx, crawler, lease_secs)?;
+            let held = tx.execute(
+                &format!(
+                    "UPDATE hosts SET leased_until = {DB_NOW} + $2
+                     WHERE claimed = 1 AND leased_by = $1"
+                ),
+                &[crawler, &lease_secs],
+            )?;
+            tx.execute(
+                &format!("UPDATE addresses SET leased_until = {DB_NOW} + $2 WHERE leased_by = $1"),
+                &[crawler, &lease_secs],
+            )?;
+            Ok(held)
+        })
+    }
+
+    fn lost_leases(&mut self, capsules: &[i64], ips: &[String]) -> Result<(Vec<i64>, Vec<String>)> {
+        blocking(|| {
+            let hosts = self.column(
+                "SELECT id FROM hosts WHERE id = ANY($1) AND claimed = 1 AND leased_by <> $2",
+                &[&capsules, &self.crawler],
+            )?;
+            let addresses = self.column(
+                "SELECT ip FROM addresses WHERE ip = ANY($1) AND leased_by <> $2",
+                &[&ips, &self.crawler],
+            )?;
+            Ok((hosts, addresses))
+        })
+    }
+
+    fn set_meta(&self, key: &str, value: &str) -> Result<()> {
+        blocking(|| {
+            self.db().execute(
+                "INSERT INTO meta(key, value) VALUES ($1, $2)
+                 ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                &[&key, &value],
+            )
+        })?;
+        Ok(())
+    }
+
+    /// Records a seed someone suggested (at most [`MAX_WAITING_SEEDS`] wait at a time).
+    fn suggest_seed(&mut self, url: &str, host: &str, source: &str, now: i64) -> Result<Suggested> {
+        let row = blocking(|| {
+            self.db().query_one(
+                "SELECT (SELECT COUNT(*) FROM seeds s JOIN urls u ON u.url = s.url
+                         WHERE u.state = 'new'),
+                        EXISTS (SELECT 1 FROM seeds WHERE url = $1)",
+                &[&url],
+            )
+        })?;
+        let (waiting, known_seed): (i64, bool) = (row.get(0), row.get(1));
+        if !known_seed && waiting as usize >= MAX_WAITING_SEEDS {
+            return Ok(Suggested::QueueFull);
+        }
+        let added = self.add_seed(url, host, now)?;
+        write(&self.conn, |tx| {
+            tx.execute(
+                "INSERT INTO seeds(url, added_at, source) VALUES ($1, $2, $3)
+                 ON CONFLICT DO NOTHING",
+                &[&url, &now, &source],
+            )?;
+            tx.execute(
+                "UPDATE urls SET due_at = $2 WHERE url = $1 AND due_at > $2",
+                &[&url, &now],
+            )?;
+            tx.execute(
+                "UPDATE hosts SET next_due = $2
+                 WHERE id = (SELECT host_id FROM urls WHERE url = $1 AND due_at IS NOT NULL)
+                   AND (next_due IS NULL OR next_due > $2)",
+                &[&url, &now],
+            )?;
+            Ok(())
+        })?;
+        Ok(if added {
+            Suggested::New
+        } else if known_seed {
+            Suggested::AlreadySuggested
+        } else {
+            Suggested::Known
+        })
+    }
+}
