@@ -25,24 +25,6 @@
 //! claimed again in that run; leases and claims are let go at the end of a run, and by
 //! [`Frontier::recover`] after a crash.
 
-/// Writes trait methods that call the store's inherent method of the same name through `$run`
-/// (inherent methods win over trait methods in `Self::name`, so this never recurses).
-macro_rules! delegate {
-    ($run:path;) => {};
-    ($run:path; fn $name:ident(&self $(, $arg:ident: $ty:ty)*) -> $ret:ty; $($rest:tt)*) => {
-        fn $name(&self $(, $arg: $ty)*) -> $ret {
-            $run(|| Self::$name(self $(, $arg)*))
-        }
-        delegate!($run; $($rest)*);
-    };
-    ($run:path; fn $name:ident(&mut self $(, $arg:ident: $ty:ty)*) -> $ret:ty; $($rest:tt)*) => {
-        fn $name(&mut self $(, $arg: $ty)*) -> $ret {
-            $run(|| Self::$name(self $(, $arg)*))
-        }
-        delegate!($run; $($rest)*);
-    };
-}
-
 pub mod archive;
 mod graph;
 pub mod postgres;

@@ -298,27 +298,6 @@ impl Batch for PgBatch<'_> {
         Ok(())
     }
 
-    fn add_redirect(
-        &mut self,
-        source: i64,
-        depth: u32,
-        hops: u32,
-        target: &LinkOut,
-        alias_of: Option<i64>,
-        budget: u64,
-    ) -> Result<Option<(i64, bool)>> {
-        let new = NewUrl {
-            url: &target.url,
-            host: &target.host,
-            depth,
-            hops,
-            from: Some(source),
-            alias_of,
-            prio: target.prio,
-        };
-        self.ensure_url(&new, target.excluded, budget)
-    }
-
     fn same_content(&mut self, hash: &str, except: i64) -> Result<Option<String>> {
         let row = blocking(|| {
             self.opt_row(
