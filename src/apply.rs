@@ -16,12 +16,11 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use ::url::Url;
-
 use crate::datadir::lock;
 use crate::document;
-use crate::frontier::{Frontier, FrontierError, IndexOp, Location};
-use crate::index::{IndexError, Indexer};
+use crate::from_archive::{self, WriteError};
+use crate::frontier::{Frontier, IndexOp, Location};
+use crate::index::Indexer;
 
 /// What a run of the index writer did.
 #[derive(Debug, Clone, Default, serde::Serialize)]
@@ -37,19 +36,6 @@ pub struct ApplySummary {
     pub elapsed_secs: f64,
 }
 
-/// Errors that stop the writer. What is committed stays.
-#[derive(Debug, thiserror::Error)]
-pub enum ApplyError {
-    #[error(transparent)]
-    Frontier(#[from] FrontierError),
-    #[error(transparent)]
-    Index(#[from] IndexError),
-    #[error(transparent)]
-    Lock(#[from] lock::LockError),
-    #[error("data directory {0}: {1}")]
-    DataDir(std::path::PathBuf, std::io::Error),
-}
-
 /// Operations applied per commit.
 const CHUNK: usize = 1000;
 
@@ -57,16 +43,17 @@ const CHUNK: usize = 1000;
 const IDLE: Duration = Duration::from_secs(2);
 
 /// Applies the pending index operations of the store at `location` to the index in
-/// `data_dir`, until none is left, or, with `follow`, until `stop` says so.
+/// `data_dir`, until none is left, or, with `follow`, until `stop` says so. An error stops the
+/// writer; what is committed stays.
 pub fn apply(
     location: &Location,
     data_dir: &Path,
     follow: bool,
     stop: &dyn Fn() -> bool,
-) -> Result<ApplySummary, ApplyError> {
+) -> Result<ApplySummary, WriteError> {
     let started = Instant::now();
     std::fs::create_dir_all(data_dir)
-        .map_err(|e| ApplyError::DataDir(data_dir.to_path_buf(), e))?;
+        .map_err(|e| WriteError::Io(format!("data directory {}", data_dir.display()), e))?;
     let _lock = lock::DataDirLock::acquire(data_dir)?;
     let index_dir = crate::datadir::index_path(data_dir);
     let mut indexer = Indexer::open_or_create(&index_dir)?;
@@ -105,7 +92,7 @@ fn apply_round(
     indexer: &mut Indexer,
     seq: &mut u64,
     summary: &mut ApplySummary,
-) -> Result<bool, ApplyError> {
+) -> Result<bool, WriteError> {
     let mut ops = Vec::new();
     let mut after = 0;
     while ops.len() < CHUNK {
@@ -117,12 +104,11 @@ fn apply_round(
     // Pages whose content is not archived stay pending: nothing can be written for them.
     let mut ready = Vec::new();
     for op in ops {
-        let body = match (&op.op, &op.page.content_hash) {
-            (IndexOp::Upsert, Some(hash)) => frontier.archived_body(hash)?,
-            _ => None,
+        let body = match op.op {
+            IndexOp::Upsert => from_archive::body(frontier, &op.page)?,
+            IndexOp::Delete => None,
         };
-        let meta = op.page.content_meta.clone().unwrap_or_default();
-        if op.op == IndexOp::Upsert && body.is_none() && crate::content::wants_body(&meta) {
+        if op.op == IndexOp::Upsert && from_archive::missing(&op.page, body.as_deref()) {
             summary.missing += 1;
             continue;
         }
@@ -142,24 +128,9 @@ fn apply_round(
                 summary.deleted += 1;
             }
             IndexOp::Upsert => {
-                let Ok(url) = Url::parse(&page.url) else {
-                    continue;
-                };
-                let anchors = frontier
-                    .inbound_labels(page.id, document::MAX_ANCHORS)?
-                    .join("\n");
-                let doc = document::document(
-                    &url,
-                    page.url.clone(),
-                    page.host.clone(),
-                    page.content_meta.as_deref().unwrap_or(""),
-                    body.as_deref(),
-                    anchors,
-                    page.size,
-                    page.fetched_at,
-                );
-                indexer.upsert(&doc)?;
-                summary.upserted += 1;
+                if from_archive::upsert(frontier, indexer, page, body.as_deref())? {
+                    summary.upserted += 1;
+                }
             }
         }
     }
@@ -182,7 +153,7 @@ fn refresh_anchors(
     indexer: &mut Indexer,
     seq: &mut u64,
     summary: &mut ApplySummary,
-) -> Result<(), ApplyError> {
+) -> Result<(), WriteError> {
     let mut handled = Vec::new();
     let mut after = 0;
     loop {

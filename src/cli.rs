@@ -91,6 +91,18 @@ pub struct DataDir {
     pub data: PathBuf,
 }
 
+/// Where a command that only reads finds the crawl state: the data directory (`--data`) and its
+/// SQLite file, or a shared crawl (`--frontier`).
+#[derive(Debug, Args)]
+pub struct ReadStore {
+    #[command(flatten)]
+    pub data: DataDir,
+    /// Read the crawl state of a shared crawl (postgres://USER@HOST[:PORT]/DB) instead of the
+    /// data directory's SQLite file.
+    #[arg(long, value_name = "URL")]
+    pub frontier: Option<String>,
+}
+
 /// Largest `--min-delay-ms`: an hour between two requests to one address is already a crawl
 /// that does nearly nothing; more is a typo (and u64::MAX milliseconds overflow every clock).
 const MAX_MIN_DELAY_MS: u64 = 3_600_000;
@@ -241,11 +253,7 @@ pub struct ReindexArgs {
 #[derive(Debug, Args)]
 pub struct ShowArgs {
     #[command(flatten)]
-    pub data: DataDir,
-    /// Read the crawl state of a shared crawl (postgres://USER@HOST[:PORT]/DB) instead of the
-    /// data directory's SQLite file.
-    #[arg(long, value_name = "URL")]
-    pub frontier: Option<String>,
+    pub store: ReadStore,
     /// Print exactly the body bytes of the latest response, and nothing else.
     #[arg(long, conflicts_with = "json")]
     pub raw: bool,
@@ -260,11 +268,7 @@ pub struct ShowArgs {
 #[derive(Debug, Args)]
 pub struct ExportArgs {
     #[command(flatten)]
-    pub data: DataDir,
-    /// Read the crawl state of a shared crawl (postgres://USER@HOST[:PORT]/DB) instead of the
-    /// data directory's SQLite file.
-    #[arg(long, value_name = "URL")]
-    pub frontier: Option<String>,
+    pub store: ReadStore,
     /// The WARC file to write (`-` for standard output).
     #[arg(long, value_name = "FILE", required = true)]
     pub warc: PathBuf,
@@ -359,11 +363,7 @@ pub struct SearchArgs {
 #[derive(Debug, Args)]
 pub struct StatsArgs {
     #[command(flatten)]
-    pub data: DataDir,
-    /// Read the crawl state of a shared crawl (postgres://USER@HOST[:PORT]/DB) instead of the
-    /// data directory's SQLite file.
-    #[arg(long, value_name = "URL")]
-    pub frontier: Option<String>,
+    pub store: ReadStore,
     /// Print the statistics as one JSON object.
     #[arg(long)]
     pub json: bool,
@@ -372,11 +372,7 @@ pub struct StatsArgs {
 #[derive(Debug, Args)]
 pub struct BacklinksArgs {
     #[command(flatten)]
-    pub data: DataDir,
-    /// Read the crawl state of a shared crawl (postgres://USER@HOST[:PORT]/DB) instead of the
-    /// data directory's SQLite file.
-    #[arg(long, value_name = "URL")]
-    pub frontier: Option<String>,
+    pub store: ReadStore,
     /// Print one JSON object per linking page.
     #[arg(long)]
     pub json: bool,

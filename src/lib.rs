@@ -23,6 +23,7 @@ pub mod digest;
 pub mod document;
 pub mod feed;
 pub mod fetch;
+pub mod from_archive;
 pub mod frontier;
 pub mod gemtext;
 pub mod heap;

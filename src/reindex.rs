@@ -16,12 +16,10 @@
 use std::path::Path;
 use std::time::Instant;
 
-use ::url::Url;
-
 use crate::datadir::lock;
-use crate::document;
-use crate::frontier::{self, FrontierError};
-use crate::index::{IndexError, Indexer};
+use crate::from_archive::{self, WriteError};
+use crate::frontier;
+use crate::index::Indexer;
 
 /// What a rebuild did.
 #[derive(Debug, Clone, Default, serde::Serialize)]
@@ -35,19 +33,6 @@ pub struct ReindexSummary {
     pub elapsed_secs: f64,
 }
 
-/// Errors that stop a rebuild. The live index is untouched by any of them.
-#[derive(Debug, thiserror::Error)]
-pub enum ReindexError {
-    #[error(transparent)]
-    Frontier(#[from] FrontierError),
-    #[error(transparent)]
-    Index(#[from] IndexError),
-    #[error(transparent)]
-    Lock(#[from] lock::LockError),
-    #[error("{0}: {1}")]
-    Io(String, std::io::Error),
-}
-
 /// Pages read from the frontier at a time.
 const CHUNK: usize = 1000;
 
@@ -58,12 +43,12 @@ pub const COMMIT_DOCS: usize = 20_000;
 
 /// Rebuilds the index of `data_dir`, holding its crawl lock, committing the new index every
 /// `commit_docs` documents (at least 1). `progress` hears the number of documents written so
-/// far, every [`CHUNK`].
+/// far, every [`CHUNK`]. An error stops the rebuild, leaving the live index untouched.
 pub fn reindex(
     data_dir: &Path,
     commit_docs: usize,
     progress: &mut dyn FnMut(u64),
-) -> Result<ReindexSummary, ReindexError> {
+) -> Result<ReindexSummary, WriteError> {
     let _lock = lock::DataDirLock::acquire(data_dir)?;
     reindex_locked(data_dir, commit_docs, progress)
 }
@@ -74,7 +59,7 @@ pub fn reindex_locked(
     data_dir: &Path,
     commit_docs: usize,
     progress: &mut dyn FnMut(u64),
-) -> Result<ReindexSummary, ReindexError> {
+) -> Result<ReindexSummary, WriteError> {
     let commit_docs = commit_docs.max(1) as u64;
     let started = Instant::now();
     let live = crate::datadir::index_path(data_dir);
@@ -96,34 +81,15 @@ pub fn reindex_locked(
         let Some(last) = pages.last() else { break };
         after = last.id;
         for page in pages {
-            let meta = page.content_meta.as_deref().unwrap_or("");
-            let body = match &page.content_hash {
-                Some(hash) => frontier.archived_body(hash)?,
-                None => None,
-            };
-            let Ok(url) = Url::parse(&page.url) else {
-                missing.push(page.id);
-                continue;
-            };
-            // A text page whose body is not in the archive cannot be rebuilt.
-            if body.is_none() && crate::content::wants_body(meta) {
+            let body = from_archive::body(&*frontier, &page)?;
+            // A text page whose body is not in the archive cannot be rebuilt, nor a page whose
+            // URL does not parse.
+            if from_archive::missing(&page, body.as_deref())
+                || !from_archive::upsert(&*frontier, &mut indexer, &page, body.as_deref())?
+            {
                 missing.push(page.id);
                 continue;
             }
-            let anchors = frontier
-                .inbound_labels(page.id, document::MAX_ANCHORS)?
-                .join("\n");
-            let doc = document::document(
-                &url,
-                page.url.clone(),
-                page.host,
-                meta,
-                body.as_deref(),
-                anchors,
-                page.size,
-                page.fetched_at,
-            );
-            indexer.upsert(&doc)?;
             summary.pages += 1;
             // The building index is no one's yet: a commit only bounds what the writer holds.
             if summary.pages % commit_docs == 0 {
@@ -142,7 +108,7 @@ pub fn reindex_locked(
     // Link authority, from the link graph in the store as a crawl computes it at the end of
     // its run: the rebuilt index ranks as the crawled one did, or by the new ranking.
     let graph = frontier.link_graph()?;
-    crate::authority::write::<ReindexError>(&mut *frontier, &graph, &building)?;
+    crate::authority::write::<WriteError>(&mut *frontier, &graph, &building)?;
     drop(graph);
     // Before the exchange: the frontier may under-claim what an index holds (those pages are
     // merely fetched again), never over-claim.
@@ -156,19 +122,19 @@ pub fn reindex_locked(
     Ok(summary)
 }
 
-fn remove_dir(dir: &Path) -> Result<(), ReindexError> {
+fn remove_dir(dir: &Path) -> Result<(), WriteError> {
     match std::fs::remove_dir_all(dir) {
         Ok(()) => Ok(()),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-        Err(e) => Err(ReindexError::Io(format!("removing {}", dir.display()), e)),
+        Err(e) => Err(WriteError::Io(format!("removing {}", dir.display()), e)),
     }
 }
 
 /// Puts `new` at `live`'s path in one atomic step; the old index ends up at `new`'s path (or
 /// nowhere, when there was none).
-fn exchange(new: &Path, live: &Path) -> Result<(), ReindexError> {
+fn exchange(new: &Path, live: &Path) -> Result<(), WriteError> {
     let io = |e| {
-        ReindexError::Io(
+        WriteError::Io(
             format!("swapping {} into {}", new.display(), live.display()),
             e,
         )

@@ -46,7 +46,7 @@ pub(crate) fn reindex(args: ReindexArgs) -> Result<(), Failure> {
 pub(crate) fn show(args: ShowArgs) -> Result<(), Failure> {
     let url =
         urlnorm::normalize(&args.url).map_err(|e| Failure::Usage(anyhow!("{}: {e}", args.url)))?;
-    let frontier = super::read_frontier(&args.data.data, args.frontier.as_deref())?;
+    let frontier = args.store.open()?;
     let Some(details) = frontier
         .url_details(url.as_str())
         .context("reading the crawl database")?
@@ -208,7 +208,7 @@ pub(crate) fn show(args: ShowArgs) -> Result<(), Failure> {
 }
 
 pub(crate) fn export(args: ExportArgs) -> Result<(), Failure> {
-    let frontier = super::read_frontier(&args.data.data, args.frontier.as_deref())?;
+    let frontier = args.store.open()?;
     let out: Box<dyn Write> = if args.warc.as_os_str() == "-" {
         Box::new(std::io::stdout().lock())
     } else {

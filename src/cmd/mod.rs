@@ -86,3 +86,10 @@ pub(crate) fn read_frontier(
         .and_then(|store| store.open_read_only())
         .map_err(|e| crate::Failure::Runtime(e.into()))
 }
+
+impl crate::cli::ReadStore {
+    /// The crawl state it names, opened for reading ([`read_frontier`]).
+    pub(crate) fn open(&self) -> Result<Box<dyn geode::frontier::Frontier>, crate::Failure> {
+        read_frontier(&self.data.data, self.frontier.as_deref())
+    }
+}

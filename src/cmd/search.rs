@@ -118,7 +118,7 @@ pub(crate) fn index_failure(e: IndexError) -> Failure {
 pub(crate) fn backlinks(args: BacklinksArgs) -> Result<(), Failure> {
     let url =
         urlnorm::normalize(&args.url).map_err(|e| Failure::Usage(anyhow!("{}: {e}", args.url)))?;
-    let frontier = super::read_frontier(&args.data.data, args.frontier.as_deref())?;
+    let frontier = args.store.open()?;
     let links = frontier
         .backlinks(url.as_str())
         .context("reading the crawl database")?;

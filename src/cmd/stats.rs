@@ -1,5 +1,7 @@
 //! `geode stats`: what the data directory holds, the crawl schedule and the archive.
 
+use std::fmt::Display;
+
 use anyhow::Context;
 
 use super::when;
@@ -8,7 +10,7 @@ use crate::Failure;
 use geode::index::{IndexError, SearchIndex};
 
 pub(crate) fn stats(args: StatsArgs) -> Result<(), Failure> {
-    let data = &args.data.data;
+    let data = &args.store.data.data;
     // The index first: when it cannot be opened, that is the problem to report, even if the
     // crawl database is missing as well (a crawl killed while it was starting).
     let documents = match SearchIndex::open(&geode::datadir::index_path(data)) {
@@ -16,7 +18,7 @@ pub(crate) fn stats(args: StatsArgs) -> Result<(), Failure> {
         Err(IndexError::Missing(_)) => 0,
         Err(e) => return Err(Failure::Runtime(e.into())),
     };
-    let frontier = super::read_frontier(data, args.frontier.as_deref())?;
+    let frontier = args.store.open()?;
     let now = geode::clock::unix_now();
     let stats = frontier.stats(now).context("reading the crawl database")?;
     if args.json {
@@ -48,29 +50,16 @@ pub(crate) fn stats(args: StatsArgs) -> Result<(), Failure> {
         "last crawl finished",
         when(stats.last_crawl_finished.as_deref()),
     );
-    out.push_str("\nURLs by state\n");
-    for (state, n) in &stats.by_state {
-        out.push_str(&format!("  {state:<26}{n}\n"));
-    }
-    out.push_str("\nresponses by status\n");
-    for (status, n) in &stats.by_status {
-        out.push_str(&format!("  {status:<26}{n}\n"));
-    }
+    section(&mut out, "URLs by state", pairs(&stats.by_state));
+    section(&mut out, "responses by status", pairs(&stats.by_status));
     if !stats.errors.is_empty() {
-        out.push_str("\nerrors (no response)\n");
-        for (kind, n) in &stats.errors {
-            out.push_str(&format!("  {kind:<26}{n}\n"));
-        }
+        section(&mut out, "errors (no response)", pairs(&stats.errors));
     }
     if !stats.excluded.is_empty() {
-        out.push_str("\nnot fetched\n");
-        for (why, n) in &stats.excluded {
-            out.push_str(&format!("  {why:<26}{n}\n"));
-        }
+        section(&mut out, "not fetched", pairs(&stats.excluded));
     }
     let s = &stats.schedule;
-    out.push_str("\nrevisit schedule\n");
-    for (name, n) in [
+    let schedule = [
         ("due now", s.due_now),
         ("due within a day", s.due_within_day),
         ("due within a week", s.due_within_week),
@@ -78,33 +67,31 @@ pub(crate) fn stats(args: StatsArgs) -> Result<(), Failure> {
         ("never again (52/excluded)", s.never_again),
         ("feeds", s.feeds),
         ("failing, still searchable", s.failing_but_searchable),
-    ] {
-        out.push_str(&format!("  {name:<26}{n}\n"));
-    }
+    ];
+    section(&mut out, "revisit schedule", schedule);
     let a = &stats.archive;
-    out.push_str("\narchive\n");
-    out.push_str(&format!("  {:<26}{}\n", "responses", a.responses));
-    out.push_str(&format!(
-        "  {:<26}{} ({} stored, {:.0}% of their size)\n",
-        "distinct bodies",
+    let bodies = format!(
+        "{} ({} stored, {:.0}% of their size)",
         a.bodies,
         geode::human::size(a.stored_bytes),
         a.stored_bytes as f64 * 100.0 / a.raw_bytes.max(1) as f64
-    ));
-    out.push_str("\nrevisit intervals\n");
-    for (bucket, n) in &s.intervals {
-        out.push_str(&format!("  {bucket:<26}{n}\n"));
-    }
+    );
+    let archive = [
+        ("responses", a.responses.to_string()),
+        ("distinct bodies", bodies),
+    ];
+    section(&mut out, "archive", archive);
+    section(&mut out, "revisit intervals", pairs(&s.intervals));
     if !stats.held_back.is_empty() {
-        out.push_str("\ncapsules held back for a later run (crawl budget)\n");
-        for h in &stats.held_back {
-            out.push_str(&format!(
-                "  {:<26}{} until {}\n",
-                h.host,
-                h.reason,
-                when(Some(&h.until.to_string())),
-            ));
-        }
+        let held = stats.held_back.iter().map(|h| {
+            let until = when(Some(&h.until.to_string()));
+            (&h.host, format!("{} until {until}", h.reason))
+        });
+        section(
+            &mut out,
+            "capsules held back for a later run (crawl budget)",
+            held,
+        );
         if stats.capsules_held_back > stats.held_back.len() as u64 {
             out.push_str(&format!(
                 "  ... and {} more\n",
@@ -113,17 +100,38 @@ pub(crate) fn stats(args: StatsArgs) -> Result<(), Failure> {
         }
     }
     if !stats.certificates_changed.is_empty() {
-        out.push_str("\ncertificates changed (accepted and pinned)\n");
-        for c in &stats.certificates_changed {
-            out.push_str(&format!(
-                "  {:<26}{} change(s); current one first seen {}, last seen {}\n",
-                c.host,
-                c.changes,
-                when(c.current_since.map(|t| t.to_string()).as_deref()),
-                when(c.last_seen.map(|t| t.to_string()).as_deref()),
-            ));
-        }
+        let changed = stats.certificates_changed.iter().map(|c| {
+            let first = when(c.current_since.map(|t| t.to_string()).as_deref());
+            let last = when(c.last_seen.map(|t| t.to_string()).as_deref());
+            let changes = c.changes;
+            let value =
+                format!("{changes} change(s); current one first seen {first}, last seen {last}");
+            (&c.host, value)
+        });
+        section(
+            &mut out,
+            "certificates changed (accepted and pinned)",
+            changed,
+        );
     }
     super::put(&out)?;
     Ok(())
+}
+
+/// One listing of the text: a blank line, its title, then a row a line, each name in a column
+/// of 26 characters.
+fn section<N: Display, V: Display>(
+    out: &mut String,
+    title: &str,
+    rows: impl IntoIterator<Item = (N, V)>,
+) {
+    out.push_str(&format!("\n{title}\n"));
+    for (name, value) in rows {
+        out.push_str(&format!("  {name:<26}{value}\n"));
+    }
+}
+
+/// The rows of a list of counts, for [`section`].
+fn pairs<N, V>(list: &[(N, V)]) -> impl Iterator<Item = (&N, &V)> {
+    list.iter().map(|(name, value)| (name, value))
 }
