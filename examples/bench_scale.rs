@@ -20,7 +20,7 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use geode::frontier::{
-    Batch as _, FetchResult, Frontier as _, IndexLog as _, IndexOp, LinkOut, NewUrl,
+    Batch as _, ClaimRequest, FetchResult, Frontier as _, IndexLog as _, IndexOp, LinkOut, NewUrl,
     SqliteFrontier, UrlState, VisitRecord,
 };
 use geode::revisit::Priority;
@@ -244,7 +244,14 @@ fn claims(dir: &Path, rounds: u64) {
     for _ in 0..rounds {
         let t = Instant::now();
         let (urls, _) = frontier
-            .claim_capsules(256, 32, now, &|_| true)
+            .claim_capsules(
+                &ClaimRequest {
+                    capsules: 256,
+                    per_capsule: 32,
+                    permits: &|_| true,
+                },
+                now,
+            )
             .expect("claim");
         lease_ms.push(t.elapsed().as_secs_f64() * 1000.0);
         claimed += urls.len();

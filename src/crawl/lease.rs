@@ -11,7 +11,7 @@ use super::verdict::robots_of;
 use super::{CrawlError, CAPSULES_PER_CLAIM, PER_CAPSULE};
 use crate::clock::unix_now;
 use crate::fetch::FetchError;
-use crate::frontier::{Frontier, FrontierError, QueuedUrl};
+use crate::frontier::{ClaimRequest, Frontier, FrontierError, QueuedUrl};
 
 /// How long a capsule waits when another crawler of a shared store holds its IP address.
 const ADDRESS_BUSY_SECS: i64 = 2;
@@ -30,7 +30,14 @@ impl Crawl {
         let mut examined = 0;
         let claimed = self.timed_claim(
             |f, now| {
-                let (urls, seen) = f.claim_capsules(want, PER_CAPSULE, now, &permits)?;
+                let (urls, seen) = f.claim_capsules(
+                    &ClaimRequest {
+                        capsules: want,
+                        per_capsule: PER_CAPSULE,
+                        permits: &permits,
+                    },
+                    now,
+                )?;
                 examined = seen;
                 Ok(urls)
             },

@@ -29,6 +29,9 @@ pub struct ArchivedBody<'a> {
     pub zstd: &'a [u8],
 }
 
+/// An archived response with the id and the URL it answered (what `geode export` reads).
+pub type UrlResponse = (i64, String, ArchivedResponse);
+
 /// An archived response, as read back.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ArchivedResponse {

@@ -38,6 +38,7 @@ use crate::rank::LinkGraph;
 
 pub use archive::{
     ArchiveRecord, ArchiveStats, ArchivedBody, ArchivedResponse, IndexedContent, PendingOp,
+    UrlResponse,
 };
 pub use postgres::{PgBatch, PgFrontier, PgStore};
 pub use sqlite::{SqliteBatch, SqliteFrontier};
@@ -47,7 +48,8 @@ pub use stats::{
 };
 pub use types::{
     AnchorUpdate, CachedRobots, Canonical, FetchResult, IndexOp, IndexedPage, LinkOut, LinkReport,
-    NewUrl, Pin, Prior, QueuedUrl, Standing, Suggested, SuggestedSeed, UrlState, VisitRecord,
+    NewUrl, Pin, Prior, QueuedUrl, Standing, Stored, Suggested, SuggestedSeed, UrlState,
+    VisitRecord,
 };
 
 /// Errors of the crawl database. The store's error is shown in the message, so it is not also
@@ -207,13 +209,7 @@ pub trait Frontier: IndexLog + Reader + Send {
     /// turns out to have nothing claimable is let go at once; one that `permits` refuses (out of
     /// this run's scope) is passed over until the run ends. The URLs come grouped by capsule,
     /// with the number of capsules looked at: fewer than asked means no more are due.
-    fn claim_capsules(
-        &mut self,
-        capsules: usize,
-        per_capsule: usize,
-        now: i64,
-        permits: &(dyn Fn(&str) -> bool + Sync),
-    ) -> Result<(Vec<QueuedUrl>, usize)>;
+    fn claim_capsules(&mut self, ask: &ClaimRequest, now: i64) -> Result<(Vec<QueuedUrl>, usize)>;
     /// Claims up to `n` more due URLs of a capsule this crawl leases.
     fn claim_more(&mut self, host_id: i64, n: usize, now: i64) -> Result<Vec<QueuedUrl>>;
     /// Claims these URLs, if they are free and due: entries new in a feed, taken ahead of the
@@ -346,14 +342,67 @@ pub trait Reader {
     fn archive_stats(&self) -> Result<ArchiveStats>;
     /// Up to `limit` archived responses after URL id `after` fetched at or after `since`, in id
     /// order, with their URLs and bodies: what `geode export` writes.
-    fn archived_responses(
-        &self,
-        after: i64,
-        since: i64,
-        limit: usize,
-    ) -> Result<Vec<(i64, String, ArchivedResponse)>>;
+    fn archived_responses(&self, after: i64, since: i64, limit: usize) -> Result<Vec<UrlResponse>>;
     /// The suggested seeds and where they stand.
     fn suggested_seeds(&self) -> Result<Vec<SuggestedSeed>>;
+}
+
+/// When the `level`th back-off in a row of a capsule ends: `base` seconds from `now`, doubled
+/// for every back-off before it, at most `max` ([`Batch::back_off_capsule`]).
+fn backoff_end(now: i64, level: u32, base: i64, max: i64) -> i64 {
+    now + base
+        .saturating_mul(1i64 << level.saturating_sub(1).min(20))
+        .min(max)
+}
+
+/// The order in which a capsule's due URLs are claimed, up to `n` of them: hubs first, then new
+/// URLs and revisits taking turns, so that neither starves the other. `take(priority, limit)`
+/// reads up to `limit` due URLs of one priority from the store.
+fn claim_order(
+    n: usize,
+    mut take: impl FnMut(crate::revisit::Priority, usize) -> Result<Vec<QueuedUrl>>,
+) -> Result<Vec<QueuedUrl>> {
+    use crate::revisit::Priority;
+    let mut urls = take(Priority::Hub, n)?;
+    let left = n - urls.len();
+    let fresh = take(Priority::Fresh, left)?;
+    let revisits = take(Priority::Revisit, left)?;
+    let (mut fresh, mut revisits) = (fresh.into_iter(), revisits.into_iter());
+    while urls.len() < n {
+        let (a, b) = (fresh.next(), revisits.next());
+        if a.is_none() && b.is_none() {
+            break;
+        }
+        urls.extend(a);
+        if urls.len() < n {
+            urls.extend(b);
+        }
+    }
+    Ok(urls)
+}
+
+/// What a crawl asks of [`Frontier::claim_capsules`].
+#[derive(Clone, Copy)]
+pub struct ClaimRequest<'a> {
+    /// How many capsules to lease at most.
+    pub capsules: usize,
+    /// How many due URLs to claim of each.
+    pub per_capsule: usize,
+    /// Whether a capsule (by key) is in this run's scope.
+    pub permits: &'a (dyn Fn(&str) -> bool + Sync),
+}
+
+/// A page's links as [`Batch::set_links_holding`] records them.
+#[derive(Clone, Copy)]
+pub struct PageLinks<'a> {
+    /// The page (its URL id) the links are on.
+    pub source: i64,
+    /// The page's link depth: its links are one deeper.
+    pub depth: u32,
+    /// Every link of the page, replacing those recorded before.
+    pub links: &'a [LinkOut],
+    /// Whether the document of a page (by URL id) waits in the crawl's hold.
+    pub held: &'a (dyn Fn(i64) -> bool + Sync),
 }
 
 /// One write transaction of the crawl, holding many results. Dropping it without
@@ -364,12 +413,7 @@ pub trait Batch {
     /// The id of a URL, inserting it when unknown: due now, or `excluded` with the reason given.
     /// A capsule stores at most `budget` URLs: beyond that a new URL is not stored at all and
     /// `None` comes back. Returns (id, newly added).
-    fn ensure_url(
-        &mut self,
-        new: &NewUrl<'_>,
-        excluded: Option<&str>,
-        budget: u64,
-    ) -> Result<Option<(i64, bool)>>;
+    fn ensure_url(&mut self, new: &NewUrl, excluded: Option<&str>, budget: u64) -> Result<Stored>;
     /// Makes fetchable the web URLs recorded as `excluded` by runs that did not follow the web.
     /// Returns how many.
     fn admit_web_urls(&mut self) -> Result<u64>;
@@ -384,19 +428,18 @@ pub trait Batch {
         links: &[LinkOut],
         budget: u64,
     ) -> Result<LinkReport> {
-        self.set_links_holding(source, depth, links, budget, &|_| false)
+        let page = PageLinks {
+            source,
+            depth,
+            links,
+            held: &|_| false,
+        };
+        self.set_links_holding(&page, budget)
     }
     /// [`Batch::set_links`], where `held(id)` says that the document of page `id` waits in the
     /// crawl's hold: it reads the labels of the links to it when it goes to the index, so a
     /// label it gains now marks nothing (one it loses still does, as in [`Batch::set_links`]).
-    fn set_links_holding(
-        &mut self,
-        source: i64,
-        depth: u32,
-        links: &[LinkOut],
-        budget: u64,
-        held: &(dyn Fn(i64) -> bool + Sync),
-    ) -> Result<LinkReport>;
+    fn set_links_holding(&mut self, page: &PageLinks<'_>, budget: u64) -> Result<LinkReport>;
     /// Removes every link of a page, marking the pages whose anchors lose a label.
     fn drop_links(&mut self, source: i64) -> Result<()>;
     /// Forgets a page's pending anchor update: its document is being written now.
@@ -413,7 +456,7 @@ pub trait Batch {
         target: &LinkOut,
         alias_of: Option<i64>,
         budget: u64,
-    ) -> Result<Option<(i64, bool)>> {
+    ) -> Result<Stored> {
         let new = NewUrl {
             url: &target.url,
             host: &target.host,
@@ -472,4 +515,30 @@ pub trait Batch {
     fn archive(&mut self, url_id: i64, record: &ArchiveRecord<'_>) -> Result<()>;
     /// Makes the transaction durable.
     fn commit(self: Box<Self>) -> Result<()>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::backoff_end;
+
+    #[test]
+    fn back_offs_in_a_row_double_up_to_the_cap() {
+        // level, base, max -> seconds from now
+        let table = [
+            (1, 60, 3600, 60),
+            (2, 60, 3600, 120),
+            (3, 60, 3600, 240),
+            (7, 60, 3600, 3600),
+            (0, 60, 3600, 60),
+            (u32::MAX, 60, 86_400, 86_400),
+            (64, i64::MAX / 2, i64::MAX / 2, i64::MAX / 2),
+        ];
+        for (level, base, max, wait) in table {
+            assert_eq!(
+                backoff_end(1_000, level, base, max),
+                1_000 + wait,
+                "level {level}"
+            );
+        }
+    }
 }

@@ -151,6 +151,25 @@ pub struct LinkOut {
     pub prio: crate::revisit::Priority,
 }
 
+impl LinkOut {
+    /// The link's target as a URL new to the frontier, found on page `source` at `depth`.
+    pub fn as_new(&self, source: i64, depth: u32) -> NewUrl<'_> {
+        NewUrl {
+            url: &self.url,
+            host: &self.host,
+            depth: depth + 1,
+            hops: 0,
+            from: Some(source),
+            alias_of: None,
+            prio: self.prio,
+        }
+    }
+}
+
+/// Where [`super::Batch::ensure_url`] left a URL: its id and whether it is new, or `None` when
+/// its capsule is full and the URL was not stored.
+pub type Stored = Option<(i64, bool)>;
+
 /// What a certificate check against the pin found.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Pin {
@@ -181,6 +200,53 @@ pub struct IndexedPage {
     pub header_only: bool,
 }
 
+/// What the store has of one URL on the way from a page to the indexed page it stands for
+/// ([`IndexedPage::through_redirects`]).
+pub(crate) struct ChainStep {
+    pub url: String,
+    /// The index holds a document under it, and no operation on it is pending.
+    pub indexed: bool,
+    pub redirect_to: Option<i64>,
+    pub status: Option<i64>,
+    pub mime: Option<String>,
+    /// No body was read (no content hash).
+    pub no_hash: bool,
+}
+
+impl IndexedPage {
+    /// The indexed page URL `id` stands for: itself, or the page its redirects (30 to 39) lead
+    /// to, at most [`super::MAX_REDIRECT_CHAIN`] of them; `read` gives what the store has of
+    /// one URL (`None`: unknown). A file whose body was not read, and not text, is indexed by
+    /// its header only.
+    pub(crate) fn through_redirects(
+        mut id: i64,
+        mut read: impl FnMut(i64) -> super::Result<Option<ChainStep>>,
+    ) -> super::Result<Option<IndexedPage>> {
+        for _ in 0..=super::MAX_REDIRECT_CHAIN {
+            let Some(step) = read(id)? else {
+                return Ok(None);
+            };
+            if step.indexed {
+                let text = step
+                    .mime
+                    .as_deref()
+                    .is_some_and(|m| m.to_ascii_lowercase().starts_with("text/"));
+                return Ok(Some(IndexedPage {
+                    id,
+                    url: step.url,
+                    mime: step.mime,
+                    header_only: step.no_hash && !text,
+                }));
+            }
+            match (step.status, step.redirect_to) {
+                (Some(30..=39), Some(next)) => id = next,
+                _ => return Ok(None),
+            }
+        }
+        Ok(None)
+    }
+}
+
 /// What earlier runs learned of a capsule's value, for its crawl budget (`crawl::budget`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Standing {
@@ -201,6 +267,20 @@ pub enum Suggested {
     AlreadySuggested,
     /// Too many suggestions wait for a crawl already; nothing was recorded.
     QueueFull,
+}
+
+impl Suggested {
+    /// What a recorded suggestion was: of a URL just `added`, of a `known_seed`, or of a URL
+    /// already known otherwise.
+    pub fn recorded(added: bool, known_seed: bool) -> Suggested {
+        if added {
+            Suggested::New
+        } else if known_seed {
+            Suggested::AlreadySuggested
+        } else {
+            Suggested::Known
+        }
+    }
 }
 
 /// A seed someone suggested, and where it stands.

@@ -18,8 +18,9 @@ use std::sync::OnceLock;
 use std::time::Duration;
 
 use geode::frontier::{
-    Batch, CertificateChange, FetchResult, Frontier, HeldCapsule, IndexOp, LinkOut, Location,
-    NewUrl, PgStore, Pin, QueuedUrl, Standing, Suggested, UrlState, VisitRecord,
+    Batch, CertificateChange, ClaimRequest, FetchResult, Frontier, HeldCapsule, IndexOp, LinkOut,
+    Location, NewUrl, PageLinks, PgStore, Pin, QueuedUrl, Standing, Suggested, UrlState,
+    VisitRecord,
 };
 use geode::revisit::Priority;
 
@@ -276,7 +277,16 @@ fn url_id(f: &dyn Frontier, url: &str) -> i64 {
 
 /// Claims all the capsules due at `now`, of any scope.
 fn claim_all(f: &mut dyn Frontier, per_capsule: usize, now: i64) -> Vec<QueuedUrl> {
-    f.claim_capsules(10, per_capsule, now, &|_| true).unwrap().0
+    f.claim_capsules(
+        &ClaimRequest {
+            capsules: 10,
+            per_capsule,
+            permits: &|_| true,
+        },
+        now,
+    )
+    .unwrap()
+    .0
 }
 
 // Claims: leases, turns, runs, retries, back-off and holds.
@@ -338,7 +348,17 @@ fn new_urls_and_revisits_take_turns(f: &mut dyn Frontier) {
     }
     b.commit().unwrap();
     // Visit the old ones once; they come due again at 1000 + a day.
-    let claimed = f.claim_capsules(1, 10, 0, &|_| true).unwrap().0;
+    let claimed = f
+        .claim_capsules(
+            &ClaimRequest {
+                capsules: 1,
+                per_capsule: 10,
+                permits: &|_| true,
+            },
+            0,
+        )
+        .unwrap()
+        .0;
     assert_eq!(claimed.len(), 4);
     let mut b = f.batch(0).unwrap();
     for &id in &old {
@@ -352,7 +372,17 @@ fn new_urls_and_revisits_take_turns(f: &mut dyn Frontier) {
     }
     b.commit().unwrap();
     let later = 1000 + 86400;
-    let claimed = f.claim_capsules(1, 6, later, &|_| true).unwrap().0;
+    let claimed = f
+        .claim_capsules(
+            &ClaimRequest {
+                capsules: 1,
+                per_capsule: 6,
+                permits: &|_| true,
+            },
+            later,
+        )
+        .unwrap()
+        .0;
     assert_eq!(
         urls(&claimed),
         [
@@ -370,7 +400,17 @@ fn a_url_visited_in_a_run_is_not_claimed_again_in_it(f: &mut dyn Frontier) {
     let mut b = f.batch(0).unwrap();
     let id = id_of(&mut *b, "gemini://a.test/page");
     b.commit().unwrap();
-    let claimed = f.claim_capsules(1, 5, 0, &|_| true).unwrap().0;
+    let claimed = f
+        .claim_capsules(
+            &ClaimRequest {
+                capsules: 1,
+                per_capsule: 5,
+                permits: &|_| true,
+            },
+            0,
+        )
+        .unwrap()
+        .0;
     assert_eq!(claimed.len(), 1);
     assert!(!claimed[0].prior.visited);
     // Visited, due again at once: not in this run.
@@ -405,10 +445,31 @@ fn a_url_visited_in_a_run_is_not_claimed_again_in_it(f: &mut dyn Frontier) {
         None,
         "nothing to wait for in this run"
     );
-    assert!(f.claim_capsules(1, 5, 10, &|_| true).unwrap().0.is_empty());
+    assert!(f
+        .claim_capsules(
+            &ClaimRequest {
+                capsules: 1,
+                per_capsule: 5,
+                permits: &|_| true
+            },
+            10
+        )
+        .unwrap()
+        .0
+        .is_empty());
     // The next run takes it.
     f.end_run().unwrap();
-    let again = f.claim_capsules(1, 5, 10, &|_| true).unwrap().0;
+    let again = f
+        .claim_capsules(
+            &ClaimRequest {
+                capsules: 1,
+                per_capsule: 5,
+                permits: &|_| true,
+            },
+            10,
+        )
+        .unwrap()
+        .0;
     assert_eq!(urls(&again), ["gemini://a.test/page"]);
     assert!(again[0].prior.visited);
     assert_eq!(again[0].prior.revisit_secs, Some(1));
@@ -418,7 +479,18 @@ fn retries_come_back_in_the_same_run_and_wake_the_crawl(f: &mut dyn Frontier) {
     let mut b = f.batch(0).unwrap();
     let id = id_of(&mut *b, "gemini://a.test/flaky");
     b.commit().unwrap();
-    let host = f.claim_capsules(1, 5, 0, &|_| true).unwrap().0[0].host_id;
+    let host = f
+        .claim_capsules(
+            &ClaimRequest {
+                capsules: 1,
+                per_capsule: 5,
+                permits: &|_| true,
+            },
+            0,
+        )
+        .unwrap()
+        .0[0]
+        .host_id;
     let mut b = f.batch(0).unwrap();
     let result = FetchResult {
         status: Some(40),
@@ -429,8 +501,29 @@ fn retries_come_back_in_the_same_run_and_wake_the_crawl(f: &mut dyn Frontier) {
     b.commit().unwrap();
     f.release_capsule(host).unwrap();
     assert_eq!(f.next_wakeup(0).unwrap(), Some(60));
-    assert!(f.claim_capsules(1, 5, 59, &|_| true).unwrap().0.is_empty());
-    let again = f.claim_capsules(1, 5, 60, &|_| true).unwrap().0;
+    assert!(f
+        .claim_capsules(
+            &ClaimRequest {
+                capsules: 1,
+                per_capsule: 5,
+                permits: &|_| true
+            },
+            59
+        )
+        .unwrap()
+        .0
+        .is_empty());
+    let again = f
+        .claim_capsules(
+            &ClaimRequest {
+                capsules: 1,
+                per_capsule: 5,
+                permits: &|_| true,
+            },
+            60,
+        )
+        .unwrap()
+        .0;
     assert_eq!(again.len(), 1);
     assert_eq!(again[0].prior.attempts, 1);
     assert_eq!(again[0].prior.state, Some(UrlState::New));
@@ -445,15 +538,50 @@ fn capsules_in_back_off_wait(f: &mut dyn Frontier) {
     let host = b.host_id("a.test").unwrap();
     b.set_backoff(host, 500).unwrap();
     b.commit().unwrap();
-    assert!(f.claim_capsules(1, 5, 0, &|_| true).unwrap().0.is_empty());
+    assert!(f
+        .claim_capsules(
+            &ClaimRequest {
+                capsules: 1,
+                per_capsule: 5,
+                permits: &|_| true
+            },
+            0
+        )
+        .unwrap()
+        .0
+        .is_empty());
     assert_eq!(f.next_wakeup(0).unwrap(), Some(500));
     // The last claim came a second too early: the crawl, asking at or after the end of the
     // back-off, is told to claim now rather than that nothing is left.
-    assert!(f.claim_capsules(1, 5, 499, &|_| true).unwrap().0.is_empty());
+    assert!(f
+        .claim_capsules(
+            &ClaimRequest {
+                capsules: 1,
+                per_capsule: 5,
+                permits: &|_| true
+            },
+            499
+        )
+        .unwrap()
+        .0
+        .is_empty());
     assert_eq!(f.next_wakeup(499).unwrap(), Some(500));
     assert_eq!(f.next_wakeup(500).unwrap(), Some(500));
     assert_eq!(f.next_wakeup(501).unwrap(), Some(501));
-    assert_eq!(f.claim_capsules(1, 5, 501, &|_| true).unwrap().0.len(), 1);
+    assert_eq!(
+        f.claim_capsules(
+            &ClaimRequest {
+                capsules: 1,
+                per_capsule: 5,
+                permits: &|_| true
+            },
+            501
+        )
+        .unwrap()
+        .0
+        .len(),
+        1
+    );
     assert_eq!(f.next_wakeup(501).unwrap(), None, "leased now");
 }
 
@@ -465,7 +593,17 @@ fn a_capsule_held_back_waits_and_stats_say_why_until_the_hold_ends(f: &mut dyn F
     let good = b.host_id("good.test").unwrap();
     b.hold_capsule(trap, 1_000, "fan-out").unwrap();
     b.commit().unwrap();
-    let claimed = f.claim_capsules(5, 5, 10, &|_| true).unwrap().0;
+    let claimed = f
+        .claim_capsules(
+            &ClaimRequest {
+                capsules: 5,
+                per_capsule: 5,
+                permits: &|_| true,
+            },
+            10,
+        )
+        .unwrap()
+        .0;
     assert_eq!(claimed.len(), 1);
     assert_eq!(claimed[0].host_id, good);
     let stats = f.stats(10).unwrap();
@@ -480,7 +618,20 @@ fn a_capsule_held_back_waits_and_stats_say_why_until_the_hold_ends(f: &mut dyn F
     );
     // Once the hold is over it is not listed, and the capsule is claimed again.
     assert_eq!(f.stats(1_000).unwrap().capsules_held_back, 0);
-    assert_eq!(f.claim_capsules(5, 5, 1_000, &|_| true).unwrap().0.len(), 1);
+    assert_eq!(
+        f.claim_capsules(
+            &ClaimRequest {
+                capsules: 5,
+                per_capsule: 5,
+                permits: &|_| true
+            },
+            1_000
+        )
+        .unwrap()
+        .0
+        .len(),
+        1
+    );
     // A back-off set later is no hold of the budget's.
     f.release_capsule(trap).unwrap();
     let mut b = f.batch(0).unwrap();
@@ -521,13 +672,43 @@ fn capsules_out_of_scope_are_passed_over_until_the_run_ends(f: &mut dyn Frontier
     id_of(&mut *b, "gemini://out.test/");
     b.commit().unwrap();
     let only_in = |capsule: &str| capsule == "in.test";
-    let (claimed, examined) = f.claim_capsules(10, 5, 0, &only_in).unwrap();
+    let (claimed, examined) = f
+        .claim_capsules(
+            &ClaimRequest {
+                capsules: 10,
+                per_capsule: 5,
+                permits: &only_in,
+            },
+            0,
+        )
+        .unwrap();
     assert_eq!(urls(&claimed), ["gemini://in.test/"]);
     assert_eq!(examined, 2);
     // Not examined again in this run, and not lost for the next one.
-    assert_eq!(f.claim_capsules(10, 5, 0, &only_in).unwrap().1, 0);
+    assert_eq!(
+        f.claim_capsules(
+            &ClaimRequest {
+                capsules: 10,
+                per_capsule: 5,
+                permits: &only_in
+            },
+            0
+        )
+        .unwrap()
+        .1,
+        0
+    );
     f.end_run().unwrap();
-    let (claimed, _) = f.claim_capsules(10, 5, 0, &|_| true).unwrap();
+    let (claimed, _) = f
+        .claim_capsules(
+            &ClaimRequest {
+                capsules: 10,
+                per_capsule: 5,
+                permits: &|_| true,
+            },
+            0,
+        )
+        .unwrap();
     assert_eq!(claimed.len(), 2);
 }
 
@@ -662,8 +843,16 @@ fn a_held_page_gains_labels_unmarked_and_loses_them_marked(f: &mut dyn Frontier)
         labelled("gemini://c.test/", "sent"),
     ];
     let mut b = f.batch(0).unwrap();
-    b.set_links_holding(page, 0, &links, u64::MAX, &|id| id == held)
-        .unwrap();
+    b.set_links_holding(
+        &PageLinks {
+            source: page,
+            depth: 0,
+            links: &links,
+            held: &|id| id == held,
+        },
+        u64::MAX,
+    )
+    .unwrap();
     b.commit().unwrap();
     // The held document reads its label when it goes; the written one needs an update.
     assert_eq!(marked(f), [written]);
@@ -671,8 +860,16 @@ fn a_held_page_gains_labels_unmarked_and_loses_them_marked(f: &mut dyn Frontier)
     f.clear_anchor_updates(&[written]).unwrap();
     // Losing a label marks a held page all the same.
     let mut b = f.batch(0).unwrap();
-    b.set_links_holding(page, 0, &[], u64::MAX, &|id| id == held)
-        .unwrap();
+    b.set_links_holding(
+        &PageLinks {
+            source: page,
+            depth: 0,
+            links: &[],
+            held: &|id| id == held,
+        },
+        u64::MAX,
+    )
+    .unwrap();
     b.commit().unwrap();
     assert_eq!(marked(f), [held, written]);
 }
@@ -782,7 +979,17 @@ fn an_upsert_no_commit_holds_is_redone_after_a_crash(f: &mut dyn Frontier) {
     // its hash is forgotten so the visit indexes it whatever it finds.
     let (confirmed, redone) = f.recover(1, 7777).unwrap();
     assert_eq!((confirmed, redone), (0, 1));
-    let again = f.claim_capsules(1, 5, 7777, &|_| true).unwrap().0;
+    let again = f
+        .claim_capsules(
+            &ClaimRequest {
+                capsules: 1,
+                per_capsule: 5,
+                permits: &|_| true,
+            },
+            7777,
+        )
+        .unwrap()
+        .0;
     assert_eq!(urls(&again), ["gemini://a.test/c"]);
     assert_eq!(again[0].prior.state, Some(UrlState::New));
     assert_eq!(again[0].prior.content_hash, None);
@@ -797,7 +1004,17 @@ fn recovery_confirms_what_the_index_holds_and_redoes_removals(f: &mut dyn Fronti
     b.commit().unwrap();
     index(f, &[a], 1);
     // The crawl that dies holds a claim (a.test/e, and so a lease of a.test) ...
-    let claimed = f.claim_capsules(1, 5, 0, &|_| true).unwrap().0;
+    let claimed = f
+        .claim_capsules(
+            &ClaimRequest {
+                capsules: 1,
+                per_capsule: 5,
+                permits: &|_| true,
+            },
+            0,
+        )
+        .unwrap()
+        .0;
     assert_eq!(urls(&claimed), ["gemini://a.test/e"]);
     // ... a removal tagged with commit 2, which the index holds, though the crawl died before
     // confirming it; and a second page tagged with commit 3, which never happened.
@@ -928,7 +1145,14 @@ fn seeds_people_suggest_are_due_at_once_and_listed(f: &mut dyn Frontier) {
     b.commit().unwrap();
     f.end_run().unwrap();
     assert!(f
-        .claim_capsules(10, 5, 30, &|c| c == "known.test")
+        .claim_capsules(
+            &ClaimRequest {
+                capsules: 10,
+                per_capsule: 5,
+                permits: &|c| c == "known.test"
+            },
+            30
+        )
         .unwrap()
         .0
         .is_empty());
@@ -938,7 +1162,16 @@ fn seeds_people_suggest_are_due_at_once_and_listed(f: &mut dyn Frontier) {
             .unwrap(),
         Suggested::Known
     );
-    let (claimed, _) = f.claim_capsules(10, 5, 30, &|_| true).unwrap();
+    let (claimed, _) = f
+        .claim_capsules(
+            &ClaimRequest {
+                capsules: 10,
+                per_capsule: 5,
+                permits: &|_| true,
+            },
+            30,
+        )
+        .unwrap();
     assert_eq!(
         urls(&claimed),
         ["gemini://new.test/", "gemini://known.test/"]
@@ -1017,7 +1250,16 @@ fn what_a_crawl_records_reads_back(f: &mut dyn Frontier) {
         !f.add_seed("gemini://a.test/", "a.test", 0).unwrap(),
         "known"
     );
-    let (claimed, _) = f.claim_capsules(1, 8, 1, &|_| true).unwrap();
+    let (claimed, _) = f
+        .claim_capsules(
+            &ClaimRequest {
+                capsules: 1,
+                per_capsule: 8,
+                permits: &|_| true,
+            },
+            1,
+        )
+        .unwrap();
     assert_eq!(claimed.len(), 1);
     let root = &claimed[0];
     let mut b = f.batch(1).unwrap();

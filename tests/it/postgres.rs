@@ -15,8 +15,8 @@ use std::time::{Duration, Instant};
 use std::collections::BTreeSet;
 
 use geode::frontier::{
-    Batch, FetchResult, Frontier, IndexLog, LinkOut, LinkReport, PgStore, Reader, UrlState,
-    VisitRecord,
+    Batch, ClaimRequest, FetchResult, Frontier, IndexLog, LinkOut, LinkReport, PageLinks, PgStore,
+    Reader, UrlState, VisitRecord,
 };
 use geode::revisit::Priority;
 
@@ -239,7 +239,16 @@ fn crawlers_sharing_a_database_never_get_the_same_capsule() {
                 let mut frontier = store.frontier().unwrap();
                 let mut mine = Vec::new();
                 loop {
-                    let (urls, _) = frontier.claim_capsules(2, 8, 1, &|_| true).unwrap();
+                    let (urls, _) = frontier
+                        .claim_capsules(
+                            &ClaimRequest {
+                                capsules: 2,
+                                per_capsule: 8,
+                                permits: &|_| true,
+                            },
+                            1,
+                        )
+                        .unwrap();
                     if urls.is_empty() {
                         break;
                     }
@@ -284,10 +293,28 @@ fn a_crawler_taking_back_its_own_lapsed_lease_is_not_given_its_claims_again() {
     for page in 0..4 {
         seed(&mut slow, &format!("gemini://a.test/{page}"));
     }
-    let (first, _) = slow.claim_capsules(4, 2, 1, &|_| true).unwrap();
+    let (first, _) = slow
+        .claim_capsules(
+            &ClaimRequest {
+                capsules: 4,
+                per_capsule: 2,
+                permits: &|_| true,
+            },
+            1,
+        )
+        .unwrap();
     assert_eq!(first.len(), 2, "two of a.test's four URLs");
     std::thread::sleep(Duration::from_millis(2500));
-    let (again, _) = slow.claim_capsules(4, 2, 1, &|_| true).unwrap();
+    let (again, _) = slow
+        .claim_capsules(
+            &ClaimRequest {
+                capsules: 4,
+                per_capsule: 2,
+                permits: &|_| true,
+            },
+            1,
+        )
+        .unwrap();
     let first: Vec<&str> = first.iter().map(|u| u.url.as_str()).collect();
     let again: Vec<&str> = again.iter().map(|u| u.url.as_str()).collect();
     assert_eq!(again.len(), 2, "the two URLs it had not claimed: {again:?}");
@@ -310,7 +337,16 @@ fn a_stalled_crawler_learns_which_leases_it_lost() {
     for capsule in ["a.test", "b.test"] {
         seed(&mut stalled, &format!("gemini://{capsule}/"));
     }
-    let (claimed, _) = stalled.claim_capsules(4, 2, 1, &|_| true).unwrap();
+    let (claimed, _) = stalled
+        .claim_capsules(
+            &ClaimRequest {
+                capsules: 4,
+                per_capsule: 2,
+                permits: &|_| true,
+            },
+            1,
+        )
+        .unwrap();
     let hosts: Vec<i64> = claimed.iter().map(|u| u.host_id).collect();
     assert_eq!(hosts.len(), 2, "a.test and b.test");
     let ips = vec!["127.0.1.20".to_string(), "127.0.1.21".to_string()];
@@ -325,7 +361,16 @@ fn a_stalled_crawler_learns_which_leases_it_lost() {
     std::thread::sleep(Duration::from_millis(2500));
     let other_store = PgStore::connect(&url, Duration::from_secs(300), true).unwrap();
     let mut other = other_store.frontier().unwrap();
-    let (taken, _) = other.claim_capsules(1, 2, 1, &|c| c == "a.test").unwrap();
+    let (taken, _) = other
+        .claim_capsules(
+            &ClaimRequest {
+                capsules: 1,
+                per_capsule: 2,
+                permits: &|c| c == "a.test",
+            },
+            1,
+        )
+        .unwrap();
     assert_eq!(taken.len(), 1, "a.test taken over");
     assert!(other.lease_address("127.0.1.21").unwrap().is_some());
     let (lost, lost_ips) = stalled.lost_leases(&hosts, &ips).unwrap();
@@ -351,7 +396,16 @@ fn a_dead_crawlers_capsules_are_taken_over_when_its_lease_runs_out() {
     for page in 0..4 {
         seed(&mut dying, &format!("gemini://a.test/{page}"));
     }
-    let (claimed, _) = dying.claim_capsules(4, 2, 1, &|_| true).unwrap();
+    let (claimed, _) = dying
+        .claim_capsules(
+            &ClaimRequest {
+                capsules: 4,
+                per_capsule: 2,
+                permits: &|_| true,
+            },
+            1,
+        )
+        .unwrap();
     assert_eq!(claimed.len(), 2, "two of a.test's four URLs");
     // It visits one of them, then dies without letting anything go.
     {
@@ -375,7 +429,16 @@ fn a_dead_crawlers_capsules_are_taken_over_when_its_lease_runs_out() {
         "held by another crawler"
     );
     std::mem::forget(dying_again);
-    let (none, _) = heir.claim_capsules(4, 8, 1, &|_| true).unwrap();
+    let (none, _) = heir
+        .claim_capsules(
+            &ClaimRequest {
+                capsules: 4,
+                per_capsule: 8,
+                permits: &|_| true,
+            },
+            1,
+        )
+        .unwrap();
     assert!(
         none.is_empty(),
         "a.test is leased by a crawler whose lease still runs"
@@ -389,7 +452,16 @@ fn a_dead_crawlers_capsules_are_taken_over_when_its_lease_runs_out() {
         heir.lease_address("127.0.1.3").unwrap().is_some(),
         "its lease ran out"
     );
-    let (taken, _) = heir.claim_capsules(4, 8, 1, &|_| true).unwrap();
+    let (taken, _) = heir
+        .claim_capsules(
+            &ClaimRequest {
+                capsules: 4,
+                per_capsule: 8,
+                permits: &|_| true,
+            },
+            1,
+        )
+        .unwrap();
     let mut got: Vec<String> = taken.iter().map(|u| u.url.clone()).collect();
     got.sort();
     let expected: Vec<String> = (0..4)
@@ -707,7 +779,15 @@ fn record_links(f: &mut dyn Frontier) -> Vec<String> {
         link("gemini://b.test/2", "zwei", None, Fresh),
     ];
     let report = b
-        .set_links_holding(d, 1, &page, BUDGET, &|id| id == root)
+        .set_links_holding(
+            &PageLinks {
+                source: d,
+                depth: 1,
+                links: &page,
+                held: &|id| id == root,
+            },
+            BUDGET,
+        )
         .unwrap();
     b.commit().unwrap();
     step(f, "root held", report);
@@ -965,7 +1045,16 @@ fn a_crawlers_recovery_leaves_index_operations_to_the_index_writer() {
     }
     let id = |f: &dyn Frontier, url: &str| f.url_id(url).unwrap().unwrap();
     let (a, c) = (id(&f, "gemini://a.test/"), id(&f, "gemini://a.test/c"));
-    let (claimed, _) = f.claim_capsules(1, 5, 0, &|_| true).unwrap();
+    let (claimed, _) = f
+        .claim_capsules(
+            &ClaimRequest {
+                capsules: 1,
+                per_capsule: 5,
+                permits: &|_| true,
+            },
+            0,
+        )
+        .unwrap();
     assert_eq!(claimed.len(), 3);
     let mut b = Frontier::batch(&mut f, 1).unwrap();
     for page in [a, c] {
@@ -991,7 +1080,16 @@ fn a_crawlers_recovery_leaves_index_operations_to_the_index_writer() {
     let details = f.url_details("gemini://a.test/c").unwrap().unwrap();
     assert_eq!(details.content_hash, Some(format!("hash-{c}")));
     assert_eq!(details.due_at, Some(100), "not made due");
-    let (mut again, _) = f.claim_capsules(1, 5, 100, &|_| true).unwrap();
+    let (mut again, _) = f
+        .claim_capsules(
+            &ClaimRequest {
+                capsules: 1,
+                per_capsule: 5,
+                permits: &|_| true,
+            },
+            100,
+        )
+        .unwrap();
     again.sort_by(|x, y| x.url.cmp(&y.url));
     let again: Vec<&str> = again.iter().map(|u| u.url.as_str()).collect();
     assert_eq!(

@@ -9,6 +9,7 @@ use super::*;
 use crate::crawl::budget::Content;
 use crate::crawl::hold::Held;
 use crate::crawl::verdict::Follow;
+use crate::frontier::PageLinks;
 use crate::index::neardup;
 
 impl Crawl {
@@ -84,13 +85,13 @@ impl Crawl {
         } else {
             // A page whose document is held reads the labels of its links when it goes.
             let hold = &self.hold;
-            batch.set_links_holding(
-                url.id,
-                url.depth,
-                &links,
-                self.config.capsule_budget,
-                &|id| hold.holds(id),
-            )?
+            let page = PageLinks {
+                source: url.id,
+                depth: url.depth,
+                links: &links,
+                held: &|id| hold.holds(id),
+            };
+            batch.set_links_holding(&page, self.config.capsule_budget)?
         };
         self.note_links(&url, &links, &report, feed, new_text);
         self.summary.urls_discovered += report.added as u64;

@@ -21,8 +21,10 @@ use links::Wanted;
 use super::claim::release;
 use super::index_log::inbound_labels;
 use super::{blocking, Result, DB_NOW_MS};
+use crate::frontier::backoff_end;
 use crate::frontier::{
-    ArchiveRecord, Batch, FetchResult, IndexOp, LinkOut, LinkReport, NewUrl, Pin, VisitRecord,
+    ArchiveRecord, Batch, FetchResult, IndexOp, LinkReport, NewUrl, PageLinks, Pin, Stored,
+    VisitRecord,
 };
 
 /// Ids of capsules and URLs by name, as rows of the store have them.
@@ -177,12 +179,7 @@ impl Batch for PgBatch<'_> {
         blocking(|| Ok(self.host_ids(&[name])?[0]))
     }
 
-    fn ensure_url(
-        &mut self,
-        new: &NewUrl<'_>,
-        excluded: Option<&str>,
-        budget: u64,
-    ) -> Result<Option<(i64, bool)>> {
+    fn ensure_url(&mut self, new: &NewUrl, excluded: Option<&str>, budget: u64) -> Result<Stored> {
         let wanted = Wanted {
             new: *new,
             excluded,
@@ -236,26 +233,12 @@ impl Batch for PgBatch<'_> {
     /// document is `held` marking nothing (see the SQLite store's `set_links_holding`, whose
     /// report this is, link for link): the URLs in a few statements for the page
     /// ([`PgBatch::ensure_urls`]), the links in one ([`PgBatch::replace_links`]).
-    fn set_links_holding(
-        &mut self,
-        source: i64,
-        depth: u32,
-        links: &[LinkOut],
-        budget: u64,
-        held: &(dyn Fn(i64) -> bool + Sync),
-    ) -> Result<LinkReport> {
+    fn set_links_holding(&mut self, page: &PageLinks<'_>, budget: u64) -> Result<LinkReport> {
+        let (source, depth, links, held) = (page.source, page.depth, page.links, page.held);
         let wanted: Vec<Wanted<'_>> = links
             .iter()
             .map(|link| Wanted {
-                new: NewUrl {
-                    url: &link.url,
-                    host: &link.host,
-                    depth: depth + 1,
-                    hops: 0,
-                    from: Some(source),
-                    alias_of: None,
-                    prio: link.prio,
-                },
+                new: link.as_new(source, depth),
                 excluded: link.excluded,
             })
             .collect();
@@ -420,11 +403,9 @@ impl Batch for PgBatch<'_> {
         })?
         .get(0);
         let level = level.clamp(0, u32::MAX as i64) as u32;
-        let wait = base
-            .saturating_mul(1i64 << (level.saturating_sub(1)).min(20))
-            .min(max);
-        self.set_backoff(host_id, now + wait)?;
-        Ok(now + wait)
+        let until = backoff_end(now, level, base, max);
+        self.set_backoff(host_id, until)?;
+        Ok(until)
     }
 
     fn capsule_answered(&mut self, host_id: i64) -> Result<()> {

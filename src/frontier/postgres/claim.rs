@@ -13,7 +13,7 @@
 use postgres::{GenericClient, Row};
 
 use super::{Result, DB_NOW};
-use crate::frontier::{Canonical, Prior, QueuedUrl, UrlState};
+use crate::frontier::{claim_order, Canonical, Prior, QueuedUrl, UrlState};
 use crate::revisit::Priority;
 
 /// The columns a claim reads, for [`queued_url`].
@@ -87,29 +87,14 @@ pub(super) fn claim_from(
            AND u.due_at IS NOT NULL AND u.due_at <= $3
          ORDER BY u.due_at, u.id LIMIT $4"
     );
-    let mut take = |prio: Priority, limit: usize| -> Result<Vec<QueuedUrl>> {
+    let take = |prio: Priority, limit: usize| -> Result<Vec<QueuedUrl>> {
         if limit == 0 {
             return Ok(Vec::new());
         }
         let rows = tx.query(&select, &[&host_id, &(prio as i64), &now, &(limit as i64)])?;
         Ok(rows.iter().map(queued_url).collect())
     };
-    let mut urls = take(Priority::Hub, n)?;
-    let left = n - urls.len();
-    let fresh = take(Priority::Fresh, left)?;
-    let revisits = take(Priority::Revisit, left)?;
-    let (mut fresh, mut revisits) = (fresh.into_iter(), revisits.into_iter());
-    while urls.len() < n {
-        let a = fresh.next();
-        let b = revisits.next();
-        if a.is_none() && b.is_none() {
-            break;
-        }
-        urls.extend(a);
-        if urls.len() < n {
-            urls.extend(b);
-        }
-    }
+    let urls = claim_order(n, take)?;
     let ids: Vec<i64> = urls.iter().map(|u| u.id).collect();
     mark(tx, crawler, &ids)?;
     Ok(urls)

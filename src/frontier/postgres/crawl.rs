@@ -13,7 +13,8 @@ use super::claim::{
 };
 use super::{blocking, write, write_tx, PgBatch, PgFrontier, DB_NOW, DB_NOW_MS};
 use crate::frontier::{
-    Batch, CachedRobots, Frontier, QueuedUrl, Result, Standing, Suggested, MAX_WAITING_SEEDS,
+    Batch, CachedRobots, ClaimRequest, Frontier, QueuedUrl, Result, Standing, Suggested,
+    MAX_WAITING_SEEDS,
 };
 
 /// How often a crawler without work looks again while other crawlers hold leases (seconds).
@@ -116,13 +117,8 @@ impl Frontier for PgFrontier {
     /// Leases up to `capsules` capsules with work due at `now` and claims up to `per_capsule`
     /// URLs of each. Capsules leased by others are skipped while their lease runs, and taken
     /// over once it has run out.
-    fn claim_capsules(
-        &mut self,
-        capsules: usize,
-        per_capsule: usize,
-        now: i64,
-        permits: &(dyn Fn(&str) -> bool + Sync),
-    ) -> Result<(Vec<QueuedUrl>, usize)> {
+    fn claim_capsules(&mut self, ask: &ClaimRequest, now: i64) -> Result<(Vec<QueuedUrl>, usize)> {
+        let (capsules, per_capsule, permits) = (ask.capsules, ask.per_capsule, ask.permits);
         let PgFrontier {
             conn,
             crawler,
@@ -435,12 +431,6 @@ impl Frontier for PgFrontier {
             )?;
             Ok(())
         })?;
-        Ok(if added {
-            Suggested::New
-        } else if known_seed {
-            Suggested::AlreadySuggested
-        } else {
-            Suggested::Known
-        })
+        Ok(Suggested::recorded(added, known_seed))
     }
 }

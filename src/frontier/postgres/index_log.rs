@@ -13,6 +13,7 @@ use postgres::Row;
 
 use super::{blocking, count_of, write, PgFrontier};
 use crate::frontier::graph::GraphRows;
+use crate::frontier::types::ChainStep;
 use crate::frontier::{
     AnchorUpdate, IndexLog, IndexOp, IndexedContent, IndexedPage, PendingOp, Result,
     MAX_REDIRECT_CHAIN,
@@ -63,50 +64,23 @@ pub(super) fn inbound_labels(
 }
 
 /// The indexed page URL `id` stands for: itself, or the page its redirects lead to.
-fn indexed_page_for(db: &mut postgres::Client, mut id: i64) -> Result<Option<IndexedPage>> {
-    for _ in 0..=MAX_REDIRECT_CHAIN {
-        let Some(row) = db.query_opt(
+fn indexed_page_for(db: &mut postgres::Client, id: i64) -> Result<Option<IndexedPage>> {
+    IndexedPage::through_redirects(id, |id| {
+        let row = db.query_opt(
             "SELECT url, in_index AND index_op IS NULL, redirect_to, status, mime,
                     content_hash IS NULL
              FROM urls WHERE id = $1",
             &[&id],
-        )?
-        else {
-            return Ok(None);
-        };
-        let (url, indexed, redirect_to, status, mime, no_hash): (
-            String,
-            bool,
-            Option<i64>,
-            Option<i64>,
-            Option<String>,
-            bool,
-        ) = (
-            row.get(0),
-            row.get(1),
-            row.get(2),
-            row.get(3),
-            row.get(4),
-            row.get(5),
-        );
-        if indexed {
-            let header_only = no_hash
-                && !mime
-                    .as_deref()
-                    .is_some_and(|m| m.to_ascii_lowercase().starts_with("text/"));
-            return Ok(Some(IndexedPage {
-                id,
-                url,
-                mime,
-                header_only,
-            }));
-        }
-        match (status, redirect_to) {
-            (Some(30..=39), Some(next)) => id = next,
-            _ => return Ok(None),
-        }
-    }
-    Ok(None)
+        )?;
+        Ok(row.map(|row| ChainStep {
+            url: row.get(0),
+            indexed: row.get(1),
+            redirect_to: row.get(2),
+            status: row.get(3),
+            mime: row.get(4),
+            no_hash: row.get(5),
+        }))
+    })
 }
 
 /// A page as the index holds it, from the columns `u.id, u.url, h.name, u.content_hash,

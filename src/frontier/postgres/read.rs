@@ -9,8 +9,8 @@ use crate::frontier::archive::decompress;
 use crate::frontier::stats::INTERVAL_BUCKETS;
 use crate::frontier::{
     ArchiveStats, ArchivedResponse, Backlink, CertificateChange, HeldCapsule, KnownHost, Reader,
-    Result, Schedule, Stats, SuggestedSeed, UrlDetails, UrlState, MAX_CERTIFICATE_CHANGES,
-    MAX_HELD_LISTED,
+    Result, Schedule, Stats, SuggestedSeed, UrlDetails, UrlResponse, UrlState,
+    MAX_CERTIFICATE_CHANGES, MAX_HELD_LISTED,
 };
 
 /// Counts by the first column of `sql`'s rows (a string), the second being the count.
@@ -373,12 +373,7 @@ impl Reader for PgFrontier {
         })
     }
 
-    fn archived_responses(
-        &self,
-        after: i64,
-        since: i64,
-        limit: usize,
-    ) -> Result<Vec<(i64, String, ArchivedResponse)>> {
+    fn archived_responses(&self, after: i64, since: i64, limit: usize) -> Result<Vec<UrlResponse>> {
         let rows = blocking(|| {
             self.db().query(
                 "SELECT r.url_id, u.url FROM responses r JOIN urls u ON u.id = r.url_id

@@ -6,49 +6,28 @@ use rusqlite::{params, Connection, OptionalExtension};
 use std::collections::BTreeSet;
 
 use super::{IndexedPage, Result, SqliteFrontier, MAX_REDIRECT_CHAIN};
+use crate::frontier::types::ChainStep;
 
 impl SqliteFrontier {
-    pub(super) fn indexed_page_for(&self, mut id: i64) -> Result<Option<IndexedPage>> {
+    pub(super) fn indexed_page_for(&self, id: i64) -> Result<Option<IndexedPage>> {
         let mut stmt = self.conn.prepare_cached(
             "SELECT url, in_index = 1 AND index_op IS NULL, redirect_to, status, mime,
                     content_hash IS NULL
              FROM urls WHERE id = ?1",
         )?;
-        for _ in 0..=MAX_REDIRECT_CHAIN {
-            let row = stmt
-                .query_row([id], |r| {
-                    Ok((
-                        r.get::<_, String>(0)?,
-                        r.get::<_, bool>(1)?,
-                        r.get::<_, Option<i64>>(2)?,
-                        r.get::<_, Option<i64>>(3)?,
-                        r.get::<_, Option<String>>(4)?,
-                        r.get::<_, bool>(5)?,
-                    ))
+        IndexedPage::through_redirects(id, |id| {
+            let step = stmt.query_row([id], |r| {
+                Ok(ChainStep {
+                    url: r.get(0)?,
+                    indexed: r.get(1)?,
+                    redirect_to: r.get(2)?,
+                    status: r.get(3)?,
+                    mime: r.get(4)?,
+                    no_hash: r.get(5)?,
                 })
-                .optional()?;
-            let Some((url, indexed, redirect_to, status, mime, no_hash)) = row else {
-                return Ok(None);
-            };
-            if indexed {
-                let header_only = no_hash
-                    && !mime
-                        .as_deref()
-                        .is_some_and(|m| m.to_ascii_lowercase().starts_with("text/"));
-                return Ok(Some(IndexedPage {
-                    id,
-                    url,
-                    mime,
-                    header_only,
-                }));
-            }
-            // Only a permanent redirect hands its inbound labels on (see REDIRECT_CHAIN).
-            match (status, redirect_to) {
-                (Some(30..=39), Some(next)) => id = next,
-                _ => return Ok(None),
-            }
-        }
-        Ok(None)
+            });
+            Ok(step.optional()?)
+        })
     }
 }
 

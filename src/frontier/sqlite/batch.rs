@@ -8,10 +8,9 @@ use std::sync::LazyLock;
 use rusqlite::{params, OptionalExtension};
 
 use super::outlinks;
-use super::{
-    FetchResult, IndexOp, LinkOut, LinkReport, NewUrl, Pin, Result, UrlState, VisitRecord,
-};
-use crate::frontier::{ArchiveRecord, Batch};
+use super::{FetchResult, IndexOp, LinkReport, NewUrl, Pin, Result, UrlState, VisitRecord};
+use crate::frontier::backoff_end;
+use crate::frontier::{ArchiveRecord, Batch, PageLinks, Stored};
 
 /// Links inserted by one statement ([`SqliteBatch::insert_links`]).
 const LINK_ROWS: usize = 16;
@@ -225,12 +224,7 @@ impl Batch for SqliteBatch<'_> {
     /// A capsule stores at most `budget` URLs: beyond that a new URL is not stored at all and
     /// `None` comes back, so a capsule that makes up links without end cannot fill the disk.
     /// Returns (id, newly added).
-    fn ensure_url(
-        &mut self,
-        new: &NewUrl<'_>,
-        excluded: Option<&str>,
-        budget: u64,
-    ) -> Result<Option<(i64, bool)>> {
+    fn ensure_url(&mut self, new: &NewUrl, excluded: Option<&str>, budget: u64) -> Result<Stored> {
         if let Some(&id) = self
             .url_ids
             .get(new.url)
@@ -346,14 +340,8 @@ impl Batch for SqliteBatch<'_> {
     /// change, that page is marked for an anchor update, unless its document is `held` and the
     /// label is new to it (see `Batch::set_links_holding`: such a mark would only be forgotten
     /// when the document goes). `Batch::set_links` is this with nothing held.
-    fn set_links_holding(
-        &mut self,
-        source: i64,
-        depth: u32,
-        links: &[LinkOut],
-        budget: u64,
-        held: &(dyn Fn(i64) -> bool + Sync),
-    ) -> Result<LinkReport> {
+    fn set_links_holding(&mut self, page: &PageLinks<'_>, budget: u64) -> Result<LinkReport> {
+        let (source, depth, links, held) = (page.source, page.depth, page.links, page.held);
         let recorded = self.links_of(source)?;
         let old: BTreeSet<(i64, &str)> = recorded.iter().map(|(t, l)| (*t, l.as_str())).collect();
         let mut report = LinkReport::default();
@@ -361,15 +349,7 @@ impl Batch for SqliteBatch<'_> {
         // held for the whole page rather than looked up again for each link.
         let mut targets = Vec::with_capacity(links.len());
         for link in links {
-            let new = NewUrl {
-                url: &link.url,
-                host: &link.host,
-                depth: depth + 1,
-                hops: 0,
-                from: Some(source),
-                alias_of: None,
-                prio: link.prio,
-            };
+            let new = link.as_new(source, depth);
             let Some((target, is_new)) = self.ensure_url(&new, link.excluded, budget)? else {
                 // Its capsule is full: the link is not kept either.
                 continue;
@@ -540,11 +520,9 @@ impl Batch for SqliteBatch<'_> {
                  RETURNING backoff_level",
             )?
             .query_row([host_id], |r| r.get(0))?;
-        let wait = base
-            .saturating_mul(1i64 << (level.saturating_sub(1)).min(20))
-            .min(max);
-        self.set_backoff(host_id, now + wait)?;
-        Ok(now + wait)
+        let until = backoff_end(now, level, base, max);
+        self.set_backoff(host_id, until)?;
+        Ok(until)
     }
 
     /// Ends a capsule's run of back-offs after a good answer.

@@ -14,6 +14,7 @@ use rusqlite::{params, Row};
 
 use super::rows::status_at;
 use super::{Canonical, Prior, QueuedUrl, Result, UrlState};
+use crate::frontier::claim_order;
 use crate::revisit::Priority;
 
 /// The columns a claim reads, for [`queued_url`].
@@ -85,7 +86,7 @@ pub(super) fn claim_from(
            AND u.due_at IS NOT NULL AND u.due_at <= ?3
          ORDER BY u.due_at, u.id LIMIT ?4"
     ))?;
-    let mut take = |prio: Priority, limit: usize| -> Result<Vec<QueuedUrl>> {
+    let take = |prio: Priority, limit: usize| -> Result<Vec<QueuedUrl>> {
         if limit == 0 {
             return Ok(Vec::new());
         }
@@ -93,22 +94,7 @@ pub(super) fn claim_from(
             select.query_map(params![host_id, prio as i64, now, limit as i64], queued_url)?;
         Ok(rows.collect::<std::result::Result<_, _>>()?)
     };
-    let mut urls = take(Priority::Hub, n)?;
-    let left = n - urls.len();
-    let fresh = take(Priority::Fresh, left)?;
-    let revisits = take(Priority::Revisit, left)?;
-    let (mut fresh, mut revisits) = (fresh.into_iter(), revisits.into_iter());
-    while urls.len() < n {
-        let a = fresh.next();
-        let b = revisits.next();
-        if a.is_none() && b.is_none() {
-            break;
-        }
-        urls.extend(a);
-        if urls.len() < n {
-            urls.extend(b);
-        }
-    }
+    let urls = claim_order(n, take)?;
     let mut mark = tx.prepare_cached("UPDATE urls SET claimed = 1 WHERE id = ?1")?;
     for url in &urls {
         mark.execute([url.id])?;

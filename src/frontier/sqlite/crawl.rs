@@ -7,7 +7,7 @@ use rusqlite::{params, OptionalExtension, TransactionBehavior};
 use super::claim::{self, claim_from, queued_url, refresh_next_due, release, CLAIM_COLUMNS};
 use super::confirm_commit;
 use super::{CachedRobots, QueuedUrl, Result, SqliteFrontier, Suggested, MAX_WAITING_SEEDS};
-use crate::frontier::{Batch, Frontier, Standing};
+use crate::frontier::{Batch, ClaimRequest, Frontier, Standing};
 
 impl Frontier for SqliteFrontier {
     fn batch(&mut self, now: i64) -> Result<Box<dyn Batch + '_>> {
@@ -90,13 +90,8 @@ impl Frontier for SqliteFrontier {
     /// turns out to have nothing claimable is let go at once; one that `permits` refuses (out of
     /// this run's scope) is passed over until the run ends. The URLs come grouped by capsule,
     /// with the number of capsules looked at: fewer than asked means no more are due.
-    fn claim_capsules(
-        &mut self,
-        capsules: usize,
-        per_capsule: usize,
-        now: i64,
-        permits: &(dyn Fn(&str) -> bool + Sync),
-    ) -> Result<(Vec<QueuedUrl>, usize)> {
+    fn claim_capsules(&mut self, ask: &ClaimRequest, now: i64) -> Result<(Vec<QueuedUrl>, usize)> {
+        let (capsules, per_capsule, permits) = (ask.capsules, ask.per_capsule, ask.permits);
         let tx = self
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)?;
@@ -304,12 +299,6 @@ impl Frontier for SqliteFrontier {
             params![url, now],
         )?;
         tx.commit()?;
-        Ok(if added {
-            Suggested::New
-        } else if known_seed {
-            Suggested::AlreadySuggested
-        } else {
-            Suggested::Known
-        })
+        Ok(Suggested::recorded(added, known_seed))
     }
 }

@@ -72,9 +72,10 @@ impl SqliteFrontier {
 #[cfg(test)]
 mod tests {
     use super::super::tests::{id_of, index, link, redirect, visit};
-    use super::super::{LinkOut, UrlState};
+    use super::super::UrlState;
     use super::*;
     use crate::digest::url_hash;
+    use crate::frontier::LinkOut;
     use crate::frontier::{Batch as _, IndexLog as _};
 
     /// Every URL the tests below make, by its key: the graph knows its pages by key only.

@@ -40,9 +40,9 @@ pub use batch::SqliteBatch;
 
 use super::{
     AnchorUpdate, ArchiveStats, ArchivedResponse, Backlink, CachedRobots, Canonical, FetchResult,
-    FrontierError, IndexOp, IndexedContent, IndexedPage, KnownHost, LinkOut, LinkReport, NewUrl,
-    PendingOp, Pin, Prior, QueuedUrl, Result, Stats, Suggested, SuggestedSeed, UrlDetails,
-    UrlState, VisitRecord, MAX_REDIRECT_CHAIN, MAX_WAITING_SEEDS,
+    FrontierError, IndexOp, IndexedContent, IndexedPage, KnownHost, LinkReport, NewUrl, PendingOp,
+    Pin, Prior, QueuedUrl, Result, Stats, Suggested, SuggestedSeed, UrlDetails, UrlState,
+    VisitRecord, MAX_REDIRECT_CHAIN, MAX_WAITING_SEEDS,
 };
 
 /// A recursive CTE `chain(id)`: URL `?1` and the URLs whose redirects (30 or 31) lead to it,

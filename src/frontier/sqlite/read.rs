@@ -13,7 +13,7 @@ use super::{
 use crate::frontier::archive::decompress;
 use crate::frontier::stats::INTERVAL_BUCKETS;
 use crate::frontier::Reader;
-use crate::frontier::Schedule;
+use crate::frontier::{Schedule, UrlResponse};
 
 impl Reader for SqliteFrontier {
     /// Number of URLs known.
@@ -278,12 +278,7 @@ impl Reader for SqliteFrontier {
 
     /// Up to `limit` archived responses after URL id `after` fetched at or after `since`, in id
     /// order, with their URLs and bodies: what `geode export` writes.
-    fn archived_responses(
-        &self,
-        after: i64,
-        since: i64,
-        limit: usize,
-    ) -> Result<Vec<(i64, String, ArchivedResponse)>> {
+    fn archived_responses(&self, after: i64, since: i64, limit: usize) -> Result<Vec<UrlResponse>> {
         let rows: Vec<(i64, String)> = {
             let mut stmt = self.conn.prepare_cached(
                 "SELECT r.url_id, u.url FROM responses r JOIN urls u ON u.id = r.url_id

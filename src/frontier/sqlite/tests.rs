@@ -7,7 +7,9 @@
 use super::*;
 use rusqlite::params;
 
-use crate::frontier::{Batch as _, Frontier as _, IndexLog as _, Reader as _};
+use crate::frontier::{
+    Batch as _, ClaimRequest, Frontier as _, IndexLog as _, LinkOut, Reader as _,
+};
 use crate::revisit::Priority;
 
 pub(super) fn link(url: &str) -> LinkOut {
@@ -148,14 +150,19 @@ fn a_run_lets_go_of_all_its_claims_a_statement_at_a_time() {
         id_of(&mut b, &format!("gemini://big.test/{i}"));
     }
     b.commit().unwrap();
-    assert_eq!(f.claim_capsules(1, n, 0, &|_| true).unwrap().0.len(), n);
+    let all = ClaimRequest {
+        capsules: 1,
+        per_capsule: n,
+        permits: &|_| true,
+    };
+    assert_eq!(f.claim_capsules(&all, 0).unwrap().0.len(), n);
     assert_eq!(
         count(&f, "SELECT COUNT(*) FROM urls WHERE claimed != 0"),
         n as i64
     );
     f.end_run().unwrap();
     assert_eq!(count(&f, "SELECT COUNT(*) FROM urls WHERE claimed != 0"), 0);
-    assert_eq!(f.claim_capsules(1, n, 0, &|_| true).unwrap().0.len(), n);
+    assert_eq!(f.claim_capsules(&all, 0).unwrap().0.len(), n);
 }
 
 /// `stats` tallies every URL in one scan; here its counts are checked against the statements

@@ -11,7 +11,7 @@ use std::collections::{BTreeSet, HashMap};
 
 use super::PgBatch;
 use crate::frontier::postgres::Result;
-use crate::frontier::{NewUrl, UrlState};
+use crate::frontier::{NewUrl, Stored, UrlState};
 
 /// A URL to know the id of, inserted when unknown: as
 /// [`Batch::ensure_url`](crate::frontier::Batch::ensure_url) takes it.
@@ -172,8 +172,8 @@ impl PgBatch<'_> {
         &mut self,
         wanted: &[Wanted<'_>],
         budget: u64,
-    ) -> Result<Vec<Option<(i64, bool)>>> {
-        let mut found: HashMap<&str, Option<(i64, bool)>> = HashMap::new();
+    ) -> Result<Vec<Stored>> {
+        let mut found: HashMap<&str, Stored> = HashMap::new();
         // The URLs without a cached id, each once, in order.
         let mut unknown: Vec<&Wanted<'_>> = Vec::new();
         for w in wanted {
