@@ -6,8 +6,38 @@ use std::ops::Range;
 
 use url::Host;
 
-use super::lexer::FilterKind;
 use super::{error_at, Comparison, Filter, QueryError, TextValue};
+
+/// The filters a query may name (`site:`, `lang:`...).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum FilterKind {
+    Site,
+    Lang,
+    Mime,
+    InTitle,
+    InUrl,
+    FileType,
+    Size,
+    Similar,
+    Scheme,
+}
+
+impl FilterKind {
+    pub(super) fn from_name(name: &str) -> Option<FilterKind> {
+        Some(match name.to_ascii_lowercase().as_str() {
+            "site" => FilterKind::Site,
+            "lang" => FilterKind::Lang,
+            "mime" | "content_type" => FilterKind::Mime,
+            "intitle" => FilterKind::InTitle,
+            "inurl" => FilterKind::InUrl,
+            "filetype" => FilterKind::FileType,
+            "size" => FilterKind::Size,
+            "similar" => FilterKind::Similar,
+            "scheme" => FilterKind::Scheme,
+            _ => return None,
+        })
+    }
+}
 
 /// Builds a filter from its value; `quoted` values came from a `"..."` phrase.
 pub(super) fn make_filter(

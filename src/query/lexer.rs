@@ -4,7 +4,7 @@
 
 use std::ops::Range;
 
-use super::filters::make_filter;
+use super::filters::{make_filter, FilterKind};
 use super::{error_at, Filter, QueryError};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -27,36 +27,6 @@ pub(super) enum Tok {
 pub(super) struct Token {
     pub(super) tok: Tok,
     pub(super) span: Range<usize>,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum FilterKind {
-    Site,
-    Lang,
-    Mime,
-    InTitle,
-    InUrl,
-    FileType,
-    Size,
-    Similar,
-    Scheme,
-}
-
-impl FilterKind {
-    fn from_name(name: &str) -> Option<FilterKind> {
-        Some(match name.to_ascii_lowercase().as_str() {
-            "site" => FilterKind::Site,
-            "lang" => FilterKind::Lang,
-            "mime" | "content_type" => FilterKind::Mime,
-            "intitle" => FilterKind::InTitle,
-            "inurl" => FilterKind::InUrl,
-            "filetype" => FilterKind::FileType,
-            "size" => FilterKind::Size,
-            "similar" => FilterKind::Similar,
-            "scheme" => FilterKind::Scheme,
-            _ => return None,
-        })
-    }
 }
 
 /// Characters that end a word wherever they appear.

@@ -29,6 +29,7 @@ mod proximity;
 mod score;
 #[cfg(test)]
 mod tests;
+mod walk;
 
 use diversity::{diversify, diversify_head, BLOCK, DIVERSITY_WINDOW, FIRST_WINDOW, PER_CAPSULE};
 use lexicon::{IndexLexicon, SnapshotCache};

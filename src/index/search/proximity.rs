@@ -24,7 +24,7 @@ use tantivy::query::Bm25Weight;
 use tantivy::schema::IndexRecordOption;
 use tantivy::{DocAddress, Score, Searcher, SegmentReader};
 
-use super::score::{holds, in_index_order};
+use super::walk::{holds, in_index_order};
 use crate::index::compile::Proximity;
 
 /// The bonus of each of `addresses` (in their order): the phrase's score where the page holds

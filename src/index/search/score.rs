@@ -9,10 +9,11 @@ use std::sync::Arc;
 use tantivy::collector::{Collector, SegmentCollector};
 use tantivy::columnar::ColumnValues;
 use tantivy::query::{EnableScoring, Query, Scorer, Weight};
-use tantivy::{DocAddress, DocId, DocSet, Score, Searcher, SegmentOrdinal, SegmentReader};
+use tantivy::{DocAddress, DocId, Score, Searcher, SegmentOrdinal, SegmentReader};
 
 use super::priors::{Priors, SegmentPriors};
 use super::proximity;
+use super::walk::{holds, in_index_order};
 use crate::index::compile::{Proximity, Relaxed};
 use crate::index::ScoreParts;
 
@@ -294,41 +295,6 @@ pub(super) fn rescore(
 /// Ranked pages best first, ties by document address: the order Tantivy's `TopDocs` gives.
 fn best_first((a, x): &(Ranked, DocAddress), (b, y): &(Ranked, DocAddress)) -> Ordering {
     b.score.total_cmp(&a.score).then_with(|| x.cmp(y))
-}
-
-/// Whether `docs` holds `doc`, moving it forward to `doc` if it is behind (a doc set only moves
-/// forward: documents must be asked for in increasing order).
-pub(super) fn holds(docs: &mut dyn DocSet, doc: DocId) -> bool {
-    if docs.doc() < doc {
-        docs.seek(doc);
-    }
-    docs.doc() == doc
-}
-
-/// Calls `visit` with each of `addresses` (its index in `addresses`, its document and the state
-/// of its segment) in index order, so that cursors in the state only move forward; `open` makes
-/// a segment's state once, when the walk reaches it.
-pub(super) fn in_index_order<S>(
-    searcher: &Searcher,
-    addresses: &[DocAddress],
-    mut open: impl FnMut(&SegmentReader) -> tantivy::Result<S>,
-    mut visit: impl FnMut(usize, DocId, &mut S),
-) -> tantivy::Result<()> {
-    let mut order: Vec<usize> = (0..addresses.len()).collect();
-    order.sort_by_key(|&i| addresses[i]);
-    let mut current: Option<(SegmentOrdinal, S)> = None;
-    for i in order {
-        let address = addresses[i];
-        let state = match &mut current {
-            Some((ord, state)) if *ord == address.segment_ord => state,
-            _ => {
-                let state = open(searcher.segment_reader(address.segment_ord))?;
-                &mut current.insert((address.segment_ord, state)).1
-            }
-        };
-        visit(i, address.doc_id, state);
-    }
-    Ok(())
 }
 
 /// Fills in the capsule and the cluster of each collected page.
