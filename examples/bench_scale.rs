@@ -244,14 +244,7 @@ fn claims(dir: &Path, rounds: u64) {
     for _ in 0..rounds {
         let t = Instant::now();
         let (urls, _) = frontier
-            .claim_capsules(
-                &ClaimRequest {
-                    capsules: 256,
-                    per_capsule: 32,
-                    permits: &|_| true,
-                },
-                now,
-            )
+            .claim_capsules(&ClaimRequest::everywhere(256, 32), now)
             .expect("claim");
         lease_ms.push(t.elapsed().as_secs_f64() * 1000.0);
         claimed += urls.len();

@@ -392,6 +392,17 @@ pub struct ClaimRequest<'a> {
     pub permits: &'a (dyn Fn(&str) -> bool + Sync),
 }
 
+impl ClaimRequest<'static> {
+    /// Up to `capsules` capsules, `per_capsule` URLs of each, every capsule in scope.
+    pub fn everywhere(capsules: usize, per_capsule: usize) -> Self {
+        ClaimRequest {
+            capsules,
+            per_capsule,
+            permits: &|_| true,
+        }
+    }
+}
+
 /// A page's links as [`Batch::set_links_holding`] records them.
 #[derive(Clone, Copy)]
 pub struct PageLinks<'a> {

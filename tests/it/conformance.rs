@@ -277,16 +277,9 @@ fn url_id(f: &dyn Frontier, url: &str) -> i64 {
 
 /// Claims all the capsules due at `now`, of any scope.
 fn claim_all(f: &mut dyn Frontier, per_capsule: usize, now: i64) -> Vec<QueuedUrl> {
-    f.claim_capsules(
-        &ClaimRequest {
-            capsules: 10,
-            per_capsule,
-            permits: &|_| true,
-        },
-        now,
-    )
-    .unwrap()
-    .0
+    f.claim_capsules(&ClaimRequest::everywhere(10, per_capsule), now)
+        .unwrap()
+        .0
 }
 
 // Claims: leases, turns, runs, retries, back-off and holds.
@@ -349,14 +342,7 @@ fn new_urls_and_revisits_take_turns(f: &mut dyn Frontier) {
     b.commit().unwrap();
     // Visit the old ones once; they come due again at 1000 + a day.
     let claimed = f
-        .claim_capsules(
-            &ClaimRequest {
-                capsules: 1,
-                per_capsule: 10,
-                permits: &|_| true,
-            },
-            0,
-        )
+        .claim_capsules(&ClaimRequest::everywhere(1, 10), 0)
         .unwrap()
         .0;
     assert_eq!(claimed.len(), 4);
@@ -373,14 +359,7 @@ fn new_urls_and_revisits_take_turns(f: &mut dyn Frontier) {
     b.commit().unwrap();
     let later = 1000 + 86400;
     let claimed = f
-        .claim_capsules(
-            &ClaimRequest {
-                capsules: 1,
-                per_capsule: 6,
-                permits: &|_| true,
-            },
-            later,
-        )
+        .claim_capsules(&ClaimRequest::everywhere(1, 6), later)
         .unwrap()
         .0;
     assert_eq!(
@@ -401,14 +380,7 @@ fn a_url_visited_in_a_run_is_not_claimed_again_in_it(f: &mut dyn Frontier) {
     let id = id_of(&mut *b, "gemini://a.test/page");
     b.commit().unwrap();
     let claimed = f
-        .claim_capsules(
-            &ClaimRequest {
-                capsules: 1,
-                per_capsule: 5,
-                permits: &|_| true,
-            },
-            0,
-        )
+        .claim_capsules(&ClaimRequest::everywhere(1, 5), 0)
         .unwrap()
         .0;
     assert_eq!(claimed.len(), 1);
@@ -446,28 +418,14 @@ fn a_url_visited_in_a_run_is_not_claimed_again_in_it(f: &mut dyn Frontier) {
         "nothing to wait for in this run"
     );
     assert!(f
-        .claim_capsules(
-            &ClaimRequest {
-                capsules: 1,
-                per_capsule: 5,
-                permits: &|_| true
-            },
-            10
-        )
+        .claim_capsules(&ClaimRequest::everywhere(1, 5), 10)
         .unwrap()
         .0
         .is_empty());
     // The next run takes it.
     f.end_run().unwrap();
     let again = f
-        .claim_capsules(
-            &ClaimRequest {
-                capsules: 1,
-                per_capsule: 5,
-                permits: &|_| true,
-            },
-            10,
-        )
+        .claim_capsules(&ClaimRequest::everywhere(1, 5), 10)
         .unwrap()
         .0;
     assert_eq!(urls(&again), ["gemini://a.test/page"]);
@@ -480,14 +438,7 @@ fn retries_come_back_in_the_same_run_and_wake_the_crawl(f: &mut dyn Frontier) {
     let id = id_of(&mut *b, "gemini://a.test/flaky");
     b.commit().unwrap();
     let host = f
-        .claim_capsules(
-            &ClaimRequest {
-                capsules: 1,
-                per_capsule: 5,
-                permits: &|_| true,
-            },
-            0,
-        )
+        .claim_capsules(&ClaimRequest::everywhere(1, 5), 0)
         .unwrap()
         .0[0]
         .host_id;
@@ -502,26 +453,12 @@ fn retries_come_back_in_the_same_run_and_wake_the_crawl(f: &mut dyn Frontier) {
     f.release_capsule(host).unwrap();
     assert_eq!(f.next_wakeup(0).unwrap(), Some(60));
     assert!(f
-        .claim_capsules(
-            &ClaimRequest {
-                capsules: 1,
-                per_capsule: 5,
-                permits: &|_| true
-            },
-            59
-        )
+        .claim_capsules(&ClaimRequest::everywhere(1, 5), 59)
         .unwrap()
         .0
         .is_empty());
     let again = f
-        .claim_capsules(
-            &ClaimRequest {
-                capsules: 1,
-                per_capsule: 5,
-                permits: &|_| true,
-            },
-            60,
-        )
+        .claim_capsules(&ClaimRequest::everywhere(1, 5), 60)
         .unwrap()
         .0;
     assert_eq!(again.len(), 1);
@@ -539,14 +476,7 @@ fn capsules_in_back_off_wait(f: &mut dyn Frontier) {
     b.set_backoff(host, 500).unwrap();
     b.commit().unwrap();
     assert!(f
-        .claim_capsules(
-            &ClaimRequest {
-                capsules: 1,
-                per_capsule: 5,
-                permits: &|_| true
-            },
-            0
-        )
+        .claim_capsules(&ClaimRequest::everywhere(1, 5), 0)
         .unwrap()
         .0
         .is_empty());
@@ -554,14 +484,7 @@ fn capsules_in_back_off_wait(f: &mut dyn Frontier) {
     // The last claim came a second too early: the crawl, asking at or after the end of the
     // back-off, is told to claim now rather than that nothing is left.
     assert!(f
-        .claim_capsules(
-            &ClaimRequest {
-                capsules: 1,
-                per_capsule: 5,
-                permits: &|_| true
-            },
-            499
-        )
+        .claim_capsules(&ClaimRequest::everywhere(1, 5), 499)
         .unwrap()
         .0
         .is_empty());
@@ -569,17 +492,10 @@ fn capsules_in_back_off_wait(f: &mut dyn Frontier) {
     assert_eq!(f.next_wakeup(500).unwrap(), Some(500));
     assert_eq!(f.next_wakeup(501).unwrap(), Some(501));
     assert_eq!(
-        f.claim_capsules(
-            &ClaimRequest {
-                capsules: 1,
-                per_capsule: 5,
-                permits: &|_| true
-            },
-            501
-        )
-        .unwrap()
-        .0
-        .len(),
+        f.claim_capsules(&ClaimRequest::everywhere(1, 5), 501)
+            .unwrap()
+            .0
+            .len(),
         1
     );
     assert_eq!(f.next_wakeup(501).unwrap(), None, "leased now");
@@ -594,14 +510,7 @@ fn a_capsule_held_back_waits_and_stats_say_why_until_the_hold_ends(f: &mut dyn F
     b.hold_capsule(trap, 1_000, "fan-out").unwrap();
     b.commit().unwrap();
     let claimed = f
-        .claim_capsules(
-            &ClaimRequest {
-                capsules: 5,
-                per_capsule: 5,
-                permits: &|_| true,
-            },
-            10,
-        )
+        .claim_capsules(&ClaimRequest::everywhere(5, 5), 10)
         .unwrap()
         .0;
     assert_eq!(claimed.len(), 1);
@@ -619,17 +528,10 @@ fn a_capsule_held_back_waits_and_stats_say_why_until_the_hold_ends(f: &mut dyn F
     // Once the hold is over it is not listed, and the capsule is claimed again.
     assert_eq!(f.stats(1_000).unwrap().capsules_held_back, 0);
     assert_eq!(
-        f.claim_capsules(
-            &ClaimRequest {
-                capsules: 5,
-                per_capsule: 5,
-                permits: &|_| true
-            },
-            1_000
-        )
-        .unwrap()
-        .0
-        .len(),
+        f.claim_capsules(&ClaimRequest::everywhere(5, 5), 1_000)
+            .unwrap()
+            .0
+            .len(),
         1
     );
     // A back-off set later is no hold of the budget's.
@@ -700,14 +602,7 @@ fn capsules_out_of_scope_are_passed_over_until_the_run_ends(f: &mut dyn Frontier
     );
     f.end_run().unwrap();
     let (claimed, _) = f
-        .claim_capsules(
-            &ClaimRequest {
-                capsules: 10,
-                per_capsule: 5,
-                permits: &|_| true,
-            },
-            0,
-        )
+        .claim_capsules(&ClaimRequest::everywhere(10, 5), 0)
         .unwrap();
     assert_eq!(claimed.len(), 2);
 }
@@ -980,14 +875,7 @@ fn an_upsert_no_commit_holds_is_redone_after_a_crash(f: &mut dyn Frontier) {
     let (confirmed, redone) = f.recover(1, 7777).unwrap();
     assert_eq!((confirmed, redone), (0, 1));
     let again = f
-        .claim_capsules(
-            &ClaimRequest {
-                capsules: 1,
-                per_capsule: 5,
-                permits: &|_| true,
-            },
-            7777,
-        )
+        .claim_capsules(&ClaimRequest::everywhere(1, 5), 7777)
         .unwrap()
         .0;
     assert_eq!(urls(&again), ["gemini://a.test/c"]);
@@ -1005,14 +893,7 @@ fn recovery_confirms_what_the_index_holds_and_redoes_removals(f: &mut dyn Fronti
     index(f, &[a], 1);
     // The crawl that dies holds a claim (a.test/e, and so a lease of a.test) ...
     let claimed = f
-        .claim_capsules(
-            &ClaimRequest {
-                capsules: 1,
-                per_capsule: 5,
-                permits: &|_| true,
-            },
-            0,
-        )
+        .claim_capsules(&ClaimRequest::everywhere(1, 5), 0)
         .unwrap()
         .0;
     assert_eq!(urls(&claimed), ["gemini://a.test/e"]);
@@ -1163,14 +1044,7 @@ fn seeds_people_suggest_are_due_at_once_and_listed(f: &mut dyn Frontier) {
         Suggested::Known
     );
     let (claimed, _) = f
-        .claim_capsules(
-            &ClaimRequest {
-                capsules: 10,
-                per_capsule: 5,
-                permits: &|_| true,
-            },
-            30,
-        )
+        .claim_capsules(&ClaimRequest::everywhere(10, 5), 30)
         .unwrap();
     assert_eq!(
         urls(&claimed),
@@ -1251,14 +1125,7 @@ fn what_a_crawl_records_reads_back(f: &mut dyn Frontier) {
         "known"
     );
     let (claimed, _) = f
-        .claim_capsules(
-            &ClaimRequest {
-                capsules: 1,
-                per_capsule: 8,
-                permits: &|_| true,
-            },
-            1,
-        )
+        .claim_capsules(&ClaimRequest::everywhere(1, 8), 1)
         .unwrap();
     assert_eq!(claimed.len(), 1);
     let root = &claimed[0];

@@ -240,14 +240,7 @@ fn crawlers_sharing_a_database_never_get_the_same_capsule() {
                 let mut mine = Vec::new();
                 loop {
                     let (urls, _) = frontier
-                        .claim_capsules(
-                            &ClaimRequest {
-                                capsules: 2,
-                                per_capsule: 8,
-                                permits: &|_| true,
-                            },
-                            1,
-                        )
+                        .claim_capsules(&ClaimRequest::everywhere(2, 8), 1)
                         .unwrap();
                     if urls.is_empty() {
                         break;
@@ -294,26 +287,12 @@ fn a_crawler_taking_back_its_own_lapsed_lease_is_not_given_its_claims_again() {
         seed(&mut slow, &format!("gemini://a.test/{page}"));
     }
     let (first, _) = slow
-        .claim_capsules(
-            &ClaimRequest {
-                capsules: 4,
-                per_capsule: 2,
-                permits: &|_| true,
-            },
-            1,
-        )
+        .claim_capsules(&ClaimRequest::everywhere(4, 2), 1)
         .unwrap();
     assert_eq!(first.len(), 2, "two of a.test's four URLs");
     std::thread::sleep(Duration::from_millis(2500));
     let (again, _) = slow
-        .claim_capsules(
-            &ClaimRequest {
-                capsules: 4,
-                per_capsule: 2,
-                permits: &|_| true,
-            },
-            1,
-        )
+        .claim_capsules(&ClaimRequest::everywhere(4, 2), 1)
         .unwrap();
     let first: Vec<&str> = first.iter().map(|u| u.url.as_str()).collect();
     let again: Vec<&str> = again.iter().map(|u| u.url.as_str()).collect();
@@ -338,14 +317,7 @@ fn a_stalled_crawler_learns_which_leases_it_lost() {
         seed(&mut stalled, &format!("gemini://{capsule}/"));
     }
     let (claimed, _) = stalled
-        .claim_capsules(
-            &ClaimRequest {
-                capsules: 4,
-                per_capsule: 2,
-                permits: &|_| true,
-            },
-            1,
-        )
+        .claim_capsules(&ClaimRequest::everywhere(4, 2), 1)
         .unwrap();
     let hosts: Vec<i64> = claimed.iter().map(|u| u.host_id).collect();
     assert_eq!(hosts.len(), 2, "a.test and b.test");
@@ -397,14 +369,7 @@ fn a_dead_crawlers_capsules_are_taken_over_when_its_lease_runs_out() {
         seed(&mut dying, &format!("gemini://a.test/{page}"));
     }
     let (claimed, _) = dying
-        .claim_capsules(
-            &ClaimRequest {
-                capsules: 4,
-                per_capsule: 2,
-                permits: &|_| true,
-            },
-            1,
-        )
+        .claim_capsules(&ClaimRequest::everywhere(4, 2), 1)
         .unwrap();
     assert_eq!(claimed.len(), 2, "two of a.test's four URLs");
     // It visits one of them, then dies without letting anything go.
@@ -430,14 +395,7 @@ fn a_dead_crawlers_capsules_are_taken_over_when_its_lease_runs_out() {
     );
     std::mem::forget(dying_again);
     let (none, _) = heir
-        .claim_capsules(
-            &ClaimRequest {
-                capsules: 4,
-                per_capsule: 8,
-                permits: &|_| true,
-            },
-            1,
-        )
+        .claim_capsules(&ClaimRequest::everywhere(4, 8), 1)
         .unwrap();
     assert!(
         none.is_empty(),
@@ -453,14 +411,7 @@ fn a_dead_crawlers_capsules_are_taken_over_when_its_lease_runs_out() {
         "its lease ran out"
     );
     let (taken, _) = heir
-        .claim_capsules(
-            &ClaimRequest {
-                capsules: 4,
-                per_capsule: 8,
-                permits: &|_| true,
-            },
-            1,
-        )
+        .claim_capsules(&ClaimRequest::everywhere(4, 8), 1)
         .unwrap();
     let mut got: Vec<String> = taken.iter().map(|u| u.url.clone()).collect();
     got.sort();
@@ -1046,14 +997,7 @@ fn a_crawlers_recovery_leaves_index_operations_to_the_index_writer() {
     let id = |f: &dyn Frontier, url: &str| f.url_id(url).unwrap().unwrap();
     let (a, c) = (id(&f, "gemini://a.test/"), id(&f, "gemini://a.test/c"));
     let (claimed, _) = f
-        .claim_capsules(
-            &ClaimRequest {
-                capsules: 1,
-                per_capsule: 5,
-                permits: &|_| true,
-            },
-            0,
-        )
+        .claim_capsules(&ClaimRequest::everywhere(1, 5), 0)
         .unwrap();
     assert_eq!(claimed.len(), 3);
     let mut b = Frontier::batch(&mut f, 1).unwrap();
@@ -1081,14 +1025,7 @@ fn a_crawlers_recovery_leaves_index_operations_to_the_index_writer() {
     assert_eq!(details.content_hash, Some(format!("hash-{c}")));
     assert_eq!(details.due_at, Some(100), "not made due");
     let (mut again, _) = f
-        .claim_capsules(
-            &ClaimRequest {
-                capsules: 1,
-                per_capsule: 5,
-                permits: &|_| true,
-            },
-            100,
-        )
+        .claim_capsules(&ClaimRequest::everywhere(1, 5), 100)
         .unwrap();
     again.sort_by(|x, y| x.url.cmp(&y.url));
     let again: Vec<&str> = again.iter().map(|u| u.url.as_str()).collect();

@@ -150,11 +150,7 @@ fn a_run_lets_go_of_all_its_claims_a_statement_at_a_time() {
         id_of(&mut b, &format!("gemini://big.test/{i}"));
     }
     b.commit().unwrap();
-    let all = ClaimRequest {
-        capsules: 1,
-        per_capsule: n,
-        permits: &|_| true,
-    };
+    let all = ClaimRequest::everywhere(1, n);
     assert_eq!(f.claim_capsules(&all, 0).unwrap().0.len(), n);
     assert_eq!(
         count(&f, "SELECT COUNT(*) FROM urls WHERE claimed != 0"),
