@@ -74,6 +74,9 @@ pub enum FrontierError {
          `geode crawl` on this data directory once, which upgrades it in place"
     )]
     Outdated { found: i64, supported: i64 },
+    /// The directory that is to hold the database could not be made.
+    #[error("cannot create the data directory {0}: {1}")]
+    DataDir(std::path::PathBuf, std::io::Error),
     /// The database (or the directory holding it) exists but may not be read.
     #[error("cannot read the crawl database at {0}: {1}")]
     Unreadable(std::path::PathBuf, std::io::Error),
@@ -157,7 +160,7 @@ impl Location {
             Location::Sqlite(path) => {
                 if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
                     std::fs::create_dir_all(dir)
-                        .map_err(|e| FrontierError::Unreadable(dir.to_path_buf(), e))?;
+                        .map_err(|e| FrontierError::DataDir(dir.to_path_buf(), e))?;
                 }
                 Ok(Box::new(SqliteFrontier::open(path)?))
             }
