@@ -275,11 +275,16 @@ fn url_id(f: &dyn Frontier, url: &str) -> i64 {
         .unwrap_or_else(|| panic!("{url} known"))
 }
 
-/// Claims all the capsules due at `now`, of any scope.
-fn claim_all(f: &mut dyn Frontier, per_capsule: usize, now: i64) -> Vec<QueuedUrl> {
-    f.claim_capsules(&ClaimRequest::everywhere(10, per_capsule), now)
+/// Claims up to `capsules` capsules due at `now`, of any scope, `per_capsule` URLs of each.
+fn claim(f: &mut dyn Frontier, capsules: usize, per_capsule: usize, now: i64) -> Vec<QueuedUrl> {
+    f.claim_capsules(&ClaimRequest::everywhere(capsules, per_capsule), now)
         .unwrap()
         .0
+}
+
+/// Claims all the capsules due at `now`, of any scope.
+fn claim_all(f: &mut dyn Frontier, per_capsule: usize, now: i64) -> Vec<QueuedUrl> {
+    claim(f, 10, per_capsule, now)
 }
 
 // Claims: leases, turns, runs, retries, back-off and holds.
@@ -341,10 +346,7 @@ fn new_urls_and_revisits_take_turns(f: &mut dyn Frontier) {
     }
     b.commit().unwrap();
     // Visit the old ones once; they come due again at 1000 + a day.
-    let claimed = f
-        .claim_capsules(&ClaimRequest::everywhere(1, 10), 0)
-        .unwrap()
-        .0;
+    let claimed = claim(f, 1, 10, 0);
     assert_eq!(claimed.len(), 4);
     let mut b = f.batch(0).unwrap();
     for &id in &old {
@@ -358,10 +360,7 @@ fn new_urls_and_revisits_take_turns(f: &mut dyn Frontier) {
     }
     b.commit().unwrap();
     let later = 1000 + 86400;
-    let claimed = f
-        .claim_capsules(&ClaimRequest::everywhere(1, 6), later)
-        .unwrap()
-        .0;
+    let claimed = claim(f, 1, 6, later);
     assert_eq!(
         urls(&claimed),
         [
@@ -379,10 +378,7 @@ fn a_url_visited_in_a_run_is_not_claimed_again_in_it(f: &mut dyn Frontier) {
     let mut b = f.batch(0).unwrap();
     let id = id_of(&mut *b, "gemini://a.test/page");
     b.commit().unwrap();
-    let claimed = f
-        .claim_capsules(&ClaimRequest::everywhere(1, 5), 0)
-        .unwrap()
-        .0;
+    let claimed = claim(f, 1, 5, 0);
     assert_eq!(claimed.len(), 1);
     assert!(!claimed[0].prior.visited);
     // Visited, due again at once: not in this run.
@@ -417,17 +413,10 @@ fn a_url_visited_in_a_run_is_not_claimed_again_in_it(f: &mut dyn Frontier) {
         None,
         "nothing to wait for in this run"
     );
-    assert!(f
-        .claim_capsules(&ClaimRequest::everywhere(1, 5), 10)
-        .unwrap()
-        .0
-        .is_empty());
+    assert!(claim(f, 1, 5, 10).is_empty());
     // The next run takes it.
     f.end_run().unwrap();
-    let again = f
-        .claim_capsules(&ClaimRequest::everywhere(1, 5), 10)
-        .unwrap()
-        .0;
+    let again = claim(f, 1, 5, 10);
     assert_eq!(urls(&again), ["gemini://a.test/page"]);
     assert!(again[0].prior.visited);
     assert_eq!(again[0].prior.revisit_secs, Some(1));
@@ -437,11 +426,7 @@ fn retries_come_back_in_the_same_run_and_wake_the_crawl(f: &mut dyn Frontier) {
     let mut b = f.batch(0).unwrap();
     let id = id_of(&mut *b, "gemini://a.test/flaky");
     b.commit().unwrap();
-    let host = f
-        .claim_capsules(&ClaimRequest::everywhere(1, 5), 0)
-        .unwrap()
-        .0[0]
-        .host_id;
+    let host = claim(f, 1, 5, 0)[0].host_id;
     let mut b = f.batch(0).unwrap();
     let result = FetchResult {
         status: Some(40),
@@ -452,15 +437,8 @@ fn retries_come_back_in_the_same_run_and_wake_the_crawl(f: &mut dyn Frontier) {
     b.commit().unwrap();
     f.release_capsule(host).unwrap();
     assert_eq!(f.next_wakeup(0).unwrap(), Some(60));
-    assert!(f
-        .claim_capsules(&ClaimRequest::everywhere(1, 5), 59)
-        .unwrap()
-        .0
-        .is_empty());
-    let again = f
-        .claim_capsules(&ClaimRequest::everywhere(1, 5), 60)
-        .unwrap()
-        .0;
+    assert!(claim(f, 1, 5, 59).is_empty());
+    let again = claim(f, 1, 5, 60);
     assert_eq!(again.len(), 1);
     assert_eq!(again[0].prior.attempts, 1);
     assert_eq!(again[0].prior.state, Some(UrlState::New));
@@ -475,29 +453,15 @@ fn capsules_in_back_off_wait(f: &mut dyn Frontier) {
     let host = b.host_id("a.test").unwrap();
     b.set_backoff(host, 500).unwrap();
     b.commit().unwrap();
-    assert!(f
-        .claim_capsules(&ClaimRequest::everywhere(1, 5), 0)
-        .unwrap()
-        .0
-        .is_empty());
+    assert!(claim(f, 1, 5, 0).is_empty());
     assert_eq!(f.next_wakeup(0).unwrap(), Some(500));
     // The last claim came a second too early: the crawl, asking at or after the end of the
     // back-off, is told to claim now rather than that nothing is left.
-    assert!(f
-        .claim_capsules(&ClaimRequest::everywhere(1, 5), 499)
-        .unwrap()
-        .0
-        .is_empty());
+    assert!(claim(f, 1, 5, 499).is_empty());
     assert_eq!(f.next_wakeup(499).unwrap(), Some(500));
     assert_eq!(f.next_wakeup(500).unwrap(), Some(500));
     assert_eq!(f.next_wakeup(501).unwrap(), Some(501));
-    assert_eq!(
-        f.claim_capsules(&ClaimRequest::everywhere(1, 5), 501)
-            .unwrap()
-            .0
-            .len(),
-        1
-    );
+    assert_eq!(claim(f, 1, 5, 501).len(), 1);
     assert_eq!(f.next_wakeup(501).unwrap(), None, "leased now");
 }
 
@@ -509,10 +473,7 @@ fn a_capsule_held_back_waits_and_stats_say_why_until_the_hold_ends(f: &mut dyn F
     let good = b.host_id("good.test").unwrap();
     b.hold_capsule(trap, 1_000, "fan-out").unwrap();
     b.commit().unwrap();
-    let claimed = f
-        .claim_capsules(&ClaimRequest::everywhere(5, 5), 10)
-        .unwrap()
-        .0;
+    let claimed = claim(f, 5, 5, 10);
     assert_eq!(claimed.len(), 1);
     assert_eq!(claimed[0].host_id, good);
     let stats = f.stats(10).unwrap();
@@ -527,13 +488,7 @@ fn a_capsule_held_back_waits_and_stats_say_why_until_the_hold_ends(f: &mut dyn F
     );
     // Once the hold is over it is not listed, and the capsule is claimed again.
     assert_eq!(f.stats(1_000).unwrap().capsules_held_back, 0);
-    assert_eq!(
-        f.claim_capsules(&ClaimRequest::everywhere(5, 5), 1_000)
-            .unwrap()
-            .0
-            .len(),
-        1
-    );
+    assert_eq!(claim(f, 5, 5, 1_000).len(), 1);
     // A back-off set later is no hold of the budget's.
     f.release_capsule(trap).unwrap();
     let mut b = f.batch(0).unwrap();
@@ -601,9 +556,7 @@ fn capsules_out_of_scope_are_passed_over_until_the_run_ends(f: &mut dyn Frontier
         0
     );
     f.end_run().unwrap();
-    let (claimed, _) = f
-        .claim_capsules(&ClaimRequest::everywhere(10, 5), 0)
-        .unwrap();
+    let claimed = claim(f, 10, 5, 0);
     assert_eq!(claimed.len(), 2);
 }
 
@@ -874,10 +827,7 @@ fn an_upsert_no_commit_holds_is_redone_after_a_crash(f: &mut dyn Frontier) {
     // its hash is forgotten so the visit indexes it whatever it finds.
     let (confirmed, redone) = f.recover(1, 7777).unwrap();
     assert_eq!((confirmed, redone), (0, 1));
-    let again = f
-        .claim_capsules(&ClaimRequest::everywhere(1, 5), 7777)
-        .unwrap()
-        .0;
+    let again = claim(f, 1, 5, 7777);
     assert_eq!(urls(&again), ["gemini://a.test/c"]);
     assert_eq!(again[0].prior.state, Some(UrlState::New));
     assert_eq!(again[0].prior.content_hash, None);
@@ -892,10 +842,7 @@ fn recovery_confirms_what_the_index_holds_and_redoes_removals(f: &mut dyn Fronti
     b.commit().unwrap();
     index(f, &[a], 1);
     // The crawl that dies holds a claim (a.test/e, and so a lease of a.test) ...
-    let claimed = f
-        .claim_capsules(&ClaimRequest::everywhere(1, 5), 0)
-        .unwrap()
-        .0;
+    let claimed = claim(f, 1, 5, 0);
     assert_eq!(urls(&claimed), ["gemini://a.test/e"]);
     // ... a removal tagged with commit 2, which the index holds, though the crawl died before
     // confirming it; and a second page tagged with commit 3, which never happened.
@@ -1043,9 +990,7 @@ fn seeds_people_suggest_are_due_at_once_and_listed(f: &mut dyn Frontier) {
             .unwrap(),
         Suggested::Known
     );
-    let (claimed, _) = f
-        .claim_capsules(&ClaimRequest::everywhere(10, 5), 30)
-        .unwrap();
+    let claimed = claim(f, 10, 5, 30);
     assert_eq!(
         urls(&claimed),
         ["gemini://new.test/", "gemini://known.test/"]
@@ -1124,9 +1069,7 @@ fn what_a_crawl_records_reads_back(f: &mut dyn Frontier) {
         !f.add_seed("gemini://a.test/", "a.test", 0).unwrap(),
         "known"
     );
-    let (claimed, _) = f
-        .claim_capsules(&ClaimRequest::everywhere(1, 8), 1)
-        .unwrap();
+    let claimed = claim(f, 1, 8, 1);
     assert_eq!(claimed.len(), 1);
     let root = &claimed[0];
     let mut b = f.batch(1).unwrap();
