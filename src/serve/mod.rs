@@ -47,6 +47,7 @@ pub mod pages;
 pub mod ratelimit;
 pub mod render;
 pub mod request;
+pub mod web;
 
 use std::future::Future;
 use std::net::SocketAddr;
