@@ -19,10 +19,10 @@ use super::render::{one_line, strip_marks, truncate, Gemtext};
 use super::request::{percent_encode, MAX_PAGE, PAGE_SIZE};
 
 /// Longest stretch of a query echoed in a heading, in characters.
-const ECHO_MAX_CHARS: usize = 120;
+pub(crate) const ECHO_MAX_CHARS: usize = 120;
 
 /// Longest title shown as a link label, in characters.
-const TITLE_MAX_CHARS: usize = 160;
+pub(crate) const TITLE_MAX_CHARS: usize = 160;
 
 /// Most backlinks listed on one page.
 pub const MAX_BACKLINKS_SHOWN: usize = 500;
@@ -288,21 +288,25 @@ pub fn backlinks(url: &str, found: &Backlinks) -> String {
 
 /// The answer to `/add-seed?URL`. The URL is shown as text, not as a link: a visitor chose it.
 pub fn seed_added(url: &str, outcome: crate::frontier::Suggested) -> String {
-    use crate::frontier::Suggested;
     let mut g = Gemtext::new();
     g.heading(1, "Suggest a capsule").blank();
-    let said = match outcome {
-        Suggested::New => "Thank you: the next crawl will fetch it, politely, and index what it finds (its robots.txt permitting).",
-        Suggested::Known => "geode knows it already: the next crawl will visit it again.",
-        Suggested::AlreadySuggested => "It was suggested before: the next crawl will visit it.",
-        Suggested::QueueFull => "Too many suggestions are waiting for the next crawl; please try again after it.",
-    };
     g.text(&format!("“{}”", truncate(url, ECHO_MAX_CHARS)))
-        .text(said)
+        .text(seed_outcome(outcome))
         .blank()
         .link("/add-seed", "Suggest another")
         .link("/", "geode home");
     g.finish()
+}
+
+/// What became of a suggested capsule, for both frontends.
+pub fn seed_outcome(outcome: crate::frontier::Suggested) -> &'static str {
+    use crate::frontier::Suggested;
+    match outcome {
+        Suggested::New => "Thank you: the next crawl will fetch it, politely, and index what it finds (its robots.txt permitting).",
+        Suggested::Known => "geode knows it already: the next crawl will visit it again.",
+        Suggested::AlreadySuggested => "It was suggested before: the next crawl will visit it.",
+        Suggested::QueueFull => "Too many suggestions are waiting for the next crawl; please try again after it.",
+    }
 }
 
 /// `/backlinks?X` where X is no URL geode could look up.
@@ -418,53 +422,140 @@ pub fn stats(stats: &Stats, documents: u64, capsules: u64, now: i64) -> String {
 }
 
 pub fn about() -> String {
-    // TODO(lead): keep this in step with src/query.rs when the query language changes.
     let mut g = Gemtext::new();
     g.heading(1, "About geode")
         .blank()
-        .text("geode is a search engine for geminispace. It crawls capsules politely, indexes their text, and answers here.")
+        .text(ABOUT_INTRO)
         .blank()
-        .heading(2, "Searching")
-        .item("Words (accents and case do not matter): bicycle repair. Pages with every word come first, then pages with some, marked \"missing:\"")
-        .item("Every word required: bicycle AND repair")
-        .item("Phrases in double quotes: \"slow radio\"")
-        .item("Either of two: tea OR coffee")
-        .item("Leave out: bread -sourdough (or NOT sourdough)")
-        .item("Group with parentheses: (tea OR coffee) recipe")
-        .item("One capsule: site:example.org")
-        .item("Language: lang:fr")
-        .item("Media type: mime:text/plain, file type: filetype:txt")
-        .item("In the title or URL: intitle:gemlog, inurl:recipes")
-        .item("Size: size:>10K, size:<2M")
-        .item("A page and its near-duplicates: similar:gemini://example.org/page.gmi")
-        .item("Geminispace or the web only: scheme:gemini, scheme:https")
-        .blank()
-        .text("A word the index does not know is also matched by its likely spellings, and the results offer the corrected query. Copies of one page (the same text under another address) show as one result with a link to the others.")
-        .blank()
-        .text("Result pages show ten results each. The verbose pages (/v/search) add scores and crawl times, and link to the pages linking to each result.")
-        .blank()
-        .heading(2, "Crawler policy")
-        .text("geode's crawler identifies as an indexer, in the sense of the robots.txt companion specification. It fetches a capsule's /robots.txt before anything else and obeys the rules for the user agents indexer, geode and * together.")
-        .blank()
-        .text("To keep geode out of all or part of a capsule, serve a /robots.txt such as:")
-        .preformatted("robots.txt", "User-agent: indexer\nDisallow: /")
-        .text("Pages already indexed leave the index when the crawler next sees they are disallowed or gone.")
-        .blank()
-        .text("The crawler keeps at most one connection per IP address, waits between requests, slows down when asked (44), never answers input prompts and never sends client certificates.")
-        .blank()
-        .text("Each capsule gets a budget of requests per crawl: 1,000, plus 1,000 for each other site linking to it, plus its pages already indexed. A capsule whose pages stop bringing new text, or keep adding endless new addresses, is left for the next crawl. Nothing is dropped: the next crawl goes on where this one stopped.")
-        .blank()
-        .link("/search", "Search")
-        .link("/", "geode home");
+        .heading(2, "Searching");
+    for item in QUERY_SYNTAX {
+        let line: String = item.iter().map(|part| part.text()).collect();
+        g.item(&line);
+    }
+    for note in SEARCH_NOTES {
+        g.blank().text(note);
+    }
+    g.blank().heading(2, "Crawler policy");
+    for (i, paragraph) in CRAWLER_POLICY.iter().enumerate() {
+        if i > 0 {
+            g.blank();
+        }
+        g.text(paragraph);
+    }
+    g.preformatted("robots.txt", ROBOTS_EXAMPLE);
+    for (i, paragraph) in CRAWLER_POLICY_AFTER.iter().enumerate() {
+        if i > 0 {
+            g.blank();
+        }
+        g.text(paragraph);
+    }
+    g.blank().link("/search", "Search").link("/", "geode home");
     g.finish()
 }
+
+/// A piece of help text: words to read, or an example to type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Help {
+    Say(&'static str),
+    Type(&'static str),
+}
+
+impl Help {
+    pub fn text(self) -> &'static str {
+        match self {
+            Help::Say(text) | Help::Type(text) => text,
+        }
+    }
+}
+
+/// The about pages' first words.
+pub const ABOUT_INTRO: &str = "geode is a search engine for geminispace. It crawls capsules politely, indexes their text, and answers here.";
+
+/// The query language, one item each, for the about pages of both frontends.
+// TODO(lead): keep this in step with src/query.rs when the query language changes.
+pub const QUERY_SYNTAX: &[&[Help]] = {
+    use Help::{Say, Type};
+    &[
+        &[
+            Say("Words (accents and case do not matter): "),
+            Type("bicycle repair"),
+            Say(". Pages with every word come first, then pages with some, marked \"missing:\""),
+        ],
+        &[Say("Every word required: "), Type("bicycle AND repair")],
+        &[Say("Phrases in double quotes: "), Type("\"slow radio\"")],
+        &[Say("Either of two: "), Type("tea OR coffee")],
+        &[
+            Say("Leave out: "),
+            Type("bread -sourdough"),
+            Say(" (or "),
+            Type("NOT sourdough"),
+            Say(")"),
+        ],
+        &[
+            Say("Group with parentheses: "),
+            Type("(tea OR coffee) recipe"),
+        ],
+        &[Say("One capsule: "), Type("site:example.org")],
+        &[Say("Language: "), Type("lang:fr")],
+        &[
+            Say("Media type: "),
+            Type("mime:text/plain"),
+            Say(", file type: "),
+            Type("filetype:txt"),
+        ],
+        &[
+            Say("In the title or URL: "),
+            Type("intitle:gemlog"),
+            Say(", "),
+            Type("inurl:recipes"),
+        ],
+        &[
+            Say("Size: "),
+            Type("size:>10K"),
+            Say(", "),
+            Type("size:<2M"),
+        ],
+        &[
+            Say("A page and its near-duplicates: "),
+            Type("similar:gemini://example.org/page.gmi"),
+        ],
+        &[
+            Say("Geminispace or the web only: "),
+            Type("scheme:gemini"),
+            Say(", "),
+            Type("scheme:https"),
+        ],
+    ]
+};
+
+/// The about pages' paragraphs after the query language.
+pub const SEARCH_NOTES: &[&str] = &[
+    "A word the index does not know is also matched by its likely spellings, and the results offer the corrected query. Copies of one page (the same text under another address) show as one result with a link to the others.",
+    "Result pages show ten results each. The verbose pages (/v/search) add scores and crawl times, and link to the pages linking to each result.",
+];
+
+/// The crawler policy, up to the robots.txt example.
+pub const CRAWLER_POLICY: &[&str] = &[
+    "geode's crawler identifies as an indexer, in the sense of the robots.txt companion specification. It fetches a capsule's /robots.txt before anything else and obeys the rules for the user agents indexer, geode and * together.",
+    "To keep geode out of all or part of a capsule, serve a /robots.txt such as:",
+];
+
+/// A robots.txt keeping geode out of a whole capsule.
+pub const ROBOTS_EXAMPLE: &str = "User-agent: indexer\nDisallow: /";
+
+/// The crawler policy after the robots.txt example.
+pub const CRAWLER_POLICY_AFTER: &[&str] = &[
+    "Pages already indexed leave the index when the crawler next sees they are disallowed or gone.",
+    "The crawler keeps at most one connection per IP address, waits between requests, slows down when asked (44), never answers input prompts and never sends client certificates.",
+    "Each capsule gets a budget of requests per crawl: 1,000, plus 1,000 for each other site linking to it, plus its pages already indexed. A capsule whose pages stop bringing new text, or keep adding endless new addresses, is left for the next crawl. Nothing is dropped: the next crawl goes on where this one stopped.",
+];
 
 /// Keeps other crawlers out of the result pages (they are endless and cost the index).
 pub fn robots() -> &'static str {
     "User-agent: *\nDisallow: /search\nDisallow: /v/\nDisallow: /backlinks\n"
 }
 
-fn plural(n: u64, noun: &str) -> String {
+pub(crate) fn plural(n: u64, noun: &str) -> String {
     if n == 1 {
         format!("1 {noun}")
     } else {
@@ -472,7 +563,7 @@ fn plural(n: u64, noun: &str) -> String {
     }
 }
 
-fn status_name(status: u8) -> &'static str {
+pub(crate) fn status_name(status: u8) -> &'static str {
     match status {
         10 => "input",
         11 => "sensitive input",

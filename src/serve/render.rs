@@ -21,7 +21,7 @@
 //!
 //! Snippets carry `**` around matched words; Gemini has no emphasis, so result pages drop the
 //! marks and show the snippet as a quote line, and the verbose page keeps them to show what
-//! matched. A result lacking some of the query's words says `missing: ...` on its facts line;
+//! matched (the web pages show them as `<mark>`, cut by [`marked`]). A result lacking some of the query's words says `missing: ...` on its facts line;
 //! one with near-duplicates links to them (`similar:URL`); a query that looked misspelled gets a
 //! "did you mean" link first.
 
@@ -51,7 +51,7 @@ pub fn one_line(text: &str) -> String {
 
 /// Bidirectional embedding, override and isolate controls: they could make a label read as
 /// something else on screen (or flip a URL around).
-fn is_bidi_control(c: char) -> bool {
+pub(super) fn is_bidi_control(c: char) -> bool {
     matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{200e}' | '\u{200f}')
 }
 
@@ -84,6 +84,25 @@ pub fn safe_url(url: &str) -> String {
 /// Snippet text without the `**` match marks.
 pub fn strip_marks(snippet: &str) -> String {
     snippet.replace("**", "")
+}
+
+/// A snippet cut at its `**` match marks: `(true, word)` for the marked stretches, `(false,
+/// text)` between them, empty stretches left out. A mark left open (an odd `**`) marks nothing:
+/// the text after it is plain, as [`strip_marks`] would show it.
+pub fn marked(snippet: &str) -> Vec<(bool, &str)> {
+    let pieces: Vec<&str> = snippet.split("**").collect();
+    let closed = if pieces.len() % 2 == 0 {
+        // An odd number of marks: the last one opens a stretch that never closes.
+        pieces.len() - 1
+    } else {
+        pieces.len()
+    };
+    pieces
+        .iter()
+        .enumerate()
+        .filter(|(_, piece)| !piece.is_empty())
+        .map(|(i, piece)| (i % 2 == 1 && i < closed, *piece))
+        .collect()
 }
 
 /// At most `max` characters of `text`, with an ellipsis when cut.
@@ -280,6 +299,29 @@ pub(super) mod tests {
         let fences = page.lines().filter(|l| kind(l) == "fence").count();
         assert_eq!(fences, 2, "{page}");
         assert!(page.starts_with("```alt => x\n"), "{page}");
+    }
+
+    #[test]
+    fn marks_split_snippets() {
+        assert_eq!(
+            marked("the **kettle** sings **loud**"),
+            [
+                (false, "the "),
+                (true, "kettle"),
+                (false, " sings "),
+                (true, "loud")
+            ]
+        );
+        assert_eq!(marked("plain"), [(false, "plain")]);
+        assert_eq!(marked(""), Vec::<(bool, &str)>::new());
+        assert_eq!(marked("**a****b**"), [(true, "a"), (true, "b")]);
+        // An unclosed mark marks nothing; the text reads as strip_marks shows it.
+        assert_eq!(
+            marked("a **b** c **d"),
+            [(false, "a "), (true, "b"), (false, " c "), (false, "d")]
+        );
+        let text: String = marked("x **y** **z").iter().map(|(_, t)| *t).collect();
+        assert_eq!(text, strip_marks("x **y** **z"));
     }
 
     #[test]
