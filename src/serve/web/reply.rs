@@ -106,6 +106,7 @@ impl Page {
     pub fn not_modified(etag: u64) -> Page {
         Page {
             etag: Some(etag),
+            cache: Cache::Revalidate,
             ..Page::with_status(StatusCode::NOT_MODIFIED, Kind::Html, String::new())
         }
     }
