@@ -407,6 +407,11 @@ pub struct ServeArgs {
     /// also link to PREFIX followed by the result's URL without `gemini://`.
     #[arg(long, value_name = "PREFIX", value_parser = parse_proxy_prefix)]
     pub http_gemini_proxy: Option<String>,
+    /// A reverse proxy in front of --http (nginx, Caddy) at this IP address: requests it
+    /// forwards are rate-limited by the client address it puts last in `X-Forwarded-For`, and
+    /// its own connections are not capped by --max-client-connections. Repeatable.
+    #[arg(long, value_name = "IP")]
+    pub http_trusted_proxy: Vec<std::net::IpAddr>,
     /// The host name clients use to reach this server (in its certificate; Gemini requests for
     /// other hosts are refused with 53). Required with --listen; the web frontend uses the
     /// request's Host header and falls back to it (default there: localhost).
@@ -446,6 +451,7 @@ impl ServeArgs {
             geode::serve::ServeConfig::new(&self.data.data, self.listen.clone(), hostname);
         config.http = self.http.clone();
         config.http_gemini_proxy = self.http_gemini_proxy.clone();
+        config.http_trusted_proxies = self.http_trusted_proxy.clone();
         if let (Some(cert), Some(key)) = (&self.cert, &self.key) {
             config.cert = geode::serve::cert::CertSource::Files {
                 cert: cert.clone(),
