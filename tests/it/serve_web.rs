@@ -632,3 +632,31 @@ fn a_trusted_proxy_names_its_clients() {
         assert!(statuses.contains(&429), "{statuses:?}");
     });
 }
+
+/// A client that sends half a request head, or stays idle between requests, is closed after
+/// the head's time limit (10 s), on default flags.
+#[test]
+fn slow_and_idle_clients_are_closed() {
+    let data = crate::serve::crawled();
+    let server = WebServing::start(data, &[]);
+    runtime().block_on(async {
+        let mut slow = Client::connect(server.http, fresh_source()).await;
+        slow.stream
+            .write_all(b"GET / HTTP/1.1\r\nHost: localhost\r\n")
+            .await
+            .unwrap();
+        let mut idle = Client::connect(server.http, fresh_source()).await;
+        assert_eq!(idle.get("/about", &[]).await.status, 200);
+        let started = Instant::now();
+        // The slow client may get a 408 before the close; either way nothing is served.
+        let mut rest = Vec::new();
+        let _ = tokio::time::timeout(Duration::from_secs(15), slow.stream.read_to_end(&mut rest))
+            .await
+            .expect("the half-sent request was cut off");
+        let text = String::from_utf8_lossy(&rest);
+        assert!(!text.contains(" 200 "), "{text}");
+        assert!(idle.closed_within(Duration::from_secs(15)).await);
+        let took = started.elapsed();
+        assert!(took >= Duration::from_secs(8), "closed after {took:?}");
+    });
+}
