@@ -75,12 +75,15 @@ pub enum Command {
     Show(ShowArgs),
     /// Write the archived responses as a WARC 1.1 file (one gzip member per record).
     Export(ExportArgs),
-    /// Answer Gemini clients: search, backlinks and statistics over TLS.
+    /// Answer Gemini clients (--listen) and web browsers (--http): search, backlinks and
+    /// statistics.
     ///
-    /// Prints "listening on ADDR" for each address, then serves until Ctrl-C or SIGTERM. The
-    /// index is read live: pages a running crawl commits appear without a restart. Without
-    /// --cert/--key, a self-signed certificate for --hostname is made on first start and kept in
-    /// DIR/serve/ so clients that trusted it on first use keep trusting it.
+    /// Prints "listening on ADDR" for each Gemini address and "listening on http://ADDR" for
+    /// each HTTP one, then serves until Ctrl-C or SIGTERM. The index is read live: pages a
+    /// running crawl commits appear without a restart. Without --cert/--key, a self-signed
+    /// certificate for --hostname is made on first start and kept in DIR/serve/ so clients that
+    /// trusted it on first use keep trusting it. Over HTTP the same pages are HTML, and
+    /// /api/search?q=WORDS answers the JSON of `geode search --json`.
     Serve(ServeArgs),
 }
 
@@ -426,17 +429,17 @@ pub struct ServeArgs {
     /// Connections being answered at once (their request read), across all clients.
     #[arg(long, value_name = "N", default_value_t = 256, value_parser = clap::value_parser!(u32).range(1..=65536))]
     pub max_connections: u32,
-    /// Connections in their TLS handshake or request line at once, across all clients. When
-    /// full, a new connection closes the oldest one of the client holding the most, so idle
-    /// connections cannot keep new clients out.
+    /// Connections in their TLS handshake or request line at once, across all clients, and
+    /// every open HTTP connection. When full, a new connection closes the oldest one of the
+    /// client holding the most, so idle connections cannot keep new clients out.
     #[arg(long, value_name = "N", default_value_t = 1024, value_parser = clap::value_parser!(u32).range(1..=65536))]
     pub max_pending_connections: u32,
     /// Connections open at once from one client (IPv4 address or IPv6 /64); 0 for no cap.
     #[arg(long, value_name = "N", default_value_t = 32)]
     pub max_client_connections: u32,
     /// Requests per second allowed to one client (IPv4 address or IPv6 /64), in bursts of up
-    /// to --rate-burst; faster clients are answered 44 with the seconds to wait. 0 turns the
-    /// limit off (for benchmarks).
+    /// to --rate-burst; faster clients are answered 44 (Gemini) or 429 (HTTP) with the seconds
+    /// to wait. 0 turns the limit off (for benchmarks).
     #[arg(long, value_name = "PER_SEC", default_value_t = 5.0, value_parser = parse_rate)]
     pub rate_limit: f64,
     /// Requests one client may make at once before --rate-limit applies.
