@@ -389,14 +389,29 @@ pub struct ServeArgs {
     /// written by `geode index`; statistics, backlinks and suggested seeds use the database.
     #[arg(long, value_name = "URL")]
     pub frontier: Option<String>,
-    /// Address to listen on, e.g. 0.0.0.0:1965 or [::]:1965 (port 0 picks a free port).
-    /// Repeat to listen on several addresses (IPv4 and IPv6).
-    #[arg(long, value_name = "ADDR:PORT", required = true)]
+    /// Address to listen on for Gemini clients, e.g. 0.0.0.0:1965 or [::]:1965 (port 0 picks
+    /// a free port). Repeat to listen on several addresses (IPv4 and IPv6).
+    #[arg(
+        long,
+        value_name = "ADDR:PORT",
+        required_unless_present = "http",
+        requires = "hostname"
+    )]
     pub listen: Vec<std::net::SocketAddr>,
-    /// The host name clients use to reach this server (in its certificate; requests for other
-    /// hosts are refused with 53).
+    /// Address to listen on for web browsers and scripts (HTTP/1.1, no TLS: put a TLS proxy
+    /// such as nginx in front for the open web), e.g. 127.0.0.1:8080. The same pages as
+    /// HTML, and `/api/search?q=...` as JSON. Repeatable; beside or instead of --listen.
+    #[arg(long, value_name = "ADDR:PORT")]
+    pub http: Vec<std::net::SocketAddr>,
+    /// A web proxy of Gemini pages (e.g. https://portal.example/gemini/): the web pages' results
+    /// also link to PREFIX followed by the result's URL without `gemini://`.
+    #[arg(long, value_name = "PREFIX", value_parser = parse_proxy_prefix)]
+    pub http_gemini_proxy: Option<String>,
+    /// The host name clients use to reach this server (in its certificate; Gemini requests for
+    /// other hosts are refused with 53). Required with --listen; the web frontend uses the
+    /// request's Host header and falls back to it (default there: localhost).
     #[arg(long, value_name = "NAME", value_parser = parse_hostname)]
-    pub hostname: String,
+    pub hostname: Option<String>,
     /// PEM certificate chain to serve (with --key) instead of the kept self-signed one.
     #[arg(long, value_name = "FILE", requires = "key")]
     pub cert: Option<PathBuf>,
@@ -426,8 +441,11 @@ pub struct ServeArgs {
 
 impl ServeArgs {
     pub fn config(&self) -> geode::serve::ServeConfig {
+        let hostname = self.hostname.as_deref().unwrap_or("localhost");
         let mut config =
-            geode::serve::ServeConfig::new(&self.data.data, self.listen.clone(), &self.hostname);
+            geode::serve::ServeConfig::new(&self.data.data, self.listen.clone(), hostname);
+        config.http = self.http.clone();
+        config.http_gemini_proxy = self.http_gemini_proxy.clone();
         if let (Some(cert), Some(key)) = (&self.cert, &self.key) {
             config.cert = geode::serve::cert::CertSource::Files {
                 cert: cert.clone(),
@@ -460,6 +478,16 @@ fn parse_hostname(s: &str) -> Result<String, String> {
             "{s:?} is not a host name (ASCII letters, digits, hyphens and dots; use the \
              punycode form of international names) or an IP address"
         ))
+    }
+}
+
+/// An http:// or https:// URL that proxied links start with.
+fn parse_proxy_prefix(s: &str) -> Result<String, String> {
+    match url::Url::parse(s) {
+        Ok(u) if matches!(u.scheme(), "http" | "https") && u.host().is_some() => Ok(s.to_string()),
+        _ => Err(format!(
+            "{s:?} is not an http:// or https:// URL (e.g. https://portal.example/gemini/)"
+        )),
     }
 }
 
