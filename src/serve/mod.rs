@@ -85,6 +85,9 @@ pub struct ServeConfig {
     /// A web proxy of Gemini pages that the web frontend's results also link through
     /// ([`web::route::proxied`]), e.g. `https://portal.example/gemini/`.
     pub http_gemini_proxy: Option<String>,
+    /// Reverse proxies in front of the HTTP listeners: their requests are limited by the
+    /// client they name in `X-Forwarded-For`, and their connections are not capped per client.
+    pub http_trusted_proxies: Vec<std::net::IpAddr>,
     /// The host name clients use; requests for other hosts are refused (53).
     pub hostname: String,
     pub cert: CertSource,
@@ -153,6 +156,7 @@ impl ServeConfig {
             listen,
             http: Vec::new(),
             http_gemini_proxy: None,
+            http_trusted_proxies: Vec::new(),
             hostname: hostname.to_string(),
             cert: CertSource::SelfSigned {
                 dir: crate::datadir::serve_path(data_dir),

@@ -599,3 +599,64 @@ fn serve_refuses_what_it_cannot_serve() {
         assert!(stderr.contains(says), "{args:?}: {stderr}");
     }
 }
+
+/// Behind a trusted reverse proxy, each client the proxy names has its own rate; a proxy not
+/// named by the flag is limited as one client, whatever it says.
+#[test]
+fn a_trusted_proxy_names_its_clients() {
+    let data = crate::serve::crawled();
+    let proxy: IpAddr = "127.78.250.1".parse().unwrap();
+    let server = WebServing::start(data, &["--http-trusted-proxy", "127.78.250.1"]);
+    runtime().block_on(async {
+        let mut client = Client::connect(server.http, proxy).await;
+        for i in 0..40 {
+            let forwarded = format!("X-Forwarded-For: 203.0.113.9, 198.51.100.{i}");
+            let reply = client.get("/about", &[&forwarded]).await;
+            assert_eq!(reply.status, 200, "client {i}");
+        }
+        let mut statuses = Vec::new();
+        for _ in 0..40 {
+            let reply = client
+                .get("/about", &["X-Forwarded-For: 198.51.100.200"])
+                .await;
+            statuses.push(reply.status);
+        }
+        assert!(statuses.contains(&429), "{statuses:?}");
+        // An untrusted peer's X-Forwarded-For changes nothing.
+        let mut other = Client::connect(server.http, fresh_source()).await;
+        let mut statuses = Vec::new();
+        for i in 0..40 {
+            let forwarded = format!("X-Forwarded-For: 198.51.101.{i}");
+            statuses.push(other.get("/about", &[&forwarded]).await.status);
+        }
+        assert!(statuses.contains(&429), "{statuses:?}");
+    });
+}
+
+/// A client that sends half a request head, or stays idle between requests, is closed after
+/// the head's time limit (10 s), on default flags.
+#[test]
+fn slow_and_idle_clients_are_closed() {
+    let data = crate::serve::crawled();
+    let server = WebServing::start(data, &[]);
+    runtime().block_on(async {
+        let mut slow = Client::connect(server.http, fresh_source()).await;
+        slow.stream
+            .write_all(b"GET / HTTP/1.1\r\nHost: localhost\r\n")
+            .await
+            .unwrap();
+        let mut idle = Client::connect(server.http, fresh_source()).await;
+        assert_eq!(idle.get("/about", &[]).await.status, 200);
+        let started = Instant::now();
+        // The slow client may get a 408 before the close; either way nothing is served.
+        let mut rest = Vec::new();
+        let _ = tokio::time::timeout(Duration::from_secs(15), slow.stream.read_to_end(&mut rest))
+            .await
+            .expect("the half-sent request was cut off");
+        let text = String::from_utf8_lossy(&rest);
+        assert!(!text.contains(" 200 "), "{text}");
+        assert!(idle.closed_within(Duration::from_secs(15)).await);
+        let took = started.elapsed();
+        assert!(took >= Duration::from_secs(8), "closed after {took:?}");
+    });
+}

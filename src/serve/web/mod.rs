@@ -29,6 +29,8 @@
 //!   keep-alive connection idle for as long; request targets at most [`route::MAX_TARGET`]
 //!   bytes (414); a form body at most [`MAX_FORM_BYTES`] (413), read within
 //!   [`super::Timeouts::request`];
+//! - behind a reverse proxy named by `--http-trusted-proxy`, the client is the address the proxy
+//!   appended last to `X-Forwarded-For`, and the proxy's own connections are not capped;
 //! - a connection lives at most [`super::Timeouts::connection`], then closes after its
 //!   current request; at shutdown every connection does the same, within the grace period.
 
@@ -38,7 +40,7 @@ mod reply;
 pub mod route;
 
 use std::convert::Infallible;
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -65,6 +67,8 @@ pub const MAX_FORM_BYTES: usize = 4 * 1024;
 pub struct Settings {
     /// `--http-gemini-proxy`.
     pub gemini_proxy: Option<String>,
+    /// `--http-trusted-proxy`.
+    pub trusted_proxies: Vec<IpAddr>,
     /// Names this server's build of the pages in `ETag`s: an index version and a query say
     /// what a page holds only for one rendering of it.
     pub(super) build: u64,
@@ -74,6 +78,7 @@ impl Settings {
     pub(super) fn new(config: &ServeConfig) -> Settings {
         Settings {
             gemini_proxy: config.http_gemini_proxy.clone(),
+            trusted_proxies: config.http_trusted_proxies.clone(),
             build: reply::build_tag(config.http_gemini_proxy.as_deref()),
         }
     }
@@ -100,9 +105,17 @@ pub(super) async fn accept_loop(
                 continue;
             }
         };
-        let Some(client_slot) = shared.per_client.try_open(peer.ip()) else {
-            tracing::debug!("{peer}: too many connections from this client; closed");
-            continue;
+        // A trusted proxy carries many clients' connections: the cap is theirs, not its.
+        let client_slot = if shared.web.trusted_proxies.contains(&peer.ip()) {
+            None
+        } else {
+            match shared.per_client.try_open(peer.ip()) {
+                Some(slot) => Some(slot),
+                None => {
+                    tracing::debug!("{peer}: too many connections from this client; closed");
+                    continue;
+                }
+            }
         };
         let (place, evicted) = shared.pending.admit(peer.ip());
         if evicted {
@@ -183,7 +196,8 @@ async fn handle(
         Err(refusal) => return reply::finish(answer::refused(refusal, &asked), &asked),
     };
     if !route.is_static() {
-        if let Err(wait) = shared.limiter.check(peer.ip(), std::time::Instant::now()) {
+        let client = client_of(peer.ip(), &head.headers, &shared.web.trusted_proxies);
+        if let Err(wait) = shared.limiter.check(client, std::time::Instant::now()) {
             return reply::finish(answer::too_many(wait, &asked), &asked);
         }
     }
@@ -219,5 +233,41 @@ async fn read_form(
             Err(answer::form_too_large(asked))
         }
         Ok(Err(_)) | Err(_) => Err(answer::form_unread(asked)),
+    }
+}
+
+/// Who a request is from, for the rate limit: the peer, or for a trusted proxy the address it
+/// appended last to `X-Forwarded-For` (the ones before it are the client's own to write). A
+/// proxy that names no usable address is limited as itself.
+fn client_of(peer: IpAddr, headers: &hyper::HeaderMap, trusted: &[IpAddr]) -> IpAddr {
+    if !trusted.contains(&peer) {
+        return peer;
+    }
+    headers
+        .get_all("x-forwarded-for")
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .filter_map(|a| a.trim().parse::<IpAddr>().ok())
+        .next_back()
+        .unwrap_or(peer)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_trusted_proxy_names_the_client() {
+        let proxy: IpAddr = "127.0.0.1".parse().unwrap();
+        let mut headers = hyper::HeaderMap::new();
+        headers.append("x-forwarded-for", "10.9.9.9, 192.0.2.7".parse().unwrap());
+        headers.append("x-forwarded-for", "198.51.100.4".parse().unwrap());
+        let named = client_of(proxy, &headers, &[proxy]);
+        assert_eq!(named, "198.51.100.4".parse::<IpAddr>().unwrap());
+        assert_eq!(client_of(proxy, &headers, &[]), proxy);
+        let other: IpAddr = "127.0.0.2".parse().unwrap();
+        assert_eq!(client_of(other, &headers, &[proxy]), other);
+        assert_eq!(client_of(proxy, &hyper::HeaderMap::new(), &[proxy]), proxy);
     }
 }
