@@ -30,7 +30,7 @@ def main():
 
     why = harness.missing_tools(harness.target_dir() / "browser-tools")
     if why:
-        print(f"scripts/screenshots needs {why}", file=sys.stderr)
+        print(f"scripts/screenshots cannot run: {why}", file=sys.stderr)
         return 1
     bin_dir = harness.build()
     out = Path(args.out)

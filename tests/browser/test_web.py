@@ -492,7 +492,7 @@ def main(argv):
     tools = harness.target_dir() / "browser-tools"
     why = harness.missing_tools(tools)
     if why:
-        print(f"SKIPPED: the browser tests need {why}", flush=True)
+        print(f"SKIPPED: the browser tests cannot run: {why}", flush=True)
         return 0
     axe_source = harness.axe_script(tools).read_text()
     bin_dir = harness.build()
