@@ -75,12 +75,15 @@ pub enum Command {
     Show(ShowArgs),
     /// Write the archived responses as a WARC 1.1 file (one gzip member per record).
     Export(ExportArgs),
-    /// Answer Gemini clients: search, backlinks and statistics over TLS.
+    /// Answer Gemini clients (--listen) and web browsers (--http): search, backlinks and
+    /// statistics.
     ///
-    /// Prints "listening on ADDR" for each address, then serves until Ctrl-C or SIGTERM. The
-    /// index is read live: pages a running crawl commits appear without a restart. Without
-    /// --cert/--key, a self-signed certificate for --hostname is made on first start and kept in
-    /// DIR/serve/ so clients that trusted it on first use keep trusting it.
+    /// Prints "listening on ADDR" for each Gemini address and "listening on http://ADDR" for
+    /// each HTTP one, then serves until Ctrl-C or SIGTERM. The index is read live: pages a
+    /// running crawl commits appear without a restart. Without --cert/--key, a self-signed
+    /// certificate for --hostname is made on first start and kept in DIR/serve/ so clients that
+    /// trusted it on first use keep trusting it. Over HTTP the same pages are HTML, and
+    /// /api/search?q=WORDS answers the JSON of `geode search --json`.
     Serve(ServeArgs),
 }
 
@@ -389,14 +392,34 @@ pub struct ServeArgs {
     /// written by `geode index`; statistics, backlinks and suggested seeds use the database.
     #[arg(long, value_name = "URL")]
     pub frontier: Option<String>,
-    /// Address to listen on, e.g. 0.0.0.0:1965 or [::]:1965 (port 0 picks a free port).
-    /// Repeat to listen on several addresses (IPv4 and IPv6).
-    #[arg(long, value_name = "ADDR:PORT", required = true)]
+    /// Address to listen on for Gemini clients, e.g. 0.0.0.0:1965 or [::]:1965 (port 0 picks
+    /// a free port). Repeat to listen on several addresses (IPv4 and IPv6).
+    #[arg(
+        long,
+        value_name = "ADDR:PORT",
+        required_unless_present = "http",
+        requires = "hostname"
+    )]
     pub listen: Vec<std::net::SocketAddr>,
-    /// The host name clients use to reach this server (in its certificate; requests for other
-    /// hosts are refused with 53).
+    /// Address to listen on for web browsers and scripts (HTTP/1.1, no TLS: put a TLS proxy
+    /// such as nginx in front for the open web), e.g. 127.0.0.1:8080. The same pages as
+    /// HTML, and `/api/search?q=...` as JSON. Repeatable; beside or instead of --listen.
+    #[arg(long, value_name = "ADDR:PORT")]
+    pub http: Vec<std::net::SocketAddr>,
+    /// A web proxy of Gemini pages (e.g. https://portal.example/gemini/): the web pages' results
+    /// also link to PREFIX followed by the result's URL without `gemini://`.
+    #[arg(long, value_name = "PREFIX", value_parser = parse_proxy_prefix)]
+    pub http_gemini_proxy: Option<String>,
+    /// A reverse proxy in front of --http (nginx, Caddy) at this IP address: requests it
+    /// forwards are rate-limited by the client address it puts last in `X-Forwarded-For`, and
+    /// its own connections are not capped by --max-client-connections. Repeatable.
+    #[arg(long, value_name = "IP")]
+    pub http_trusted_proxy: Vec<std::net::IpAddr>,
+    /// The host name clients use to reach this server (in its certificate; Gemini requests for
+    /// other hosts are refused with 53). Required with --listen; the web frontend uses the
+    /// request's Host header and falls back to it (default there: localhost).
     #[arg(long, value_name = "NAME", value_parser = parse_hostname)]
-    pub hostname: String,
+    pub hostname: Option<String>,
     /// PEM certificate chain to serve (with --key) instead of the kept self-signed one.
     #[arg(long, value_name = "FILE", requires = "key")]
     pub cert: Option<PathBuf>,
@@ -406,17 +429,17 @@ pub struct ServeArgs {
     /// Connections being answered at once (their request read), across all clients.
     #[arg(long, value_name = "N", default_value_t = 256, value_parser = clap::value_parser!(u32).range(1..=65536))]
     pub max_connections: u32,
-    /// Connections in their TLS handshake or request line at once, across all clients. When
-    /// full, a new connection closes the oldest one of the client holding the most, so idle
-    /// connections cannot keep new clients out.
+    /// Connections in their TLS handshake or request line at once, across all clients, and
+    /// every open HTTP connection. When full, a new connection closes the oldest one of the
+    /// client holding the most, so idle connections cannot keep new clients out.
     #[arg(long, value_name = "N", default_value_t = 1024, value_parser = clap::value_parser!(u32).range(1..=65536))]
     pub max_pending_connections: u32,
     /// Connections open at once from one client (IPv4 address or IPv6 /64); 0 for no cap.
     #[arg(long, value_name = "N", default_value_t = 32)]
     pub max_client_connections: u32,
     /// Requests per second allowed to one client (IPv4 address or IPv6 /64), in bursts of up
-    /// to --rate-burst; faster clients are answered 44 with the seconds to wait. 0 turns the
-    /// limit off (for benchmarks).
+    /// to --rate-burst; faster clients are answered 44 (Gemini) or 429 (HTTP) with the seconds
+    /// to wait. 0 turns the limit off (for benchmarks).
     #[arg(long, value_name = "PER_SEC", default_value_t = 5.0, value_parser = parse_rate)]
     pub rate_limit: f64,
     /// Requests one client may make at once before --rate-limit applies.
@@ -426,8 +449,12 @@ pub struct ServeArgs {
 
 impl ServeArgs {
     pub fn config(&self) -> geode::serve::ServeConfig {
+        let hostname = self.hostname.as_deref().unwrap_or("localhost");
         let mut config =
-            geode::serve::ServeConfig::new(&self.data.data, self.listen.clone(), &self.hostname);
+            geode::serve::ServeConfig::new(&self.data.data, self.listen.clone(), hostname);
+        config.http = self.http.clone();
+        config.http_gemini_proxy = self.http_gemini_proxy.clone();
+        config.http_trusted_proxies = self.http_trusted_proxy.clone();
         if let (Some(cert), Some(key)) = (&self.cert, &self.key) {
             config.cert = geode::serve::cert::CertSource::Files {
                 cert: cert.clone(),
@@ -460,6 +487,16 @@ fn parse_hostname(s: &str) -> Result<String, String> {
             "{s:?} is not a host name (ASCII letters, digits, hyphens and dots; use the \
              punycode form of international names) or an IP address"
         ))
+    }
+}
+
+/// An http:// or https:// URL that proxied links start with.
+fn parse_proxy_prefix(s: &str) -> Result<String, String> {
+    match url::Url::parse(s) {
+        Ok(u) if matches!(u.scheme(), "http" | "https") && u.host().is_some() => Ok(s.to_string()),
+        _ => Err(format!(
+            "{s:?} is not an http:// or https:// URL (e.g. https://portal.example/gemini/)"
+        )),
     }
 }
 

@@ -32,19 +32,10 @@ pub(crate) fn search(args: SearchArgs) -> Result<(), Failure> {
     let results = index
         .search_parsed(&query, &parsed, &options)
         .map_err(index_failure)?;
-    let took_ms = started.elapsed().as_secs_f64() * 1000.0;
+    let took = started.elapsed();
     let mut out = std::io::stdout().lock();
     if args.json {
-        let doc = serde_json::json!({
-            "query": query,
-            "total": results.total,
-            "with_all_words": results.with_all_words,
-            "did_you_mean": results.did_you_mean,
-            "offset": args.offset,
-            "limit": args.limit,
-            "took_ms": (took_ms * 1000.0).round() / 1000.0,
-            "hits": results.hits,
-        });
+        let doc = results.to_json(&query, args.offset, args.limit, took);
         let line = serde_json::to_string(&doc).context("encoding JSON")?;
         writeln!(out, "{line}").context("writing results")?;
         return Ok(());
@@ -91,7 +82,7 @@ pub(crate) fn search(args: SearchArgs) -> Result<(), Failure> {
         results.total,
         if results.total == 1 { "" } else { "s" },
         shown_range(args.offset, results.hits.len()),
-        took_ms
+        took.as_secs_f64() * 1000.0
     )
     .context("writing results")?;
     Ok(())

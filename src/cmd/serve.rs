@@ -1,4 +1,4 @@
-//! `geode serve`: the Gemini frontend, with the descriptor limit raised and the operator's
+//! `geode serve`: the Gemini and web frontends, with the descriptor limit raised and the operator's
 //! certificate mistakes reported as usage errors.
 
 use std::io::Write;
@@ -56,16 +56,20 @@ pub(crate) fn serve(args: ServeArgs) -> Result<(), Failure> {
             ) => Failure::Usage(e.into()),
             other => Failure::Runtime(other.into()),
         })?;
-        let identity = server.identity();
-        tracing::info!(
-            "certificate {} (SHA-256 fingerprint {})",
-            identity.origin,
-            identity.fingerprint
-        );
+        if let Some(identity) = server.identity() {
+            tracing::info!(
+                "certificate {} (SHA-256 fingerprint {})",
+                identity.origin,
+                identity.fingerprint
+            );
+        }
         {
             let mut out = std::io::stdout().lock();
             for addr in server.local_addrs() {
                 writeln!(out, "listening on {addr}").context("writing to stdout")?;
+            }
+            for addr in server.http_addrs() {
+                writeln!(out, "listening on http://{addr}").context("writing to stdout")?;
             }
             // Scripts wait for these lines through a pipe, where stdout is block-buffered.
             out.flush().context("writing to stdout")?;

@@ -35,22 +35,7 @@ pub(super) async fn respond(shared: &Shared, route: Route) -> Response {
                 None => return Response::busy(),
             };
             Response::gemtext(match route {
-                Route::Home => pages::home(
-                    snapshot
-                        .stats
-                        .as_ref()
-                        .map(|s| pages::Summary {
-                            documents: snapshot.documents,
-                            capsules: snapshot.hosts.len() as u64,
-                            last_crawl: s
-                                .last_crawl_finished
-                                .as_deref()
-                                .or(s.last_crawl_started.as_deref())
-                                .and_then(|t| t.trim().parse().ok()),
-                        })
-                        .as_ref(),
-                    now,
-                ),
+                Route::Home => pages::home(summary(&snapshot).as_ref(), now),
                 Route::Stats => match &snapshot.stats {
                     Some(stats) => {
                         pages::stats(stats, snapshot.documents, snapshot.hosts.len() as u64, now)
@@ -64,6 +49,19 @@ pub(super) async fn respond(shared: &Shared, route: Route) -> Response {
             })
         }
     }
+}
+
+/// What the home pages say about the index; `None` before any crawl.
+pub(super) fn summary(snapshot: &backend::Snapshot) -> Option<pages::Summary> {
+    snapshot.stats.as_ref().map(|s| pages::Summary {
+        documents: snapshot.documents,
+        capsules: snapshot.hosts.len() as u64,
+        last_crawl: s
+            .last_crawl_finished
+            .as_deref()
+            .or(s.last_crawl_started.as_deref())
+            .and_then(|t| t.trim().parse().ok()),
+    })
 }
 
 async fn search(shared: &Shared, query: Option<String>, page: usize, verbose: bool) -> Response {
@@ -142,7 +140,7 @@ async fn add_seed(shared: &Shared, input: String) -> Response {
 }
 
 /// Runs `work` on the blocking pool once a slot is free; `None` when none frees up in time.
-async fn blocking<T: Send + 'static>(
+pub(super) async fn blocking<T: Send + 'static>(
     shared: &Shared,
     work: impl FnOnce(&Backend) -> T + Send + 'static,
 ) -> Option<T> {

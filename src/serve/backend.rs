@@ -186,6 +186,14 @@ impl Backend {
         SearchOutcome::Failed(last_error)
     }
 
+    /// The index's version ([`SearchIndex::version`]); `None` without a readable index.
+    pub fn version(&self) -> Option<u64> {
+        match self.index(false) {
+            Ok(Some(index)) => Some(index.version()),
+            _ => None,
+        }
+    }
+
     /// Documents in the index now (0 without one).
     pub fn documents(&self) -> u64 {
         match self.index(false) {

@@ -46,8 +46,10 @@ type Received = Option<(
 /// The pending phase: TLS handshake, then the request line, each within its time limit. The
 /// request is `None` when its time ran out (answered 59).
 async fn receive(shared: &Shared, tcp: TcpStream, peer: SocketAddr) -> Received {
+    // Only the Gemini listeners' connections come here, and they exist only with TLS.
+    let acceptor = shared.acceptor.as_ref()?;
     let mut stream =
-        match tokio::time::timeout(shared.timeouts.handshake, shared.acceptor.accept(tcp)).await {
+        match tokio::time::timeout(shared.timeouts.handshake, acceptor.accept(tcp)).await {
             Ok(Ok(stream)) => stream,
             Ok(Err(e)) => {
                 tracing::debug!("{peer}: handshake failed: {e}");

@@ -78,8 +78,16 @@ pub struct ServeConfig {
     /// A shared crawl on PostgreSQL whose index `data_dir` holds (`--frontier`): statistics,
     /// backlinks and suggested seeds go there.
     pub shared: Option<crate::frontier::Location>,
-    /// Addresses to listen on (port 0 picks a free port).
+    /// Addresses to listen on for Gemini (port 0 picks a free port).
     pub listen: Vec<SocketAddr>,
+    /// Addresses to listen on for HTTP, the web frontend ([`web`]).
+    pub http: Vec<SocketAddr>,
+    /// A web proxy of Gemini pages that the web frontend's results also link through
+    /// ([`web::route::proxied`]), e.g. `https://portal.example/gemini/`.
+    pub http_gemini_proxy: Option<String>,
+    /// Reverse proxies in front of the HTTP listeners: their requests are limited by the
+    /// client they name in `X-Forwarded-For`, and their connections are not capped per client.
+    pub http_trusted_proxies: Vec<std::net::IpAddr>,
     /// The host name clients use; requests for other hosts are refused (53).
     pub hostname: String,
     pub cert: CertSource,
@@ -146,6 +154,9 @@ impl ServeConfig {
             data_dir: data_dir.to_path_buf(),
             shared: None,
             listen,
+            http: Vec::new(),
+            http_gemini_proxy: None,
+            http_trusted_proxies: Vec::new(),
             hostname: hostname.to_string(),
             cert: CertSource::SelfSigned {
                 dir: crate::datadir::serve_path(data_dir),
@@ -191,14 +202,20 @@ impl From<CertError> for ServeError {
 pub struct Server {
     addrs: Vec<SocketAddr>,
     listeners: Vec<TcpListener>,
-    identity: Identity,
+    http_addrs: Vec<SocketAddr>,
+    http_listeners: Vec<TcpListener>,
+    /// The certificate, when there is a Gemini listener.
+    identity: Option<Identity>,
     shared: Arc<Shared>,
 }
 
 /// What every connection needs.
 struct Shared {
     hostname: String,
-    acceptor: TlsAcceptor,
+    /// TLS for the Gemini listeners (`None` when there are none).
+    acceptor: Option<TlsAcceptor>,
+    /// What only the web frontend uses.
+    web: web::Settings,
     backend: Arc<Backend>,
     limiter: RateLimiter,
     per_client: ConnectionCounter,
@@ -257,47 +274,22 @@ impl Drop for OpenConnection {
 impl Server {
     /// Loads or makes the certificate and binds every address.
     pub async fn bind(config: ServeConfig) -> Result<Server, ServeError> {
-        if config.listen.is_empty() {
+        if config.listen.is_empty() && config.http.is_empty() {
             return Err(ServeError::NoListener);
         }
-        let provider = Arc::new(rustls::crypto::ring::default_provider());
-        let identity = {
-            let (source, host, provider) = (
-                config.cert.clone(),
-                config.hostname.clone(),
-                Arc::clone(&provider),
-            );
-            let ips: Vec<_> = config.listen.iter().map(SocketAddr::ip).collect();
-            // Key generation and file reads block; keep them off the async workers.
-            tokio::task::spawn_blocking(move || {
-                cert::load_or_create(&source, &host, &ips, &provider)
-            })
-            .await
-            .map_err(|e| ServeError::Start(e.to_string()))??
+        let (identity, acceptor) = if config.listen.is_empty() {
+            (None, None)
+        } else {
+            let (identity, acceptor) = tls(&config).await?;
+            (Some(identity), Some(acceptor))
         };
-        let tls = rustls::ServerConfig::builder_with_provider(provider)
-            .with_safe_default_protocol_versions()
-            .map_err(|e| ServeError::Tls(e.to_string()))?
-            .with_no_client_auth()
-            .with_cert_resolver(Arc::new(rustls::sign::SingleCertAndKey::from(Arc::clone(
-                &identity.key,
-            ))));
-
-        let mut listeners = Vec::with_capacity(config.listen.len());
-        let mut addrs = Vec::with_capacity(config.listen.len());
-        for addr in &config.listen {
-            let listener =
-                listen(*addr).map_err(|error| ServeError::Bind { addr: *addr, error })?;
-            let local = listener
-                .local_addr()
-                .map_err(|error| ServeError::Bind { addr: *addr, error })?;
-            addrs.push(local);
-            listeners.push(listener);
-        }
+        let (listeners, addrs) = bind_all(&config.listen)?;
+        let (http_listeners, http_addrs) = bind_all(&config.http)?;
         let max_connections = config.max_connections.clamp(1, Semaphore::MAX_PERMITS);
         let shared = Arc::new(Shared {
             hostname: config.hostname.clone(),
-            acceptor: TlsAcceptor::from(Arc::new(tls)),
+            acceptor,
+            web: web::Settings::new(&config),
             backend: Arc::new(Backend::new(&config.data_dir, config.shared.clone())),
             limiter: RateLimiter::new(config.rate_limit),
             per_client: ConnectionCounter::new(config.max_connections_per_client),
@@ -310,6 +302,8 @@ impl Server {
         Ok(Server {
             addrs,
             listeners,
+            http_addrs,
+            http_listeners,
             identity,
             shared,
         })
@@ -320,24 +314,40 @@ impl Server {
         &self.addrs
     }
 
-    /// The certificate served, its fingerprint and where it came from.
-    pub fn identity(&self) -> &Identity {
-        &self.identity
+    /// The bound HTTP addresses, in the order of [`ServeConfig::http`].
+    pub fn http_addrs(&self) -> &[SocketAddr] {
+        &self.http_addrs
+    }
+
+    /// The certificate served, its fingerprint and where it came from; `None` without a
+    /// Gemini listener.
+    pub fn identity(&self) -> Option<&Identity> {
+        self.identity.as_ref()
     }
 
     /// Serves until `shutdown` resolves, then stops accepting and gives open connections
     /// [`Timeouts::shutdown_grace`] to finish.
     pub async fn run(self, shutdown: impl Future<Output = ()>) {
         let Server {
-            listeners, shared, ..
+            listeners,
+            http_listeners,
+            shared,
+            ..
         } = self;
         let (stop, stop_rx) = watch::channel(false);
-        let loops: Vec<_> = listeners
+        let mut loops: Vec<_> = listeners
             .into_iter()
             .map(|listener| {
                 tokio::spawn(accept_loop(listener, Arc::clone(&shared), stop_rx.clone()))
             })
             .collect();
+        loops.extend(http_listeners.into_iter().map(|listener| {
+            tokio::spawn(web::accept_loop(
+                listener,
+                Arc::clone(&shared),
+                stop_rx.clone(),
+            ))
+        }));
         shutdown.await;
         tracing::info!("shutting down: no new connections");
         // An error only means every accept loop has already ended.
@@ -353,6 +363,46 @@ impl Server {
             );
         }
     }
+}
+
+/// The certificate (loaded or made) and the TLS configuration of the Gemini listeners.
+async fn tls(config: &ServeConfig) -> Result<(Identity, TlsAcceptor), ServeError> {
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let identity = {
+        let (source, host, provider) = (
+            config.cert.clone(),
+            config.hostname.clone(),
+            Arc::clone(&provider),
+        );
+        let ips: Vec<_> = config.listen.iter().map(SocketAddr::ip).collect();
+        // Key generation and file reads block; keep them off the async workers.
+        tokio::task::spawn_blocking(move || cert::load_or_create(&source, &host, &ips, &provider))
+            .await
+            .map_err(|e| ServeError::Start(e.to_string()))??
+    };
+    let tls = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| ServeError::Tls(e.to_string()))?
+        .with_no_client_auth()
+        .with_cert_resolver(Arc::new(rustls::sign::SingleCertAndKey::from(Arc::clone(
+            &identity.key,
+        ))));
+    Ok((identity, TlsAcceptor::from(Arc::new(tls))))
+}
+
+/// Binds every address, returning the listeners and the addresses they got (port 0 resolved).
+fn bind_all(addrs: &[SocketAddr]) -> Result<(Vec<TcpListener>, Vec<SocketAddr>), ServeError> {
+    let mut listeners = Vec::with_capacity(addrs.len());
+    let mut bound = Vec::with_capacity(addrs.len());
+    for addr in addrs {
+        let listener = listen(*addr).map_err(|error| ServeError::Bind { addr: *addr, error })?;
+        let local = listener
+            .local_addr()
+            .map_err(|error| ServeError::Bind { addr: *addr, error })?;
+        bound.push(local);
+        listeners.push(listener);
+    }
+    Ok((listeners, bound))
 }
 
 /// A listening socket. IPv6 sockets are IPv6-only, so that `[::]:1965` and `0.0.0.0:1965` can be

@@ -19,6 +19,7 @@ mod postgres;
 mod recrawl;
 mod resume;
 mod serve;
+mod serve_web;
 mod sockets;
 mod support;
 mod tidy;

@@ -25,7 +25,7 @@ const HOST: &str = "localhost";
 // ---------------------------------------------------------------------------------------------
 // A data directory crawled once from the fixture capsules, shared by the read-only tests.
 
-fn crawled() -> &'static Path {
+pub(crate) fn crawled() -> &'static Path {
     static DATA: OnceLock<std::path::PathBuf> = OnceLock::new();
     DATA.get_or_init(|| {
         // Statics are never dropped, so a TempDir here would outlive every run: use a directory

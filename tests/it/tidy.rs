@@ -228,6 +228,16 @@ const NOT_IN_DOMAIN: &[&str] = &[
     "crate::cmd",
 ];
 
+/// The frontends' pure parts: requests to routes, and pages from the data they show. They read
+/// no clock (the time shown is passed in) and do no I/O, so every page is tested as a value.
+const PAGES: &[&str] = &[
+    "serve::request",
+    "serve::render",
+    "serve::pages",
+    "serve::web::route",
+    "serve::web::html",
+];
+
 /// Modules that decide what others do: they may read the fetch layer's and the store's types
 /// (an answer, a claimed URL), but, like the domain floor, no clock and no I/O, and they name
 /// nothing that acts (a store, a transaction, a fetcher, the scheduler).
@@ -287,6 +297,12 @@ const RULES: &[Rule] = &[
         name: "domain modules do no I/O, read no clock and use no store",
         scope: DOMAIN,
         marks: &[NO_IO, NOT_IN_DOMAIN],
+        allowed: &[],
+    },
+    Rule {
+        name: "pages and routes do no I/O and read no clock",
+        scope: PAGES,
+        marks: &[NO_IO],
         allowed: &[],
     },
     Rule {
@@ -587,6 +603,12 @@ fn the_rules_catch_what_they_forbid() {
         3
     );
     assert!(breaches_of(rule("domain"), "src/crawl/driver.rs", clock).is_empty());
+    // Pages are given the time they show; the answers around them read the clock.
+    assert_eq!(
+        breaches_of(rule("pages"), "src/serve/web/html.rs", clock).len(),
+        3
+    );
+    assert!(breaches_of(rule("pages"), "src/serve/web/answer.rs", clock).is_empty());
     // A decision reads an answer and a claimed URL, and does nothing with them.
     let decide = "use crate::fetch::Outcome;\nuse crate::frontier::{QueuedUrl, UrlState};\n";
     assert!(breaches_of(rule("decisions"), "src/crawl/verdict.rs", decide).is_empty());

@@ -199,6 +199,31 @@ pub struct SearchResults {
     pub hits: Vec<Hit>,
 }
 
+impl SearchResults {
+    /// The JSON object `geode search --json` prints and the web frontend's `/api/search`
+    /// answers: the query, the counts, the correction, where the page starts, how long the
+    /// search took (milliseconds, to the microsecond) and the hits.
+    pub fn to_json(
+        &self,
+        query: &str,
+        offset: usize,
+        limit: usize,
+        took: std::time::Duration,
+    ) -> serde_json::Value {
+        let took_ms = took.as_secs_f64() * 1000.0;
+        serde_json::json!({
+            "query": query,
+            "total": self.total,
+            "with_all_words": self.with_all_words,
+            "did_you_mean": self.did_you_mean,
+            "offset": offset,
+            "limit": limit,
+            "took_ms": (took_ms * 1000.0).round() / 1000.0,
+            "hits": self.hits,
+        })
+    }
+}
+
 /// The form of a query that is searched.
 #[derive(Clone, Copy)]
 enum Matcher<'a> {
@@ -277,6 +302,20 @@ impl SearchIndex {
     /// Number of documents in the index.
     pub fn num_docs(&self) -> u64 {
         self.reader.searcher().num_docs()
+    }
+
+    /// A number that changes whenever what a search can return changes: a hash of the
+    /// segments the reader sees now and of their deletions. Equal numbers mean equal answers
+    /// (the web frontend's `ETag`s rest on it); a commit that changes nothing may still change it.
+    pub fn version(&self) -> u64 {
+        use std::hash::{Hash, Hasher};
+        let searcher = self.reader.searcher();
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        for segment in searcher.segment_readers() {
+            segment.segment_id().uuid_string().hash(&mut hasher);
+            segment.num_deleted_docs().hash(&mut hasher);
+        }
+        hasher.finish()
     }
 
     /// A snapshot of the index as it is now.

@@ -104,7 +104,11 @@ pub fn about() -> String {
 }
 
 pub fn add_seed(_form: SeedForm<'_>) -> String {
-    page("Suggest a capsule", "", html! { h1 { "Suggest a capsule" } })
+    page(
+        "Suggest a capsule",
+        "",
+        html! { h1 { "Suggest a capsule" } },
+    )
 }
 
 /// An error page (404, 405, 413, 414, 429, 503...): a title and what to do.
