@@ -439,7 +439,10 @@ fn main() -> std::process::ExitCode {
             args.concurrency,
             args.paths.len(),
         );
-        println!("requests:     {requests} ({ok} answered {})", args.protocol.ok());
+        println!(
+            "requests:     {requests} ({ok} answered {})",
+            args.protocol.ok()
+        );
         println!("requests/s:   {:.0}", requests as f64 / elapsed);
         println!(
             "latency:      p50 {p50:.1} ms, p90 {p90:.1} ms, p99 {p99:.1} ms, max {max:.1} ms"
