@@ -75,15 +75,25 @@ def page_text(driver):
 
 
 def submit_and_wait(driver, button):
-    """Clicks a submit button and waits until the next page has replaced this one."""
-    from selenium.webdriver.support import expected_conditions as EC
+    """Clicks a submit button and waits until the next page has replaced this one.
+
+    The page being left is marked with a window property; the next document starts without it.
+    (Waiting for the old element to go stale races with chromedriver, which may answer for a
+    node of a document being torn down with a generic error instead of "stale element".)"""
+    from selenium.common.exceptions import WebDriverException
     from selenium.webdriver.support.ui import WebDriverWait
 
-    old = one(driver, "html")
+    driver.execute_script("window.__geodeLeaving = true;")
     button.click()
-    WebDriverWait(driver, 15).until(EC.staleness_of(old))
-    WebDriverWait(driver, 15).until(
-        lambda d: d.execute_script("return document.readyState") == "complete")
+
+    def arrived(d):
+        try:
+            return d.execute_script(
+                "return !window.__geodeLeaving && document.readyState === 'complete';")
+        except WebDriverException:
+            return False  # mid-navigation: ask again
+
+    WebDriverWait(driver, 15).until(arrived)
 
 
 def follow(driver, link):

@@ -512,20 +512,35 @@ fn the_seed_form_takes_gemini_urls_only() {
             assert_eq!(reply.header("cache-control"), "no-store");
         }
         let mut client = Client::connect(server.http, fresh_source()).await;
-        let cross = client
-            .send(
-                "POST",
-                "/add-seed",
-                &[form, "Origin: https://elsewhere.example"],
-                b"url=gemini%3A%2F%2Fbeta.test%2F",
-            )
-            .await;
-        assert_eq!(cross.status, 403);
+        // Another site's page posting here: told by the browser's Sec-Fetch-Site, or by the
+        // Origin alone where the browser sends no Sec-Fetch-Site.
+        for headers in [
+            &[
+                form,
+                "Sec-Fetch-Site: cross-site",
+                "Origin: https://elsewhere.example",
+            ][..],
+            &[form, "Origin: https://elsewhere.example"][..],
+        ] {
+            let cross = client
+                .send(
+                    "POST",
+                    "/add-seed",
+                    headers,
+                    b"url=gemini%3A%2F%2Fbeta.test%2F",
+                )
+                .await;
+            assert_eq!(cross.status, 403, "{headers:?}");
+        }
         let added = client
             .send(
                 "POST",
                 "/add-seed",
-                &[form, "Origin: http://localhost"],
+                &[
+                    form,
+                    "Sec-Fetch-Site: same-origin",
+                    "Origin: http://localhost",
+                ],
                 b"url=gemini%3A%2F%2FBETA.test",
             )
             .await;

@@ -344,15 +344,13 @@ async fn backlinks(shared: &Shared, input: String) -> Page {
 /// anything else gets the form again, saying why (400). A form posted from another site is
 /// refused (403): suggestions come from people on this site's page.
 async fn add_seed(shared: &Shared, body: Vec<u8>, asked: &Asked) -> Page {
-    if let Some(origin) = &asked.origin {
-        if *origin != asked.site(&shared.hostname) {
-            return error(
-                StatusCode::FORBIDDEN,
-                "Forbidden",
-                "Suggestions are taken from this site's own form only.",
-                asked,
-            );
-        }
+    if asked.from_elsewhere(&shared.hostname) {
+        return error(
+            StatusCode::FORBIDDEN,
+            "Forbidden",
+            "Suggestions are taken from this site's own form only.",
+            asked,
+        );
     }
     let refuse = |input: &str, reason: &str| {
         let body = html::add_seed(SeedForm::Refused { input, reason });
