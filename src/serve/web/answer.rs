@@ -344,7 +344,7 @@ async fn backlinks(shared: &Shared, input: String) -> Page {
 /// anything else gets the form again, saying why (400). A form posted from another site is
 /// refused (403): suggestions come from people on this site's page.
 async fn add_seed(shared: &Shared, body: Vec<u8>, asked: &Asked) -> Page {
-    if asked.from_elsewhere(&shared.hostname) {
+    if asked.posted_from_elsewhere(&shared.hostname) {
         return error(
             StatusCode::FORBIDDEN,
             "Forbidden",

@@ -201,7 +201,7 @@ impl Asked {
     /// browser sends it (only `same-origin` and `none`, a typed address, are this site), else
     /// by an `Origin` that is not this site. A request with neither (a script, an old browser)
     /// is taken as it is.
-    pub fn from_elsewhere(&self, fallback_host: &str) -> bool {
+    pub fn posted_from_elsewhere(&self, fallback_host: &str) -> bool {
         match self.fetch_site.as_deref() {
             Some(site) => !matches!(site, "same-origin" | "none"),
             None => self
@@ -395,7 +395,7 @@ mod tests {
 
     #[test]
     fn a_post_from_another_site_is_told_apart() {
-        let here = |h: &[(&str, &str)]| asked(h).from_elsewhere("localhost");
+        let here = |h: &[(&str, &str)]| asked(h).posted_from_elsewhere("localhost");
         assert!(!here(&[]));
         assert!(!here(&[
             ("sec-fetch-site", "same-origin"),
