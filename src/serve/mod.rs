@@ -448,26 +448,33 @@ fn only_v6(_socket: &tokio::net::TcpSocket) -> std::io::Result<()> {
     Ok(())
 }
 
+/// The next connection, or `None` once `stop` says so (or the server is gone). A failed
+/// accept (usually EMFILE) is logged and retried after a pause, rather than spun on.
+async fn accept_next(
+    listener: &TcpListener,
+    stop: &mut watch::Receiver<bool>,
+) -> Option<(TcpStream, SocketAddr)> {
+    loop {
+        tokio::select! {
+            // Err means the server was dropped: stop as well.
+            _ = stop.changed() => return None,
+            accepted = listener.accept() => match accepted {
+                Ok(accepted) => return Some(accepted),
+                Err(e) => {
+                    tracing::warn!("accept: {e}");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+            },
+        }
+    }
+}
+
 async fn accept_loop(listener: TcpListener, shared: Arc<Shared>, mut stop: watch::Receiver<bool>) {
     let local_port = listener.local_addr().map(|a| a.port()).unwrap_or(1965);
     let authority = Arc::new(Authority::new(&shared.hostname, local_port));
-    loop {
-        // Never waits for a budget before accepting: a full pending budget evicts instead
-        // (module doc, "Admission"), so a new client never queues behind idle sockets.
-        let accepted = tokio::select! {
-            // Err means the server was dropped: stop as well.
-            _ = stop.changed() => break,
-            accepted = listener.accept() => accepted,
-        };
-        let (tcp, peer) = match accepted {
-            Ok(accepted) => accepted,
-            Err(e) => {
-                // Usually EMFILE: back off instead of spinning on the error.
-                tracing::warn!("accept: {e}");
-                tokio::time::sleep(Duration::from_millis(50)).await;
-                continue;
-            }
-        };
+    // Never waits for a budget before accepting: a full pending budget evicts instead (module
+    // doc, "Admission"), so a new client never queues behind idle sockets.
+    while let Some((tcp, peer)) = accept_next(&listener, &mut stop).await {
         let Some(client_slot) = shared.per_client.try_open(peer.ip()) else {
             tracing::debug!("{peer}: too many connections from this client; closed");
             continue;

@@ -596,13 +596,14 @@ fn unix_text(stored: Option<&str>, now: i64) -> String {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::frontier::Backlink;
     use crate::index::ScoreParts;
     use crate::serve::render::tests::kind;
 
-    fn hit(url: &str, title: &str, snippet: &str) -> Hit {
+    /// A hit of `a.test` with the given address, title and snippet (also the web pages' tests').
+    pub(crate) fn hit(url: &str, title: &str, snippet: &str) -> Hit {
         Hit {
             url: url.to_string(),
             title: title.to_string(),

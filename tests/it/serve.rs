@@ -103,27 +103,25 @@ impl Serving {
     /// [`Serving::start`] through `command`: the `geode` binary, or a program that runs it
     /// (as another user, say) with the arguments that follow.
     pub(crate) fn spawn(mut command: Command, data: &Path, extra: &[&str]) -> Serving {
-        let mut child = command
+        command
             .args(["serve", "--data"])
             .arg(data)
             .args(["--listen", "127.0.0.1:0", "--hostname", HOST])
-            .args(extra)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("geode serve starts");
-        let stdout = child.stdout.take().expect("stdout");
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                if let Some(addr) = line.strip_prefix("listening on ") {
-                    let _ = tx.send(addr.parse::<SocketAddr>());
-                }
+            .args(extra);
+        let (mut child, lines) = spawn_with_lines(command);
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let addr = loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match lines.recv_timeout(left) {
+                Ok(line) => match line.strip_prefix("listening on ") {
+                    Some(addr) => break addr.parse::<SocketAddr>().map_err(|e| e.to_string()),
+                    None => continue,
+                },
+                Err(e) => break Err(e.to_string()),
             }
-        });
-        let addr = match rx.recv_timeout(Duration::from_secs(20)) {
-            Ok(Ok(addr)) => addr,
+        };
+        let addr = match addr {
+            Ok(addr) => addr,
             other => {
                 let _ = child.kill();
                 panic!("geode serve did not say where it listens: {other:?}");
@@ -138,18 +136,45 @@ impl Serving {
 
     /// Sends SIGTERM and waits for the exit status.
     fn terminate(mut self) -> (Option<i32>, Duration) {
-        let started = Instant::now();
-        let pid = libc::pid_t::try_from(self.child.id()).expect("pid");
-        // SAFETY: kill(2) with a pid we spawned and still own; no memory is involved.
-        unsafe { libc::kill(pid, libc::SIGTERM) };
-        let deadline = Instant::now() + Duration::from_secs(15);
-        loop {
-            if let Some(status) = self.child.try_wait().expect("wait") {
-                return (status.code(), started.elapsed());
+        terminate(&mut self.child)
+    }
+}
+
+/// Starts `command` (a `geode serve`) with its standard output read line by line into the
+/// returned channel, its standard error dropped.
+pub(crate) fn spawn_with_lines(mut command: Command) -> (Child, std::sync::mpsc::Receiver<String>) {
+    let mut child = command
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("geode serve starts");
+    let stdout = child.stdout.take().expect("stdout");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            if tx.send(line).is_err() {
+                break;
             }
-            assert!(Instant::now() < deadline, "geode serve ignored SIGTERM");
-            std::thread::sleep(Duration::from_millis(20));
         }
+    });
+    (child, rx)
+}
+
+/// Sends SIGTERM to a `geode serve` and waits (at most 15 s) for its exit: the exit code and
+/// how long the exit took.
+pub(crate) fn terminate(child: &mut Child) -> (Option<i32>, Duration) {
+    let started = Instant::now();
+    let pid = libc::pid_t::try_from(child.id()).expect("pid");
+    // SAFETY: kill(2) with a pid we spawned and still own; no memory is involved.
+    unsafe { libc::kill(pid, libc::SIGTERM) };
+    let deadline = Instant::now() + Duration::from_secs(15);
+    loop {
+        if let Some(status) = child.try_wait().expect("wait") {
+            return (status.code(), started.elapsed());
+        }
+        assert!(Instant::now() < deadline, "geode serve ignored SIGTERM");
+        std::thread::sleep(Duration::from_millis(20));
     }
 }
 

@@ -6,10 +6,10 @@
 //! links, script injection, accessibility) is tested in Chromium by `scripts/test-browser`.
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader, Read};
+use std::io::Read;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
@@ -27,23 +27,13 @@ struct WebServing {
 
 impl WebServing {
     fn start(data: &Path, extra: &[&str]) -> WebServing {
-        let mut child = Command::new(support::geode_bin())
+        let mut command = Command::new(support::geode_bin());
+        command
             .args(["serve", "--data"])
             .arg(data)
             .args(["--http", "127.0.0.1:0"])
-            .args(extra)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("geode serve starts");
-        let stdout = child.stdout.take().expect("stdout");
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                let _ = tx.send(line);
-            }
-        });
+            .args(extra);
+        let (mut child, rx) = crate::serve::spawn_with_lines(command);
         let gemini_wanted = extra.contains(&"--listen");
         let (mut http, mut gemini) = (None, None);
         let deadline = Instant::now() + Duration::from_secs(20);
@@ -68,18 +58,7 @@ impl WebServing {
 
     /// Sends SIGTERM; the exit code and how long the exit took.
     fn terminate(mut self) -> (Option<i32>, Duration) {
-        let started = Instant::now();
-        let pid = libc::pid_t::try_from(self.child.id()).expect("pid");
-        // SAFETY: kill(2) with a pid we spawned and still own; no memory is involved.
-        unsafe { libc::kill(pid, libc::SIGTERM) };
-        let deadline = Instant::now() + Duration::from_secs(20);
-        loop {
-            if let Some(status) = self.child.try_wait().expect("wait") {
-                return (status.code(), started.elapsed());
-            }
-            assert!(Instant::now() < deadline, "geode serve ignored SIGTERM");
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        crate::serve::terminate(&mut self.child)
     }
 }
 

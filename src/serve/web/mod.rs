@@ -90,21 +90,7 @@ pub(super) async fn accept_loop(
     shared: Arc<Shared>,
     mut stop: watch::Receiver<bool>,
 ) {
-    loop {
-        let accepted = tokio::select! {
-            // Err means the server was dropped: stop as well.
-            _ = stop.changed() => break,
-            accepted = listener.accept() => accepted,
-        };
-        let (tcp, peer) = match accepted {
-            Ok(accepted) => accepted,
-            Err(e) => {
-                // Usually EMFILE: back off instead of spinning on the error.
-                tracing::warn!("accept: {e}");
-                tokio::time::sleep(Duration::from_millis(50)).await;
-                continue;
-            }
-        };
+    while let Some((tcp, peer)) = super::accept_next(&listener, &mut stop).await {
         // A trusted proxy carries many clients' connections: the cap is theirs, not its.
         let client_slot = if shared.web.trusted_proxies.contains(&peer.ip()) {
             None

@@ -4,7 +4,8 @@
 use super::route::MAX_PAGE;
 use super::*;
 use crate::frontier::Backlink;
-use crate::index::{Hit, ScoreParts, SearchResults};
+use crate::index::{Hit, SearchResults};
+use crate::serve::pages::tests::hit;
 use crate::serve::pages::ResultsView;
 use std::cell::RefCell;
 use std::time::Duration;
@@ -180,28 +181,6 @@ fn check_page(doc: &str) -> Read {
         assert!(inside || linkable(href), "{href}\n{doc}");
     }
     r
-}
-
-fn hit(url: &str, title: &str, snippet: &str) -> Hit {
-    Hit {
-        url: url.to_string(),
-        title: title.to_string(),
-        snippet: snippet.to_string(),
-        score: 1.5,
-        parts: ScoreParts {
-            text: 2.0,
-            authority: 0.25,
-            prior: 1.0,
-            coverage: 1.0,
-        },
-        host: "a.test".to_string(),
-        mime: "text/gemini".to_string(),
-        lang: Some("en".to_string()),
-        size: 2150,
-        fetched_at: 1_700_000_000,
-        missing: Vec::new(),
-        similar: 0,
-    }
 }
 
 fn some(total: usize, hits: Vec<Hit>) -> SearchResults {
