@@ -44,7 +44,7 @@ use hyper_util::rt::{TokioExecutor, TokioIo};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio_rustls::TlsConnector;
 
-use super::gemini::{connect_within, handshake, server_name, within};
+use super::gemini::{connect_within, handshake, server_name, within_besides};
 use super::memory::{BodyLease, MemoryBudget};
 use super::sockets::{SocketBudget, SocketPermit};
 use super::{wants_body, BodyCap, FetchError, FetchLimits, Outcome, Request, Response, Validators};
@@ -133,13 +133,8 @@ impl HttpFetcher {
     }
 
     /// Fetches one URL from one address; `known` makes the request conditional.
-    pub async fn fetch(&self, request: Request<'_>) -> Result<Response, FetchError> {
-        let Request {
-            url,
-            addr,
-            cap,
-            known,
-        } = request;
+    pub async fn fetch(&self, asked: Request<'_>) -> Result<Response, FetchError> {
+        let Request { url, addr, .. } = asked;
         if url.as_str().len() > crate::urlnorm::MAX_URL_BYTES {
             return Err(FetchError::RequestTooLong);
         }
@@ -152,23 +147,25 @@ impl HttpFetcher {
         let permit = self.budget.acquire().await;
         let tcp = connect_within(addr, &self.limits).await?;
         let connected = Instant::now();
+        let memory = self.memory.lease();
+        let waits = memory.meter();
         let exchange = async {
             if https {
                 let tls = handshake(&self.connector, server_name(url)?, tcp, &self.limits).await?;
                 let h2 = tls.get_ref().1.alpn_protocol() == Some(b"h2");
                 let resumed =
                     tls.get_ref().1.handshake_kind() == Some(rustls::HandshakeKind::Resumed);
-                let answer = self.exchange(tls, h2, permit, url, cap, known).await?;
+                let answer = self.exchange(tls, h2, permit, asked, memory).await?;
                 Ok((answer, resumed))
             } else {
                 Ok((
-                    self.exchange(tcp, false, permit, url, cap, known).await?,
+                    self.exchange(tcp, false, permit, asked, memory).await?,
                     false,
                 ))
             }
         };
         let ((status, outcome, validators, memory), resumed) =
-            within(self.limits.response_timeout, "response", exchange).await?;
+            within_besides(self.limits.response_timeout, "response", &waits, exchange).await?;
         Ok(Response {
             status,
             outcome,
@@ -186,14 +183,16 @@ impl HttpFetcher {
         stream: S,
         h2: bool,
         permit: SocketPermit,
-        url: &Url,
-        cap: BodyCap,
-        known: &Validators,
+        asked: Request<'_>,
+        mut memory: BodyLease,
     ) -> Result<(u8, Outcome, Validators, BodyLease), FetchError>
     where
         S: AsyncRead + AsyncWrite + Send + Unpin + 'static,
     {
         let io = TokioIo::new(stream);
+        let Request {
+            url, cap, known, ..
+        } = asked;
         let request = request(url, h2, known, &self.user_agent)?;
         let protocol = |e: hyper::Error| FetchError::MalformedHeader(format!("HTTP: {e}"));
         // The connection runs on a task of its own, which holds the socket and its permit; the
@@ -216,7 +215,6 @@ impl HttpFetcher {
         let validators = validators_of(&head.headers);
         let mut outcome = outcome_of(head.status.as_u16(), &head.headers)?;
         let status = gemini_status(&outcome);
-        let mut memory = self.memory.lease();
         if let Outcome::Success { meta, body: kept } = &mut outcome {
             if wants_body(meta) {
                 let max = self.limits.max_body_bytes;

@@ -10,6 +10,9 @@
 //! however many fetches run and however large their pages, the bodies in memory stay within
 //! the budget, plus [`FREE_BYTES`] per fetch.
 //!
+//! Waiting is the crawl's own queue, not the server's slowness: a lease's [`WaitMeter`] counts
+//! the time waited, and the response's time limit leaves it out (up to four limits more).
+//!
 //! The reservation travels with the body as a [`BodyLease`]: the crawl keeps it beside the page
 //! extracted from the body, and the bytes go back to the budget when that page is dropped.
 //!
@@ -89,7 +92,7 @@ impl MemoryBudget {
         BodyLease {
             budget: Some(self.clone()),
             bytes: 0,
-            waited: Duration::ZERO,
+            meter: WaitMeter::default(),
         }
     }
 }
@@ -105,7 +108,39 @@ pub struct BodyLease {
     /// `None` for a lease outside any budget.
     budget: Option<MemoryBudget>,
     bytes: usize,
-    waited: Duration,
+    meter: WaitMeter,
+}
+
+/// How long a body has waited for its reservation so far, the wait under way included; cheap
+/// to clone, and readable while the fetch holding the lease runs. The fetch layer's response
+/// time limit leaves this time out: it is the crawl's own queue, not the server's slowness.
+#[derive(Clone, Debug, Default)]
+pub struct WaitMeter(Arc<std::sync::Mutex<Waits>>);
+
+#[derive(Debug, Default)]
+struct Waits {
+    done: Duration,
+    since: Option<Instant>,
+}
+
+impl WaitMeter {
+    /// The time waited, up to now.
+    pub fn waited(&self) -> Duration {
+        // A poisoned lock means a panic between two plain assignments: the values still hold.
+        let waits = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        waits.done + waits.since.map_or(Duration::ZERO, |s| s.elapsed())
+    }
+
+    pub(super) fn start(&self) {
+        self.0.lock().unwrap_or_else(|p| p.into_inner()).since = Some(Instant::now());
+    }
+
+    pub(super) fn stop(&self) {
+        let mut waits = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(since) = waits.since.take() {
+            waits.done += since.elapsed();
+        }
+    }
 }
 
 impl BodyLease {
@@ -114,7 +149,7 @@ impl BodyLease {
         BodyLease {
             budget: None,
             bytes: 0,
-            waited: Duration::ZERO,
+            meter: WaitMeter::default(),
         }
     }
 
@@ -125,7 +160,12 @@ impl BodyLease {
 
     /// How long the body waited for its reservation.
     pub fn waited(&self) -> Duration {
-        self.waited
+        self.meter.waited()
+    }
+
+    /// The meter of this body's waits, to read while the body is being read.
+    pub fn meter(&self) -> WaitMeter {
+        self.meter.clone()
     }
 
     /// Makes room for a body about to grow past `len` bytes that may reach `limit` in all:
@@ -142,13 +182,13 @@ impl BodyLease {
         }
         let want = limit.max(len + 1).min(whole);
         self.give_back(self.bytes);
-        let started = Instant::now();
+        self.meter.start();
         // The semaphore is never closed.
         if let Ok(permit) = budget.semaphore.acquire_many(want as u32).await {
             self.bytes = permit.num_permits();
             permit.forget();
         }
-        self.waited += started.elapsed();
+        self.meter.stop();
     }
 
     /// Keeps only what a body of `len` bytes takes (nothing under [`FREE_BYTES`]).
@@ -181,7 +221,7 @@ impl std::fmt::Debug for BodyLease {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("BodyLease")
             .field("bytes", &self.bytes)
-            .field("waited", &self.waited)
+            .field("waited", &self.meter.waited())
             .finish()
     }
 }
