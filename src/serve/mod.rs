@@ -1,12 +1,14 @@
-//! `geode serve`: the Gemini frontend. Answers Gemini clients over TLS with search results,
-//! backlinks and statistics read live from a data directory a crawl may be writing.
+//! `geode serve`: the Gemini frontend, and with `--http` the web one ([`web`]). Answers Gemini
+//! clients over TLS, and web browsers and scripts over HTTP, with search results, backlinks and
+//! statistics read live from a data directory a crawl may be writing.
 //!
 //! Layout: [`request`] turns the bytes a client sent into a route or a refusal (pure),
 //! [`render`] is the safe gemtext builder and its escaping (pure), [`pages`] the pages built
 //! with it (pure), [`ratelimit`] holds the per-client limits, [`cert`] the TLS identity,
 //! [`backend`] the index and crawl database readers, `connection` one connection from accept to
-//! close, `answer` what each route answers. This file holds the configuration, binds the
-//! listeners, runs the accept loops with their budgets, and the shutdown.
+//! close, `answer` what each route answers, [`web`] the HTTP side. This file holds the
+//! configuration, binds both kinds of listener, runs the Gemini accept loops with the budgets
+//! both frontends share, and the shutdown.
 //!
 //! One connection, one request, as Gemini wants: TLS handshake (at most
 //! [`Timeouts::handshake`]), the request read into a fixed 1026-byte buffer (at most
@@ -37,7 +39,7 @@
 //! of the two budgets; `geode serve` raises its descriptor limit and lowers the pending budget
 //! to fit it.
 //!
-//! Not here: writing the index (only the crawl does), HTTP, client certificates.
+//! Not here: writing the index (only the crawl does), client certificates.
 
 mod answer;
 pub mod backend;
