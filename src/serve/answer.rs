@@ -25,14 +25,9 @@ pub(super) async fn respond(shared: &Shared, route: Route) -> Response {
         Route::AddSeed { url: Some(input) } => add_seed(shared, input).await,
         Route::Home | Route::Stats | Route::KnownHosts => {
             let now = unix_now();
-            let snapshot = blocking(shared, move |b| b.snapshot(now)).await;
-            let snapshot = match snapshot {
-                Some(Ok(snapshot)) => snapshot,
-                Some(Err(e)) => {
-                    tracing::warn!("reading the crawl database: {e}");
-                    return Response::header(40, "The crawl database cannot be read right now");
-                }
-                None => return Response::busy(),
+            let snapshot = match snapshot(shared, now).await {
+                Ok(snapshot) => snapshot,
+                Err(failed) => return failed.into(),
             };
             Response::gemtext(match route {
                 Route::Home => pages::home(summary(&snapshot).as_ref(), now),
@@ -108,34 +103,115 @@ async fn backlinks(shared: &Shared, input: String) -> Response {
             return Response::gemtext(pages::backlinks_bad_url(&input, &e.to_string()));
         }
     };
-    let target = url.clone();
-    match blocking(shared, move |b| b.backlinks(&target)).await {
-        None => Response::busy(),
-        Some(Ok(Some(found))) => Response::gemtext(pages::backlinks(&url, &found)),
-        Some(Ok(None)) => Response::gemtext(pages::no_index()),
-        Some(Err(e)) => {
-            tracing::warn!("reading backlinks: {e}");
-            Response::header(40, "The crawl database cannot be read right now")
-        }
+    match backlinks_of(shared, url.clone()).await {
+        Ok(Some(found)) => Response::gemtext(pages::backlinks(&url, &found)),
+        Ok(None) => Response::gemtext(pages::no_index()),
+        Err(failed) => failed.into(),
     }
 }
 
 /// A visitor's suggestion: a gemini:// URL is normalised and queued for the next crawl;
 /// anything else gets the prompt again, saying why.
 async fn add_seed(shared: &Shared, input: String) -> Response {
-    let url = match crate::urlnorm::normalize(input.trim()) {
-        Ok(url) if url.scheme() == "gemini" => url,
-        Ok(_) => return Response::header(10, "Only gemini:// URLs can be suggested; try again"),
-        Err(_) => return Response::header(10, "That is not a URL; try again (gemini://...)"),
+    let url = match seed_url(&input) {
+        Ok(url) => url,
+        Err(SeedRefusal::NotGemini) => {
+            return Response::header(10, "Only gemini:// URLs can be suggested; try again")
+        }
+        Err(SeedRefusal::NotUrl) => {
+            return Response::header(10, "That is not a URL; try again (gemini://...)")
+        }
     };
-    let queued = url.clone();
-    match blocking(shared, move |b| b.suggest_seed(&queued)).await {
-        None => Response::busy(),
-        Some(Ok(outcome)) => Response::gemtext(pages::seed_added(url.as_str(), outcome)),
+    match suggest(shared, url.clone()).await {
+        Ok(outcome) => Response::gemtext(pages::seed_added(url.as_str(), outcome)),
+        Err(failed) => failed.into(),
+    }
+}
+
+// The reads both frontends make, each on the blocking pool, with the failure logged here and
+// said to the visitor in the same words by each frontend.
+
+/// Why a read could not be answered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Unavailable {
+    /// No blocking slot freed up in time.
+    Busy,
+    /// The store failed (logged); what to tell the visitor.
+    Failed(&'static str),
+}
+
+impl From<Unavailable> for Response {
+    fn from(failed: Unavailable) -> Response {
+        match failed {
+            Unavailable::Busy => Response::busy(),
+            Unavailable::Failed(said) => Response::header(40, said),
+        }
+    }
+}
+
+const DATABASE_UNREADABLE: &str = "The crawl database cannot be read right now";
+
+/// Statistics and capsules ([`Backend::snapshot`]).
+pub(super) async fn snapshot(
+    shared: &Shared,
+    now: i64,
+) -> Result<Arc<backend::Snapshot>, Unavailable> {
+    match blocking(shared, move |b| b.snapshot(now)).await {
+        Some(Ok(snapshot)) => Ok(snapshot),
+        Some(Err(e)) => {
+            tracing::warn!("reading the crawl database: {e}");
+            Err(Unavailable::Failed(DATABASE_UNREADABLE))
+        }
+        None => Err(Unavailable::Busy),
+    }
+}
+
+/// The pages linking to `url` (normalised); `None` without a crawl database.
+pub(super) async fn backlinks_of(
+    shared: &Shared,
+    url: String,
+) -> Result<Option<backend::Backlinks>, Unavailable> {
+    match blocking(shared, move |b| b.backlinks(&url)).await {
+        Some(Ok(found)) => Ok(found),
+        Some(Err(e)) => {
+            tracing::warn!("reading backlinks: {e}");
+            Err(Unavailable::Failed(DATABASE_UNREADABLE))
+        }
+        None => Err(Unavailable::Busy),
+    }
+}
+
+/// Why a visitor's suggestion is not taken.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum SeedRefusal {
+    /// A URL, of another scheme.
+    NotGemini,
+    NotUrl,
+}
+
+/// The rule of suggestions: a URL, normalised, of the gemini scheme.
+pub(super) fn seed_url(input: &str) -> Result<url::Url, SeedRefusal> {
+    match crate::urlnorm::normalize(input.trim()) {
+        Ok(url) if url.scheme() == "gemini" => Ok(url),
+        Ok(_) => Err(SeedRefusal::NotGemini),
+        Err(_) => Err(SeedRefusal::NotUrl),
+    }
+}
+
+/// Records a suggestion for the next crawl ([`Backend::suggest_seed`]).
+pub(super) async fn suggest(
+    shared: &Shared,
+    url: url::Url,
+) -> Result<crate::frontier::Suggested, Unavailable> {
+    match blocking(shared, move |b| b.suggest_seed(&url)).await {
+        Some(Ok(outcome)) => Ok(outcome),
         Some(Err(e)) => {
             tracing::warn!("recording a suggested seed: {e}");
-            Response::header(40, "The suggestion cannot be recorded right now")
+            Err(Unavailable::Failed(
+                "The suggestion cannot be recorded right now",
+            ))
         }
+        None => Err(Unavailable::Busy),
     }
 }
 

@@ -602,6 +602,23 @@ pub(crate) mod tests {
     use crate::index::ScoreParts;
     use crate::serve::render::tests::kind;
 
+    /// Two known capsules: a Gemini one on another port, and a web origin (also the web pages'
+    /// tests').
+    pub(crate) fn two_hosts() -> Vec<KnownHost> {
+        vec![
+            KnownHost {
+                name: "a.test:1966".into(),
+                pages_indexed: 3,
+                urls_known: 9,
+            },
+            KnownHost {
+                name: "https://web.test".into(),
+                pages_indexed: 2,
+                urls_known: 2,
+            },
+        ]
+    }
+
     /// A hit of `a.test` with the given address, title and snippet (also the web pages' tests').
     pub(crate) fn hit(url: &str, title: &str, snippet: &str) -> Hit {
         Hit {
@@ -825,18 +842,7 @@ pub(crate) mod tests {
             "{page}"
         );
         assert!(page.contains("2 links known"), "{page}");
-        let hosts = vec![
-            KnownHost {
-                name: "a.test:1966".into(),
-                pages_indexed: 3,
-                urls_known: 9,
-            },
-            KnownHost {
-                name: "https://web.test".into(),
-                pages_indexed: 2,
-                urls_known: 2,
-            },
-        ];
+        let hosts = two_hosts();
         let page = known_hosts(&hosts, 4);
         assert!(
             page.contains("=> gemini://a.test:1966/ a.test:1966 (3)\n"),

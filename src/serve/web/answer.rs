@@ -1,8 +1,7 @@
 //! What each web route answers: the page, with the status an HTTP client expects. Reads go
-//! through the Gemini frontend's backend on its blocking pool (`super::super::answer::blocking`),
-//! so both frontends share one index reader, one statistics cache and one budget of reads.
-
-use std::sync::Arc;
+//! through the Gemini frontend's reads (`serve::answer`: the snapshot, backlinks, suggestions,
+//! the blocking pool) and the rule of suggestions, so both frontends share one index reader,
+//! one statistics cache, one budget of reads and one way of failing.
 
 use hyper::StatusCode;
 
@@ -10,8 +9,10 @@ use super::html::{self, ResultLinks, SeedForm};
 use super::reply::{self, Asked, Cache, Kind, Page};
 use super::route::{self, Refusal, WebRoute, PAGE_SIZE};
 use crate::clock::unix_now;
-use crate::serve::answer::{blocking, summary};
-use crate::serve::backend::{SearchOutcome, Snapshot};
+use crate::serve::answer::{
+    backlinks_of, blocking, seed_url, snapshot, suggest, summary, SeedRefusal, Unavailable,
+};
+use crate::serve::backend::SearchOutcome;
 use crate::serve::pages::ResultsView;
 use crate::serve::Shared;
 
@@ -30,7 +31,7 @@ pub(super) async fn answer(
             let now = unix_now();
             let snapshot = match snapshot(shared, now).await {
                 Ok(snapshot) => snapshot,
-                Err(page) => return page,
+                Err(failed) => return unanswered(failed),
             };
             let body = match route {
                 WebRoute::Home => html::home(summary(&snapshot).as_ref(), now),
@@ -163,14 +164,11 @@ fn error(status: StatusCode, title: &str, message: &str, asked: &Asked) -> Page 
     }
 }
 
-async fn snapshot(shared: &Shared, now: i64) -> Result<Arc<Snapshot>, Page> {
-    match blocking(shared, move |b| b.snapshot(now)).await {
-        Some(Ok(snapshot)) => Ok(snapshot),
-        Some(Err(e)) => {
-            tracing::warn!("reading the crawl database: {e}");
-            Err(unavailable("The crawl database cannot be read right now."))
-        }
-        None => Err(busy(&Asked::default())),
+/// A read that could not be answered, as the page that says so.
+fn unanswered(failed: Unavailable) -> Page {
+    match failed {
+        Unavailable::Busy => busy(&Asked::default()),
+        Unavailable::Failed(said) => unavailable(&format!("{said}.")),
     }
 }
 
@@ -203,14 +201,8 @@ async fn run_search(
     let q = query.to_string();
     blocking(shared, move |b| {
         let etag = b.version().map(|v| reply::tag(build, v, &key));
-        if let Some(etag) = etag {
-            let held = Asked {
-                holds,
-                ..Asked::default()
-            };
-            if held.holds(etag) {
-                return Searched::Held(etag);
-            }
+        if let Some(etag) = etag.filter(|&tag| reply::held(&holds, tag)) {
+            return Searched::Held(etag);
         }
         Searched::Ran(etag, b.search(&q, limit, offset))
     })
@@ -328,15 +320,10 @@ async fn backlinks(shared: &Shared, input: String) -> Page {
             return Page::with_status(StatusCode::BAD_REQUEST, Kind::Html, body);
         }
     };
-    let target = url.clone();
-    match blocking(shared, move |b| b.backlinks(&target)).await {
-        None => busy(&Asked::default()),
-        Some(Ok(Some(found))) => Page::ok(Kind::Html, html::backlinks(&url, &found)),
-        Some(Ok(None)) => Page::ok(Kind::Html, html::no_index()),
-        Some(Err(e)) => {
-            tracing::warn!("reading backlinks: {e}");
-            unavailable("The crawl database cannot be read right now.")
-        }
+    match backlinks_of(shared, url.clone()).await {
+        Ok(Some(found)) => Page::ok(Kind::Html, html::backlinks(&url, &found)),
+        Ok(None) => Page::ok(Kind::Html, html::no_index()),
+        Err(failed) => unanswered(failed),
     }
 }
 
@@ -365,15 +352,18 @@ async fn add_seed(shared: &Shared, body: Vec<u8>, asked: &Asked) -> Page {
     if input.len() > crate::serve::request::MAX_REQUEST {
         return refuse(&input, "That URL is too long.");
     }
-    let url = match crate::urlnorm::normalize(input.trim()) {
-        Ok(url) if url.scheme() == "gemini" => url,
-        Ok(_) => return refuse(&input, "Only gemini:// URLs can be suggested."),
-        Err(_) => return refuse(&input, "That is not a URL; it should start with gemini://."),
+    let url = match seed_url(&input) {
+        Ok(url) => url,
+        Err(SeedRefusal::NotGemini) => {
+            return refuse(&input, "Only gemini:// URLs can be suggested.")
+        }
+        Err(SeedRefusal::NotUrl) => {
+            return refuse(&input, "That is not a URL; it should start with gemini://.")
+        }
     };
-    let queued = url.clone();
-    match blocking(shared, move |b| b.suggest_seed(&queued)).await {
-        None => busy(asked),
-        Some(Ok(outcome)) => Page::ok(
+    match suggest(shared, url.clone()).await {
+        Err(Unavailable::Busy) => busy(asked),
+        Ok(outcome) => Page::ok(
             Kind::Html,
             html::add_seed(SeedForm::Done {
                 url: url.as_str(),
@@ -381,9 +371,6 @@ async fn add_seed(shared: &Shared, body: Vec<u8>, asked: &Asked) -> Page {
             }),
         )
         .cache(Cache::Never),
-        Some(Err(e)) => {
-            tracing::warn!("recording a suggested seed: {e}");
-            unavailable("The suggestion cannot be recorded right now.")
-        }
+        Err(failed) => unanswered(failed),
     }
 }

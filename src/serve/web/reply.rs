@@ -193,8 +193,7 @@ impl Asked {
 
     /// Whether the client holds the page tagged `etag`.
     pub fn holds(&self, etag: u64) -> bool {
-        let tag = format!("{etag:016x}");
-        self.holds.iter().any(|t| *t == tag || t == "*")
+        held(&self.holds, etag)
     }
 
     /// Whether the request comes from another site's page: by `Sec-Fetch-Site` when the
@@ -219,6 +218,13 @@ impl Asked {
             self.host.as_deref().unwrap_or(fallback_host)
         )
     }
+}
+
+/// Whether `tags` (an `If-None-Match`, as [`Asked::holds`] keeps it) names the page tagged
+/// `etag`.
+pub fn held(tags: &[String], etag: u64) -> bool {
+    let tag = format!("{etag:016x}");
+    tags.iter().any(|t| *t == tag || t == "*")
 }
 
 /// Whether an `Accept-Encoding` value accepts gzip (`gzip` or `x-gzip`, without `q=0`).

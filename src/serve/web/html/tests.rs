@@ -5,7 +5,7 @@ use super::route::MAX_PAGE;
 use super::*;
 use crate::frontier::Backlink;
 use crate::index::{Hit, SearchResults};
-use crate::serve::pages::tests::hit;
+use crate::serve::pages::tests::{hit, two_hosts};
 use crate::serve::pages::ResultsView;
 use std::cell::RefCell;
 use std::time::Duration;
@@ -767,18 +767,7 @@ fn every_other_page_is_whole() {
         Some("a \"b")
     );
 
-    let hosts = vec![
-        KnownHost {
-            name: "a.test:1966".into(),
-            pages_indexed: 3,
-            urls_known: 9,
-        },
-        KnownHost {
-            name: "https://web.test".into(),
-            pages_indexed: 2,
-            urls_known: 2,
-        },
-    ];
+    let hosts = two_hosts();
     let doc = known_hosts(&hosts, 4);
     let r = check_page(&doc);
     assert!(r.hrefs().contains(&"gemini://a.test:1966/"), "{doc}");
