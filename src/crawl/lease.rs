@@ -173,6 +173,15 @@ impl Crawl {
     ) -> Result<(), CrawlError> {
         match result {
             Ok(addr) => {
+                if !frontier.place_capsule(host_id, &addr.ip().to_string())? {
+                    // A shared store: the capsule is on an address whose capsules another
+                    // crawler has; it goes back for that crawler to claim.
+                    tracing::debug!(host_id, ip = %addr.ip(), "capsule moved to its address's shard");
+                    let mut batch = frontier.batch(unix_now())?;
+                    self.put_back_capsule(&mut *batch, host_id, unix_now())?;
+                    batch.commit()?;
+                    return Ok(());
+                }
                 let Some(held) = frontier.lease_address(&addr.ip().to_string())? else {
                     // Another crawler of a shared store fetches from this address now: the
                     // capsule goes back, to be claimed again (by whichever crawler) a little

@@ -256,6 +256,14 @@ pub trait Frontier: IndexLog + Reader + Send {
         let _ = (capsules, ips);
         Ok((Vec::new(), Vec::new()))
     }
+    /// Records the IP address a capsule this crawler leases resolved to. Returns whether the
+    /// capsule is still this crawler's: in a store shared by several crawlers, a capsule on an
+    /// address new to it belongs to whoever has that address's capsules (politeness is per
+    /// address), and the crawl then puts it back for them. SQLite: always true.
+    fn place_capsule(&mut self, host_id: i64, ip: &str) -> Result<bool> {
+        let _ = (host_id, ip);
+        Ok(true)
+    }
     /// Stores a free-form fact about the crawl (last crawl times and the like).
     fn set_meta(&self, key: &str, value: &str) -> Result<()>;
     /// Adds a seed URL at depth 0, due now. Returns true when it was not known before.

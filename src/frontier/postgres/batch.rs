@@ -1,12 +1,19 @@
 //! [`Batch`] on the PostgreSQL store: [`PgBatch`], one write transaction of a crawler, holding
 //! many results, with the meaning of the SQLite store's batch (see `sqlite/batch.rs`): visits,
 //! links, redirects, retries, back-offs, robots.txt answers, certificate pins and archived
-//! responses. Rows two crawlers may both create (capsules, URLs, bodies) are inserted with `ON
-//! CONFLICT`, so a crawler never fails on another's insert. Each statement is a round trip to
-//! the database, so what SQLite does in a few statements a visit is one statement here where it
-//! can be, and the links of a page are recorded a page at a time (the statements and the URL
-//! ids they need are in `batch/links.rs`). Each method runs its database work through
-//! [`blocking`].
+//! responses. Each statement is a round trip to the database, so what SQLite does in a few
+//! statements a visit is one statement here where it can be, and the links of a page are
+//! recorded a page at a time (the statements and the URL ids they need are in
+//! `batch/links.rs`). Each method runs its database work through [`blocking`].
+//!
+//! **No crawler waits for another.** The transaction updates rows of this crawler's own: URLs
+//! it claimed and capsules it leases, in shards it owns (`shard.rs`); a visit to a URL whose
+//! shard it lost is refused (the fence). Rows any crawler may create (capsules, URLs, archived
+//! bodies) are inserted on the frontier's second connection, each insert committed at once and
+//! in key order, so that no open transaction holds a key another crawler waits for. What it
+//! learns of capsules that may be another's (URLs added, due times) is appended to
+//! `host_news` for their owner to fold in; anchor updates, which every crawler may mark, are
+//! written in one statement when the batch commits.
 
 use std::collections::{BTreeSet, HashMap};
 use std::time::Duration;
@@ -20,7 +27,8 @@ use links::Wanted;
 
 use super::claim::release;
 use super::index_log::inbound_labels;
-use super::{blocking, Result, DB_NOW_MS};
+use super::shard::fence;
+use super::{blocking, Conn, Result, DB_NOW, DB_NOW_MS, SHARED_ROWS_LOCK};
 use crate::frontier::backoff_end;
 use crate::frontier::{
     ArchiveRecord, Batch, FetchResult, IndexOp, LinkReport, NewUrl, PageLinks, Pin, Stored,
@@ -37,6 +45,25 @@ pub(super) struct Ids {
 /// How many URL ids a [`super::PgFrontier`] keeps in memory at most; emptied when full.
 const MAX_CACHED_URLS: usize = 200_000;
 
+/// How long an archived body nothing refers to any more is kept since it was last stored: a
+/// crawler that stored it for a response of its own has committed that response long before.
+const BODY_GRACE_SECS: i64 = 3600;
+
+/// The frontier's second connection, for inserts committed at once, with its prepared
+/// statements.
+pub(super) struct Side<'a> {
+    pub conn: &'a mut Conn,
+    pub statements: &'a mut HashMap<String, Statement>,
+}
+
+/// What a batch learned of capsules, for their owners: the earliest due time of URLs it made
+/// due there, and how many URLs it added (less those it moved away).
+#[derive(Debug, Default, Clone, Copy)]
+struct News {
+    due: Option<i64>,
+    added: i64,
+}
+
 /// One write transaction. Dropping it without [`Batch::commit`] rolls everything back.
 pub struct PgBatch<'a> {
     /// `None` only once committed or dropped.
@@ -47,21 +74,31 @@ pub struct PgBatch<'a> {
     /// Ids of capsules and URLs committed before (they never change), and those this
     /// transaction made, cached once it commits (a rollback undoes them).
     ids: &'a mut Ids,
-    new_ids: Ids,
+    side: Side<'a>,
     crawler: String,
+    /// The shards this crawler owns and their epochs, for the fence on visits.
+    fence: (Vec<i32>, Vec<i64>),
     /// When URLs inserted by this transaction come due.
     now: i64,
     /// Addresses and how long from now no request may reach them (milliseconds), written
     /// at commit in one statement.
     holds: HashMap<String, i64>,
+    /// News of capsules, by id, appended to `host_news` at commit.
+    news: HashMap<i64, News>,
+    /// Anchor updates to mark (true) or forget (false), by URL id, written at commit.
+    anchors: std::collections::BTreeMap<i64, bool>,
+    /// Bodies this batch stopped needing, deleted at commit if nothing else needs them.
+    forget: BTreeSet<String>,
 }
 
 impl<'a> PgBatch<'a> {
     pub(super) fn new(
         tx: Transaction<'a>,
+        side: Side<'a>,
         statements: &'a mut HashMap<String, Statement>,
         ids: &'a mut Ids,
         crawler: String,
+        fence: (Vec<i32>, Vec<i64>),
         now: i64,
     ) -> Self {
         if ids.urls.len() > MAX_CACHED_URLS {
@@ -71,11 +108,39 @@ impl<'a> PgBatch<'a> {
             tx: Some(tx),
             statements,
             ids,
-            new_ids: Ids::default(),
+            side,
             crawler,
+            fence,
             now,
             holds: HashMap::new(),
+            news: HashMap::new(),
+            anchors: std::collections::BTreeMap::new(),
+            forget: BTreeSet::new(),
         }
+    }
+
+    /// Rows of `sql` run on the side connection, in a transaction of its own.
+    fn side_rows(&mut self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> Result<Vec<Row>> {
+        let Side { conn, statements } = &mut self.side;
+        let statement = match statements.get(sql) {
+            Some(statement) => statement.clone(),
+            None => {
+                let statement = conn.prepare(sql)?;
+                statements.insert(sql.to_string(), statement.clone());
+                statement
+            }
+        };
+        Ok(conn.query(&statement, params)?)
+    }
+
+    /// Notes news of a capsule: URLs made due there at `due`, and `added` URLs more.
+    fn tell(&mut self, host_id: i64, due: Option<i64>, added: i64) {
+        let news = self.news.entry(host_id).or_default();
+        news.due = match (news.due, due) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        news.added += added;
     }
 
     fn tx(&mut self) -> &mut Transaction<'a> {
@@ -114,34 +179,14 @@ impl<'a> PgBatch<'a> {
         Ok(self.tx().query_opt(&statement, params)?)
     }
 
-    fn lower_next_due(&mut self, host_id: i64, due: i64) -> Result<()> {
-        self.exec(
-            "UPDATE hosts SET next_due = $2 WHERE id = $1 AND (next_due IS NULL OR next_due > $2)",
-            &[&host_id, &due],
-        )?;
-        Ok(())
-    }
-
     /// Forgets the body of the content a URL had before (`before`, a row holding its hash),
-    /// when `new` content replaced it and nothing else needs it.
-    fn forget_replaced_content(&mut self, before: Option<Row>, new: Option<&str>) -> Result<()> {
-        let Some(new) = new else { return Ok(()) };
+    /// when `new` content replaced it and nothing else needs it (at commit).
+    fn forget_replaced_content(&mut self, before: Option<Row>, new: Option<&str>) {
+        let Some(new) = new else { return };
         let old: Option<String> = before.and_then(|r| r.get(0));
-        match old {
-            Some(old) if old != new => self.forget_body_if_unused(&old),
-            _ => Ok(()),
+        if let Some(old) = old.filter(|old| old != new) {
+            self.forget.insert(old);
         }
-    }
-
-    /// Deletes a body nothing needs any more.
-    fn forget_body_if_unused(&mut self, hash: &str) -> Result<()> {
-        self.exec(
-            "DELETE FROM bodies WHERE hash = $1
-               AND NOT EXISTS (SELECT 1 FROM responses WHERE body_hash = $1)
-               AND NOT EXISTS (SELECT 1 FROM urls WHERE content_hash = $1)",
-            &[&hash],
-        )?;
-        Ok(())
     }
 
     /// Keeps a capsule from being fetched before `until`, held back for `reason` (a crawl
@@ -150,6 +195,64 @@ impl<'a> PgBatch<'a> {
         self.exec(
             "UPDATE hosts SET backoff_until = $2, held_reason = $3 WHERE id = $1",
             &[&host_id, &until, &reason],
+        )?;
+        Ok(())
+    }
+
+    /// Writes what the batch gathered for the rows every crawler shares, in one statement:
+    /// the news of capsules, the anchor updates marked and forgotten (in key order), and the
+    /// bodies no longer needed (only those nothing refers to and not stored again lately: a
+    /// crawler may be about to commit a response that needs one). Anchor updates are written
+    /// in turn with other crawlers' ([`SHARED_ROWS_LOCK`]): two batches each forgetting what
+    /// the other marks would otherwise wait for each other.
+    fn write_shared(&mut self) -> Result<()> {
+        if self.news.is_empty() && self.anchors.is_empty() && self.forget.is_empty() {
+            return Ok(());
+        }
+        let (mut hosts, mut dues, mut added) = (Vec::new(), Vec::new(), Vec::new());
+        for (host, news) in std::mem::take(&mut self.news) {
+            hosts.push(host);
+            dues.push(news.due);
+            added.push(news.added);
+        }
+        let (mut mark, mut unmark) = (Vec::new(), Vec::new());
+        for (id, on) in std::mem::take(&mut self.anchors) {
+            if on {
+                mark.push(id);
+            } else {
+                unmark.push(id);
+            }
+        }
+        let forget: Vec<String> = std::mem::take(&mut self.forget).into_iter().collect();
+        if !mark.is_empty() || !unmark.is_empty() {
+            self.exec("SELECT pg_advisory_xact_lock($1)", &[&SHARED_ROWS_LOCK])?;
+        }
+        self.exec(
+            &format!(
+                "WITH news AS (
+                     INSERT INTO host_news(host_id, due, added)
+                     SELECT * FROM unnest($1::BIGINT[], $2::BIGINT[], $3::BIGINT[])),
+                 unmarked AS (
+                     DELETE FROM anchor_updates WHERE url_id = ANY($5)),
+                 marked AS (
+                     INSERT INTO anchor_updates(url_id) SELECT unnest($4::BIGINT[]) ORDER BY 1
+                     ON CONFLICT DO NOTHING),
+                 unused AS (
+                     DELETE FROM bodies b WHERE b.hash = ANY($6)
+                       AND b.stored_at < {DB_NOW} - $7
+                       AND NOT EXISTS (SELECT 1 FROM responses WHERE body_hash = b.hash)
+                       AND NOT EXISTS (SELECT 1 FROM urls WHERE content_hash = b.hash))
+                 SELECT 1"
+            ),
+            &[
+                &hosts,
+                &dues,
+                &added,
+                &mark,
+                &unmark,
+                &forget,
+                &BODY_GRACE_SECS,
+            ],
         )?;
         Ok(())
     }
@@ -173,6 +276,30 @@ impl<'a> PgBatch<'a> {
         Ok(())
     }
 }
+
+/// Records a visit (the URL's row before: its content hash), fenced by the crawler's shards
+/// (`$22` the crawler, `$23`/`$24` its shards and epochs).
+static RECORD_VISIT: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+    format!(
+        "WITH before AS (SELECT content_hash FROM urls WHERE id = $1)
+                 UPDATE urls SET state = $2, status = $3, meta = $4, error = $5,
+                        mime = COALESCE($6, mime), size = COALESCE($7, size),
+                        content_hash = COALESCE($8, content_hash),
+                        content_meta = COALESCE($18, content_meta), fetched_at = $9,
+                        etag = CASE WHEN $19 THEN $20 ELSE etag END,
+                        last_modified = CASE WHEN $19 THEN $21 ELSE last_modified END,
+                        due_at = $10, revisit_secs = $11, first_failed_at = $12, prio = $13,
+                        feed = $14,
+                        changes = changes + CASE WHEN $15::BOOLEAN THEN 1 ELSE 0 END,
+                        changed_at = CASE WHEN $15::BOOLEAN THEN $9 ELSE changed_at END,
+                        visits = visits + 1, attempts = 0, claimed = 2, claimed_by = $22,
+                        index_op = COALESCE($16, index_op), redirect_to = $17,
+                        batch = CASE WHEN $16::TEXT IS NULL THEN batch END
+                 WHERE id = $1 AND {}
+                 RETURNING (SELECT content_hash FROM before)",
+        fence(22, 23, 24)
+    )
+});
 
 impl Batch for PgBatch<'_> {
     fn host_id(&mut self, name: &str) -> Result<i64> {
@@ -211,22 +338,32 @@ impl Batch for PgBatch<'_> {
                      WHERE id = $1",
                     &[&id, &host, &now],
                 )?;
-                self.exec(
-                    "UPDATE hosts SET url_count = url_count + (id = $2)::int - (id = $1)::int
-                     WHERE id IN ($1, $2)",
-                    &[&old_host, &host],
-                )?;
-                self.lower_next_due(host, self.now)?;
+                if old_host != host {
+                    self.tell(old_host, None, -1);
+                    self.tell(host, Some(now), 1);
+                } else {
+                    self.tell(host, Some(now), 0);
+                }
                 admitted += 1;
             }
             Ok(admitted)
         })
     }
 
+    /// Whether a capsule has `budget` URLs: those its row counts, those other writers told
+    /// its owner of (not folded in yet), and those this batch added.
     fn capsule_full(&mut self, host_id: i64, budget: u64) -> Result<bool> {
-        let known: i64 =
-            blocking(|| self.row("SELECT url_count FROM hosts WHERE id = $1", &[&host_id]))?.get(0);
-        Ok(known.max(0) as u64 >= budget)
+        let known: i64 = blocking(|| {
+            self.row(
+                "SELECT url_count + COALESCE((SELECT SUM(added)::BIGINT FROM host_news
+                                              WHERE host_id = $1), 0)
+                 FROM hosts WHERE id = $1",
+                &[&host_id],
+            )
+        })?
+        .get(0);
+        let here = self.news.get(&host_id).map_or(0, |n| n.added);
+        Ok((known + here).max(0) as u64 >= budget)
     }
 
     /// Records the links of a page, replacing the links it had, a label gained by a page whose
@@ -276,8 +413,9 @@ impl Batch for PgBatch<'_> {
         blocking(|| self.replace_links(source, &[], &[], &[]))
     }
 
+    /// Forgets a page's anchor update, when the batch commits.
     fn forget_anchor_update(&mut self, url_id: i64) -> Result<()> {
-        blocking(|| self.exec("DELETE FROM anchor_updates WHERE url_id = $1", &[&url_id]))?;
+        self.anchors.insert(url_id, false);
         Ok(())
     }
 
@@ -308,23 +446,9 @@ impl Batch for PgBatch<'_> {
         blocking(|| {
             // The hash it had comes back from the statement's snapshot, taken before the
             // update.
-            let before = self.opt_row(
-                "WITH before AS (SELECT content_hash FROM urls WHERE id = $1)
-                 UPDATE urls SET state = $2, status = $3, meta = $4, error = $5,
-                        mime = COALESCE($6, mime), size = COALESCE($7, size),
-                        content_hash = COALESCE($8, content_hash),
-                        content_meta = COALESCE($18, content_meta), fetched_at = $9,
-                        etag = CASE WHEN $19 THEN $20 ELSE etag END,
-                        last_modified = CASE WHEN $19 THEN $21 ELSE last_modified END,
-                        due_at = $10, revisit_secs = $11, first_failed_at = $12, prio = $13,
-                        feed = $14,
-                        changes = changes + CASE WHEN $15::BOOLEAN THEN 1 ELSE 0 END,
-                        changed_at = CASE WHEN $15::BOOLEAN THEN $9 ELSE changed_at END,
-                        visits = visits + 1, attempts = 0, claimed = 2, claimed_by = $22,
-                        index_op = COALESCE($16, index_op), redirect_to = $17,
-                        batch = CASE WHEN $16::TEXT IS NULL THEN batch END
-                 WHERE id = $1
-                 RETURNING (SELECT content_hash FROM before)",
+            let (shards, epochs) = self.fence.clone();
+            let updated = self.opt_row(
+                &RECORD_VISIT,
                 &[
                     &id,
                     &visit.state.as_str(),
@@ -348,9 +472,16 @@ impl Batch for PgBatch<'_> {
                     &etag,
                     &last_modified,
                     &crawler,
+                    &shards,
+                    &epochs,
                 ],
             )?;
-            self.forget_replaced_content(before, r.content_hash.as_deref())
+            match updated {
+                // Its shard is another crawler's now: the visit is refused.
+                None => tracing::warn!(url_id = id, "visit not recorded: its shard was lost"),
+                Some(before) => self.forget_replaced_content(Some(before), r.content_hash.as_deref()),
+            }
+            Ok(())
         })
     }
 
@@ -371,24 +502,23 @@ impl Batch for PgBatch<'_> {
                     &result.content_meta,
                 ],
             )?;
-            self.forget_replaced_content(before, result.content_hash.as_deref())
+            self.forget_replaced_content(before, result.content_hash.as_deref());
+            Ok(())
         })
     }
 
     fn retry_later(&mut self, id: i64, result: &FetchResult, due_at: i64) -> Result<()> {
         blocking(|| {
-            self.exec(
+            let host = self.opt_row(
                 "UPDATE urls SET attempts = attempts + 1, status = $2, meta = $3,
                         due_at = $4, claimed = 0, claimed_by = NULL
-                 WHERE id = $1",
+                 WHERE id = $1
+                 RETURNING host_id",
                 &[&id, &result.status.map(i64::from), &result.meta, &due_at],
             )?;
-            self.exec(
-                "UPDATE hosts SET next_due = $2
-                 WHERE id = (SELECT host_id FROM urls WHERE id = $1)
-                   AND (next_due IS NULL OR next_due > $2)",
-                &[&id, &due_at],
-            )?;
+            if let Some(host) = host {
+                self.tell(host.get(0), Some(due_at), 0);
+            }
             Ok(())
         })
     }
@@ -513,20 +643,27 @@ impl Batch for PgBatch<'_> {
         })
     }
 
+    /// Archives a response: its body on the side connection (committed at once, marked as
+    /// stored now, so that no crawler deletes it before this batch's response refers to it),
+    /// the response in the batch; the body it had before is forgotten at commit if unused.
     fn archive(&mut self, url_id: i64, record: &ArchiveRecord<'_>) -> Result<()> {
         let hash = record.body.map(|b| b.hash);
-        let size = record.body.map(|b| b.size as i64);
-        let zstd = record.body.map(|b| b.zstd);
         blocking(|| {
+            if let Some(body) = record.body {
+                self.side_rows(
+                    &format!(
+                        "INSERT INTO bodies(hash, size, zstd, stored_at)
+                         VALUES ($1, $2, $3, {DB_NOW})
+                         ON CONFLICT (hash) DO UPDATE SET stored_at = excluded.stored_at"
+                    ),
+                    &[&body.hash, &(body.size as i64), &body.zstd],
+                )?;
+            }
             // The body hash archived before comes from the statement's snapshot, taken before
             // the response is replaced.
             let previous: Option<String> = self
                 .row(
                     "WITH previous AS (SELECT body_hash FROM responses WHERE url_id = $1),
-                     body AS (
-                         INSERT INTO bodies(hash, size, zstd)
-                         SELECT $6::TEXT, $7::BIGINT, $8::BYTEA WHERE $6::TEXT IS NOT NULL
-                         ON CONFLICT (hash) DO NOTHING),
                      response AS (
                          INSERT INTO responses(url_id, status, meta, fetched_at, cert_sha256,
                                                body_hash)
@@ -542,13 +679,11 @@ impl Batch for PgBatch<'_> {
                         &record.fetched_at,
                         &record.cert_sha256,
                         &hash,
-                        &size,
-                        &zstd,
                     ],
                 )?
                 .get(0);
             if let Some(previous) = previous.filter(|p| Some(p.as_str()) != hash) {
-                self.forget_body_if_unused(&previous)?;
+                self.forget.insert(previous);
             }
             Ok(())
         })
@@ -556,13 +691,11 @@ impl Batch for PgBatch<'_> {
 
     fn commit(mut self: Box<Self>) -> Result<()> {
         blocking(move || {
+            self.write_shared()?;
             self.write_holds()?;
             if let Some(tx) = self.tx.take() {
                 tx.commit()?;
             }
-            let made = std::mem::take(&mut self.new_ids);
-            self.ids.hosts.extend(made.hosts);
-            self.ids.urls.extend(made.urls);
             Ok(())
         })
     }

@@ -59,16 +59,18 @@ pub(super) fn queued_url(r: &Row) -> QueuedUrl {
     }
 }
 
-/// The earliest due time of a capsule's free URLs (one index seek per priority).
-pub(super) const HOST_NEXT_DUE: &str = "SELECT MIN(d) FROM (
-       SELECT MIN(due_at) AS d FROM urls
-       WHERE host_id = $1 AND prio = 0 AND claimed = 0 AND due_at IS NOT NULL
-     UNION ALL
-       SELECT MIN(due_at) FROM urls
-       WHERE host_id = $1 AND prio = 1 AND claimed = 0 AND due_at IS NOT NULL
-     UNION ALL
-       SELECT MIN(due_at) FROM urls
-       WHERE host_id = $1 AND prio = 2 AND claimed = 0 AND due_at IS NOT NULL) AS m";
+/// The earliest due time of the free URLs of the capsule whose id is `host` (an SQL
+/// expression): one index seek per priority.
+pub(super) fn host_next_due(host: &str) -> String {
+    let one = |prio: u8| {
+        format!(
+            "SELECT MIN(due_at) AS d FROM urls
+             WHERE host_id = {host} AND prio = {prio} AND claimed = 0 AND due_at IS NOT NULL"
+        )
+    };
+    let each: Vec<String> = Priority::ALL.iter().map(|&p| one(p as u8)).collect();
+    format!("SELECT MIN(d) FROM ({}) AS m", each.join(" UNION ALL "))
+}
 
 /// Claims up to `n` due URLs of one capsule: hubs first, then new URLs and revisits in turn.
 pub(super) fn claim_from(
@@ -128,8 +130,9 @@ pub(super) fn free_host(tx: &mut impl GenericClient, host_id: i64) -> Result<()>
     tx.execute(
         &format!(
             "UPDATE hosts SET claimed = 0, leased_by = NULL, leased_until = NULL,
-                    next_due = ({HOST_NEXT_DUE})
-             WHERE id = $1"
+                    next_due = ({})
+             WHERE id = $1",
+            host_next_due("$1")
         ),
         &[&host_id],
     )?;

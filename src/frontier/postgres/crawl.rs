@@ -8,10 +8,10 @@
 use std::time::Duration;
 
 use super::claim::{
-    claim_from, free_host, heartbeat, mark, queued_url, release, release_expired, CLAIM_COLUMNS,
-    HOST_NEXT_DUE,
+    claim_from, free_host, mark, queued_url, release, release_expired, CLAIM_COLUMNS,
 };
-use super::{blocking, write, write_tx, PgBatch, PgFrontier, DB_NOW, DB_NOW_MS};
+use super::shard::{self, fold_news};
+use super::{blocking, write, write_own, PgBatch, PgFrontier, DB_NOW, DB_NOW_MS};
 use crate::frontier::{
     Batch, CachedRobots, ClaimRequest, Frontier, QueuedUrl, Result, Standing, Suggested,
     MAX_WAITING_SEEDS,
@@ -21,23 +21,46 @@ use crate::frontier::{
 const OTHERS_POLL_SECS: i64 = 2;
 
 impl Frontier for PgFrontier {
+    /// A batch, after the first sync of this crawler's shards (the fence of its visits).
     fn batch(&mut self, now: i64) -> Result<Box<dyn Batch + '_>> {
+        if !self.owned.ever_synced() {
+            let PgFrontier {
+                conn,
+                crawler,
+                lease_secs,
+                owned,
+                ..
+            } = self;
+            write_own(conn, |tx| shard::sync(tx, crawler, *lease_secs, owned))?;
+        }
         let PgFrontier {
             conn,
+            side,
+            side_statements,
             crawler,
             statements,
             ids,
+            owned,
             ..
         } = self;
+        let fence = owned.arrays();
         let batch = blocking(move || -> Result<PgBatch<'_>> {
             let conn = conn
                 .get_mut()
                 .unwrap_or_else(|poisoned| poisoned.into_inner());
+            let side = side
+                .get_mut()
+                .unwrap_or_else(|poisoned| poisoned.into_inner());
             Ok(PgBatch::new(
-                write_tx(conn)?,
+                conn.transaction()?,
+                super::batch::Side {
+                    conn: side,
+                    statements: side_statements,
+                },
                 statements,
                 ids,
                 crawler.clone(),
+                fence,
                 now,
             ))
         })?;
@@ -54,11 +77,11 @@ impl Frontier for PgFrontier {
         Ok((0, 0))
     }
 
-    /// Ends this crawler's run: its claims, visit marks and leases are let go; those of other
-    /// crawlers stay.
+    /// Ends this crawler's run: its claims, visit marks, leases and shards are let go; those of
+    /// other crawlers stay.
     fn end_run(&mut self) -> Result<()> {
         let crawler = &self.crawler;
-        write(&self.conn, |tx| {
+        write_own(&self.conn, |tx| {
             let hosts: Vec<i64> = tx
                 .query(
                     "SELECT DISTINCT host_id FROM urls WHERE claimed != 0 AND claimed_by = $1
@@ -76,6 +99,7 @@ impl Frontier for PgFrontier {
             for host_id in hosts {
                 free_host(tx, host_id)?;
             }
+            shard::give_back_all(tx, crawler)?;
             tx.execute("DELETE FROM crawlers WHERE id = $1", &[crawler])?;
             // Addresses are let go, not forgotten: the next crawler to lease one waits out the
             // gap after this crawler's last request there. Rows nobody holds and whose gap has
@@ -94,6 +118,7 @@ impl Frontier for PgFrontier {
             release_expired(tx)
         })?;
         self.passed_over.clear();
+        self.owned.clear();
         Ok(())
     }
 
@@ -114,9 +139,9 @@ impl Frontier for PgFrontier {
         })
     }
 
-    /// Leases up to `capsules` capsules with work due at `now` and claims up to `per_capsule`
-    /// URLs of each. Capsules leased by others are skipped while their lease runs, and taken
-    /// over once it has run out.
+    /// Leases up to `capsules` capsules of this crawler's shards with work due at `now` and
+    /// claims up to `per_capsule` URLs of each, after syncing its shards (at most every
+    /// second) and folding what other writers learned of its capsules into their rows.
     fn claim_capsules(&mut self, ask: &ClaimRequest, now: i64) -> Result<(Vec<QueuedUrl>, usize)> {
         let (capsules, per_capsule, permits) = (ask.capsules, ask.per_capsule, ask.permits);
         let PgFrontier {
@@ -124,44 +149,27 @@ impl Frontier for PgFrontier {
             crawler,
             lease_secs,
             passed_over,
+            owned,
             ..
         } = self;
-        write(conn, |tx| {
+        write_own(conn, |tx| {
+            if owned.stale() {
+                shard::sync(tx, crawler, *lease_secs, owned)?;
+            }
+            let shards = owned.ids();
+            fold_news(tx, &shards)?;
             let hosts = tx.query(
-                &format!(
-                    "SELECT id, name, claimed, leased_by = $4 FROM hosts
-                     WHERE next_due IS NOT NULL AND next_due <= $1
-                       AND (backoff_until IS NULL OR backoff_until <= $1)
-                       AND (claimed = 0 OR leased_until < {DB_NOW})
-                       AND id <> ALL($3)
-                     ORDER BY next_due, id LIMIT $2
-                     FOR UPDATE SKIP LOCKED"
-                ),
-                &[&now, &(capsules as i64), &*passed_over, &*crawler],
+                "SELECT id, name FROM hosts
+                 WHERE shard = ANY($4) AND next_due IS NOT NULL AND next_due <= $1
+                   AND (backoff_until IS NULL OR backoff_until <= $1)
+                   AND claimed = 0 AND id <> ALL($3)
+                 ORDER BY next_due, id LIMIT $2",
+                &[&now, &(capsules as i64), &*passed_over, &shards],
             )?;
             let examined = hosts.len();
             let mut claimed = Vec::new();
             for row in hosts {
-                let (host_id, name, held): (i64, String, i64) =
-                    (row.get(0), row.get(1), row.get(2));
-                // This crawler's own lease that ran out (it was slow to renew it) is simply
-                // taken again: the URLs it claimed are still in its queue, and claiming them
-                // afresh would fetch them twice.
-                let own = row.get::<_, Option<bool>>(3).unwrap_or(false);
-                if held != 0 && !own {
-                    // A lease that ran out: its holder stopped renewing it (it died). Its
-                    // claims and visit marks go with it.
-                    tracing::info!(capsule = %name, "taking over a capsule whose lease ran out");
-                    tx.execute(
-                        "UPDATE urls SET claimed = 0, claimed_by = NULL
-                         WHERE host_id = $1 AND claimed != 0",
-                        &[&host_id],
-                    )?;
-                    tx.execute(
-                        &format!("UPDATE hosts SET next_due = ({HOST_NEXT_DUE}) WHERE id = $1"),
-                        &[&host_id],
-                    )?;
-                }
+                let (host_id, name): (i64, String) = (row.get(0), row.get(1));
                 if !permits(&name) {
                     passed_over.push(host_id);
                     continue;
@@ -189,7 +197,7 @@ impl Frontier for PgFrontier {
     /// Nothing comes back for a capsule whose lease this crawler lost.
     fn claim_more(&mut self, host_id: i64, n: usize, now: i64) -> Result<Vec<QueuedUrl>> {
         let (crawler, lease_secs) = (&self.crawler, self.lease_secs);
-        write(&self.conn, |tx| {
+        write_own(&self.conn, |tx| {
             let held = tx.execute(
                 &format!(
                     "UPDATE hosts SET leased_until = {DB_NOW} + $3
@@ -209,7 +217,7 @@ impl Frontier for PgFrontier {
     /// crawler.
     fn claim_ids(&mut self, ids: &[i64], now: i64) -> Result<Vec<QueuedUrl>> {
         let crawler = &self.crawler;
-        write(&self.conn, |tx| {
+        write_own(&self.conn, |tx| {
             let rows = tx.query(
                 &format!(
                     "SELECT {CLAIM_COLUMNS}
@@ -232,33 +240,48 @@ impl Frontier for PgFrontier {
 
     fn release_capsule(&mut self, host_id: i64) -> Result<()> {
         let crawler = &self.crawler;
-        write(&self.conn, |tx| release(tx, crawler, host_id))
+        write_own(&self.conn, |tx| release(tx, crawler, host_id))
     }
 
-    /// The earliest time, not before `now`, at which this crawler may find work: a capsule
-    /// coming due or out of back-off (`now` for one that did since the last claim), a lease
-    /// of another crawler that ran out (in a second), or, while other crawlers hold leases, a
-    /// moment from now (their work may add URLs, or they may die), so that a crawler ends
-    /// only when no work is left anywhere.
+    /// The earliest time, not before `now`, at which this crawler may find work: a capsule of
+    /// its shards coming due or out of back-off (`now` for one that did since the last claim,
+    /// or that other writers added URLs to), a shard nobody holds with due work (in a second:
+    /// it adopts it), or, while other crawlers work or have work due, a moment from now (their
+    /// work may add URLs here, or they may die and leave their shards to adopt), so that a
+    /// crawler ends only when no work is due anywhere.
     fn next_wakeup(&self, now: i64) -> Result<Option<i64>> {
+        let shards = self.owned.ids();
         let row = blocking(|| {
             self.db().query_one(
                 &format!(
                     "SELECT
                        (SELECT MIN(GREATEST(next_due, COALESCE(backoff_until, 0))) FROM hosts
-                        WHERE (claimed = 0 OR leased_until < {DB_NOW}) AND next_due IS NOT NULL
+                        WHERE shard = ANY($3) AND claimed = 0 AND next_due IS NOT NULL
                           AND id <> ALL($1)),
-                       EXISTS (SELECT 1 FROM hosts WHERE claimed != 0 AND leased_until < {DB_NOW}
-                               AND next_due IS NOT NULL AND id <> ALL($1)),
+                       EXISTS (SELECT 1 FROM host_news n JOIN hosts h ON h.id = n.host_id
+                               WHERE h.shard = ANY($3) AND n.due IS NOT NULL),
+                       EXISTS (SELECT 1 FROM hosts h JOIN shards s ON s.id = h.shard
+                               WHERE (s.owner IS NULL OR s.leased_until < {DB_NOW})
+                                 AND ((h.next_due <= $4 AND COALESCE(h.backoff_until, 0) <= $4)
+                                      OR h.claimed != 0
+                                      OR EXISTS (SELECT 1 FROM host_news n
+                                                 WHERE n.host_id = h.id AND n.due IS NOT NULL))),
                        EXISTS (SELECT 1 FROM hosts WHERE claimed != 0 AND leased_by <> $2
-                               AND leased_until >= {DB_NOW})"
+                               AND leased_until >= {DB_NOW})
+                       OR EXISTS (SELECT 1 FROM hosts
+                                  WHERE NOT (shard = ANY($3)) AND claimed = 0
+                                    AND next_due <= $4 AND COALESCE(backoff_until, 0) <= $4)
+                       OR EXISTS (SELECT 1 FROM host_news n JOIN hosts h ON h.id = n.host_id
+                                  WHERE NOT (h.shard = ANY($3)) AND n.due IS NOT NULL)"
                 ),
-                &[&self.passed_over, &self.crawler],
+                &[&self.passed_over, &self.crawler, &shards, &now],
             )
         })?;
-        let due: Option<i64> = row.get::<_, Option<i64>>(0).map(|at| at.max(now));
-        let orphaned: bool = row.get(1);
-        let others_working: bool = row.get(2);
+        let mine: Option<i64> = row.get::<_, Option<i64>>(0).map(|at| at.max(now));
+        let news: bool = row.get(1);
+        let orphaned: bool = row.get(2);
+        let others_working: bool = row.get(3);
+        let due = if news { Some(now) } else { mine };
         let soon = if orphaned {
             Some(now + 1)
         } else {
@@ -352,32 +375,51 @@ impl Frontier for PgFrontier {
         })
     }
 
-    /// Keeps this crawler's leases (and its heartbeat) from running out: called well within
-    /// `--lease` while it works. Returns how many capsules it holds.
+    /// Keeps this crawler's shards, leases and heartbeat from running out (called well within
+    /// `--lease` while it works), adopting or giving back shards to hold its fair share.
+    /// Returns how many capsules it holds.
     fn renew_leases(&mut self) -> Result<u64> {
-        let (crawler, lease_secs) = (&self.crawler, self.lease_secs);
-        write(&self.conn, |tx| {
-            heartbeat(tx, crawler, lease_secs)?;
+        let PgFrontier {
+            conn,
+            crawler,
+            lease_secs,
+            owned,
+            ..
+        } = self;
+        write_own(conn, |tx| {
+            shard::sync(tx, crawler, *lease_secs, owned)?;
             let held = tx.execute(
                 &format!(
                     "UPDATE hosts SET leased_until = {DB_NOW} + $2
                      WHERE claimed = 1 AND leased_by = $1"
                 ),
-                &[crawler, &lease_secs],
+                &[&*crawler, &*lease_secs],
             )?;
             tx.execute(
                 &format!("UPDATE addresses SET leased_until = {DB_NOW} + $2 WHERE leased_by = $1"),
-                &[crawler, &lease_secs],
+                &[&*crawler, &*lease_secs],
             )?;
             Ok(held)
         })
     }
 
+    /// Of these capsules and addresses, those this crawler lost: capsules in shards it no
+    /// longer owns (another crawler adopted them while this one did not renew) or leased by
+    /// another, addresses leased by another.
     fn lost_leases(&mut self, capsules: &[i64], ips: &[String]) -> Result<(Vec<i64>, Vec<String>)> {
+        let lost_shards = self.owned.take_lost();
+        if !lost_shards.is_empty() {
+            tracing::warn!(
+                shards = lost_shards.len(),
+                "another crawler adopted shards whose lease ran out here"
+            );
+        }
+        let shards = self.owned.ids();
         blocking(|| {
             let hosts = self.column(
-                "SELECT id FROM hosts WHERE id = ANY($1) AND claimed = 1 AND leased_by <> $2",
-                &[&capsules, &self.crawler],
+                "SELECT id FROM hosts WHERE id = ANY($1)
+                   AND (NOT (shard = ANY($3)) OR (claimed = 1 AND leased_by <> $2))",
+                &[&capsules, &self.crawler, &shards],
             )?;
             let addresses = self.column(
                 "SELECT ip FROM addresses WHERE ip = ANY($1) AND leased_by <> $2",
@@ -385,6 +427,14 @@ impl Frontier for PgFrontier {
             )?;
             Ok((hosts, addresses))
         })
+    }
+
+    /// Records the address a capsule resolved to: a capsule on an address new to it moves to
+    /// that address's shard, and is this crawler's no more when another owns that shard.
+    fn place_capsule(&mut self, host_id: i64, ip: &str) -> Result<bool> {
+        let PgFrontier { conn, owned, .. } = self;
+        let moved = write_own(conn, |tx| shard::place(tx, host_id, ip))?;
+        Ok(moved.is_none_or(|shard| owned.contains(shard)))
     }
 
     fn set_meta(&self, key: &str, value: &str) -> Result<()> {
@@ -423,10 +473,10 @@ impl Frontier for PgFrontier {
                 "UPDATE urls SET due_at = $2 WHERE url = $1 AND due_at > $2",
                 &[&url, &now],
             )?;
+            // The capsule's owner makes it due.
             tx.execute(
-                "UPDATE hosts SET next_due = $2
-                 WHERE id = (SELECT host_id FROM urls WHERE url = $1 AND due_at IS NOT NULL)
-                   AND (next_due IS NULL OR next_due > $2)",
+                "INSERT INTO host_news(host_id, due)
+                 SELECT host_id, $2 FROM urls WHERE url = $1 AND due_at IS NOT NULL",
                 &[&url, &now],
             )?;
             Ok(())

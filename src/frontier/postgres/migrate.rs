@@ -5,17 +5,24 @@
 //!
 //! Versions: 1 (the first, the SQLite store's schema 2 with leases held by named crawlers);
 //! 2 (`addresses.next_at_ms`: the earliest next request to an address, across crawlers);
-//! 3 (capsules' crawl budgets: `hosts.held_reason`, `pages`, `linkers`).
+//! 3 (capsules' crawl budgets: `hosts.held_reason`, `pages`, `linkers`); 4 (shards: `shards`,
+//! `hosts.shard` and `hosts.ip`, `host_news`, the function `geode_shard`, `bodies.stored_at`).
 
 use postgres::Client;
 
 use super::{FrontierError, Result};
 
 /// The version this geode reads and writes.
-pub const CURRENT: i64 = 3;
+pub const CURRENT: i64 = 4;
 
 /// The advisory lock that migrations take in turn.
 const MIGRATE_LOCK: i64 = 0x6765_6f64_6530; // "geode0"
+
+/// Version 3 to 4: every capsule in the shard of its name, then `shards.sql`.
+const TO_SHARDS: &str = "
+ALTER TABLE hosts ADD COLUMN shard INT;
+ALTER TABLE hosts ADD COLUMN ip TEXT;
+ALTER TABLE bodies ADD COLUMN stored_at BIGINT NOT NULL DEFAULT 0;";
 
 /// Creates the schema in an empty database, or refuses a newer one.
 pub(super) fn prepare(conn: &mut Client) -> Result<()> {
@@ -24,6 +31,7 @@ pub(super) fn prepare(conn: &mut Client) -> Result<()> {
     match version(&mut tx)? {
         None => {
             tx.batch_execute(include_str!("schema.sql"))?;
+            tx.batch_execute(include_str!("shards.sql"))?;
             tx.execute(
                 "INSERT INTO meta(key, value) VALUES ('schema_version', $1)",
                 &[&CURRENT.to_string()],
@@ -37,14 +45,22 @@ pub(super) fn prepare(conn: &mut Client) -> Result<()> {
                 supported: CURRENT,
             })
         }
-        Some(found @ (1 | 2)) => {
+        Some(found @ 1..=3) => {
             if found < 2 {
                 tx.batch_execute("ALTER TABLE addresses ADD COLUMN next_at_ms BIGINT")?;
             }
+            if found < 3 {
+                tx.batch_execute(
+                    "ALTER TABLE hosts ADD COLUMN held_reason TEXT;
+                     ALTER TABLE hosts ADD COLUMN pages BIGINT NOT NULL DEFAULT 0;
+                     ALTER TABLE hosts ADD COLUMN linkers BIGINT NOT NULL DEFAULT 0;",
+                )?;
+            }
+            tx.batch_execute(TO_SHARDS)?;
+            tx.batch_execute(include_str!("shards.sql"))?;
             tx.batch_execute(
-                "ALTER TABLE hosts ADD COLUMN held_reason TEXT;
-                 ALTER TABLE hosts ADD COLUMN pages BIGINT NOT NULL DEFAULT 0;
-                 ALTER TABLE hosts ADD COLUMN linkers BIGINT NOT NULL DEFAULT 0;",
+                "UPDATE hosts SET shard = geode_shard(name);
+                 ALTER TABLE hosts ALTER COLUMN shard SET NOT NULL;",
             )?;
             tx.execute(
                 "UPDATE meta SET value = $1 WHERE key = 'schema_version'",

@@ -35,6 +35,7 @@ mod crawl;
 mod index_log;
 mod migrate;
 mod read;
+mod shard;
 
 use std::mem::ManuallyDrop;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -135,8 +136,12 @@ impl PgStore {
     pub fn frontier(&self) -> Result<PgFrontier> {
         let mut conn = self.connection()?;
         blocking(|| claim::heartbeat(&mut *conn, &self.crawler, self.lease_secs))?;
+        let side = self.connection()?;
         Ok(PgFrontier {
             conn: ManuallyDrop::new(Mutex::new(conn)),
+            side: ManuallyDrop::new(Mutex::new(side)),
+            side_statements: std::collections::HashMap::new(),
+            owned: shard::Owned::default(),
             crawler: self.crawler.clone(),
             lease_secs: self.lease_secs,
             passed_over: Vec::new(),
@@ -205,6 +210,16 @@ pub struct PgFrontier {
     /// one user holds a `PgFrontier`, so it is never contended. Dropped by hand, through
     /// [`blocking`] (a connection the pool closes is a call of the client).
     conn: ManuallyDrop<Mutex<Conn>>,
+    /// A second connection, for the rows any crawler may create (capsules, URLs): each insert
+    /// there is a transaction of its own, committed at once, so that no crawler's transaction
+    /// ever waits on a key another crawler's open transaction inserted (two batches inserting
+    /// the same new URLs in different orders would deadlock). A batch rolled back leaves the
+    /// URLs it made known, which is what finding them means anyway.
+    side: ManuallyDrop<Mutex<Conn>>,
+    /// Statements prepared on `side`.
+    side_statements: std::collections::HashMap<String, postgres::Statement>,
+    /// The shards this crawler owns (see `shard.rs`).
+    owned: shard::Owned,
     crawler: String,
     lease_secs: i64,
     /// Capsules out of this crawler's scope, passed over until its run ends (kept here, not in
@@ -220,7 +235,9 @@ impl Drop for PgFrontier {
     fn drop(&mut self) {
         // SAFETY: `conn` is taken once, here, and never used again.
         let conn = unsafe { ManuallyDrop::take(&mut self.conn) };
-        blocking(move || drop(conn));
+        // SAFETY: as `conn`.
+        let side = unsafe { ManuallyDrop::take(&mut self.side) };
+        blocking(move || drop((conn, side)));
     }
 }
 
@@ -332,34 +349,57 @@ fn lock(conn: &Mutex<Conn>) -> MutexGuard<'_, Conn> {
     conn.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
-/// The key of the advisory lock every write transaction takes first: batches, index
-/// bookkeeping, claims and releases of all crawlers take turns. Writes touch the same capsule
-/// and URL rows in different orders (links between capsules), which could deadlock; and a
-/// release computes a capsule's next due time from the URLs it sees, so it must not run beside
-/// a batch adding URLs to that capsule (it would miss them and leave the capsule never due).
-/// Capsule rows are still taken `FOR UPDATE SKIP LOCKED`.
+/// The key of the advisory lock the index's bookkeeping (`index_log.rs`), capsules' standings
+/// and suggested seeds take first, so that those writers take turns; crawlers' claims and
+/// batches write rows of their own shards and never take it.
 const WRITE_LOCK: i64 = 0x6765_6f64_6531; // "geode1"
 
-/// Begins a write transaction in turn with other crawlers' (see [`WRITE_LOCK`]).
+/// The key of the advisory lock a batch takes for its last statement, which writes the rows
+/// every crawler shares (archived bodies, anchor updates): a body one crawler stops needing is
+/// deleted only while no other is inserting it for a response of its own.
+pub(super) const SHARED_ROWS_LOCK: i64 = 0x6765_6f64_6532; // "geode2"
+
+/// Begins a write transaction in turn with the other writers of [`WRITE_LOCK`].
 fn write_tx(conn: &mut postgres::Client) -> Result<postgres::Transaction<'_>> {
     let mut tx = conn.transaction()?;
     tx.execute("SELECT pg_advisory_xact_lock($1)", &[&WRITE_LOCK])?;
     Ok(tx)
 }
 
-/// Runs `work` in one write transaction on a frontier's connection `conn` (see [`write_tx`]),
-/// committed when it succeeds, through [`blocking`].
-fn write<T: Send>(
+/// Runs `work` in one write transaction on a frontier's connection `conn`, taking
+/// [`WRITE_LOCK`] first when `turns`, committed when it succeeds, through [`blocking`].
+fn transact<T: Send>(
     conn: &Mutex<Conn>,
+    turns: bool,
     work: impl FnOnce(&mut postgres::Transaction<'_>) -> Result<T> + Send,
 ) -> Result<T> {
     blocking(|| {
         let mut conn = lock(conn);
-        let mut tx = write_tx(&mut conn)?;
+        let mut tx = if turns {
+            write_tx(&mut conn)?
+        } else {
+            conn.transaction()?
+        };
         let done = work(&mut tx)?;
         tx.commit()?;
         Ok(done)
     })
+}
+
+/// [`transact`] in turn with the other writers of [`WRITE_LOCK`].
+fn write<T: Send>(
+    conn: &Mutex<Conn>,
+    work: impl FnOnce(&mut postgres::Transaction<'_>) -> Result<T> + Send,
+) -> Result<T> {
+    transact(conn, true, work)
+}
+
+/// [`transact`] on rows of this crawler's own (its shards' capsules and URLs), taking no lock.
+fn write_own<T: Send>(
+    conn: &Mutex<Conn>,
+    work: impl FnOnce(&mut postgres::Transaction<'_>) -> Result<T> + Send,
+) -> Result<T> {
+    transact(conn, false, work)
 }
 
 /// Column `i` as a status code, clamped to 0..=99.

@@ -2,10 +2,14 @@
 //! `batch.rs`: the ids of capsules and URLs a page links to, many at a time, and the statement
 //! that replaces a page's links. One statement resolves every URL the batch has no id for, one
 //! creates the capsules it never saw, one inserts the unknown URLs within their capsules'
-//! budgets, and one replaces the page's links and marks the anchor updates they cause: a
+//! budgets, and one replaces the page's links and finds the anchor updates they cause: a
 //! handful of round trips a page, where one link at a time took several per link. The meaning
 //! is the SQLite store's (`sqlite/batch.rs`), which records the same things one link at a
 //! time; what each statement computes at once is what that sequence of calls leaves behind.
+//!
+//! Capsules and URLs are created on the side connection, each statement committed at once and
+//! inserting in key order: rows several crawlers may create at the same moment, whose keys no
+//! open transaction may hold (see `batch.rs`).
 
 use std::collections::{BTreeSet, HashMap};
 
@@ -21,12 +25,15 @@ pub(in crate::frontier::postgres) struct Wanted<'u> {
     pub excluded: Option<&'u str>,
 }
 
-/// Inserts URLs not known before, each only if its capsule has room (`url_count < budget`).
-/// Room is read from the capsule's row locked `FOR UPDATE`, so two crawlers inserting into one
-/// capsule at once take turns and its count stays exact; a capsule's URLs take its room in
-/// the order given (`n`), as one insert after the other would. The count grows by what was
-/// really inserted: a URL another crawler inserted meanwhile conflicts, is not counted, and
-/// comes back with `granted` but no id. Each capsule that got URLs due now is due no later.
+/// Inserts URLs not known before, each only if its capsule has room (`url_count < budget`,
+/// counting the URLs writers told its owner of and it did not fold in yet); a
+/// capsule's URLs take its room in the order given (`n`), as one insert after the other
+/// would. The capsule's row is only read (it is its owner's to write): what was really inserted
+/// is appended to `host_news`, with the earliest due time, for the owner to fold in. A URL
+/// another crawler inserted meanwhile conflicts, is not counted, and comes back with
+/// `granted` but no id. Two crawlers filling one capsule at the same moment may each take the
+/// room the other does not see yet: a budget holds to within one batch of each. Rows are
+/// inserted in URL order, so that two such statements never wait for each other in a cycle.
 /// (The room is NUMERIC so that an unlimited budget, `i64::MAX`, cannot overflow.)
 const INSERT_URLS: &str = "
 WITH wanted AS (
@@ -36,8 +43,10 @@ WITH wanted AS (
                              alias_of, due_at, n)
 ),
 room AS (
-    SELECT id, GREATEST($11::BIGINT::NUMERIC - url_count, 0) AS room FROM hosts
-    WHERE id IN (SELECT host_id FROM wanted) ORDER BY id FOR UPDATE
+    SELECT h.id, GREATEST($11::BIGINT::NUMERIC - h.url_count
+                          - COALESCE((SELECT SUM(n.added) FROM host_news n WHERE n.host_id = h.id), 0),
+                          0) AS room
+    FROM hosts h WHERE h.id IN (SELECT host_id FROM wanted)
 ),
 ranked AS (
     SELECT w.*, row_number() OVER (PARTITION BY w.host_id ORDER BY w.n) <= r.room AS granted
@@ -47,25 +56,22 @@ inserted AS (
     INSERT INTO urls(url, host_id, state, depth, hops, discovered_from, alias_of, error, prio,
                      due_at)
     SELECT url, host_id, state, depth, hops, discovered_from, alias_of, error, prio, due_at
-    FROM ranked WHERE granted ORDER BY n
+    FROM ranked WHERE granted ORDER BY url
     ON CONFLICT (url) DO NOTHING
     RETURNING id, url, host_id, due_at
 ),
-counted AS (
-    UPDATE hosts h SET url_count = h.url_count + c.added,
-           next_due = CASE WHEN c.due IS NOT NULL AND (h.next_due IS NULL OR h.next_due > c.due)
-                           THEN c.due ELSE h.next_due END
-    FROM (SELECT host_id, COUNT(*) AS added, MIN(due_at) AS due FROM inserted GROUP BY host_id) c
-    WHERE h.id = c.host_id
+news AS (
+    INSERT INTO host_news(host_id, due, added)
+    SELECT host_id, MIN(due_at), COUNT(*) FROM inserted GROUP BY host_id
 )
 SELECT r.n, r.granted, i.id FROM ranked r LEFT JOIN inserted i ON i.url = r.url";
 
 /// Replaces the links of page `$1` by `$2`, `$3` (targets and labels, each pair once) and
-/// marks for an anchor update every target that gains its first link with a label (`$4`: the
-/// target was not new) or loses its last one, unless the target was never visited (its
+/// returns, for an anchor update, every target that gains its first link with a label (`$4`:
+/// the target was not new) or loses its last one, unless the target was never visited (its
 /// anchors are read when it is indexed). The links of other pages decide "first" and
 /// "last": the statement's snapshot does not see its own changes, and those are all links
-/// of `$1`.
+/// of `$1`. The batch marks the updates when it commits.
 const REPLACE_LINKS: &str = "
 WITH current AS (
     SELECT * FROM unnest($2::BIGINT[], $3::TEXT[], $4::BOOLEAN[]) AS c(target, label, known)
@@ -85,13 +91,11 @@ changed AS (
     UNION ALL
     SELECT a.target, a.label FROM added a JOIN current c USING (target, label) WHERE c.known
 )
-INSERT INTO anchor_updates(url_id)
 SELECT DISTINCT ch.target FROM changed ch JOIN urls u ON u.id = ch.target
 WHERE ch.label != ''
   AND NOT (u.state = 'new' AND NOT u.in_index)
   AND NOT EXISTS (SELECT 1 FROM links o
-                  WHERE o.target = ch.target AND o.label = ch.label AND o.source != $1)
-ON CONFLICT DO NOTHING";
+                  WHERE o.target = ch.target AND o.label = ch.label AND o.source != $1)";
 
 impl PgBatch<'_> {
     /// The ids of capsules, creating those that are new, in one statement for all the names
@@ -105,26 +109,22 @@ impl PgBatch<'_> {
         }
         if !missing.is_empty() {
             // Only names no row has are inserted, so that no id is drawn for nothing.
-            let rows = self.rows(
-                "WITH wanted AS (SELECT * FROM unnest($1::TEXT[]) WITH ORDINALITY AS w(name, n)),
+            // In name order: see the module's doc.
+            let rows = self.side_rows(
+                "WITH wanted AS (SELECT * FROM unnest($1::TEXT[]) AS w(name)),
                  inserted AS (
-                     INSERT INTO hosts(name)
-                     SELECT name FROM wanted w
-                     WHERE NOT EXISTS (SELECT 1 FROM hosts h WHERE h.name = w.name) ORDER BY n
+                     INSERT INTO hosts(name, shard)
+                     SELECT name, geode_shard(name) FROM wanted w
+                     WHERE NOT EXISTS (SELECT 1 FROM hosts h WHERE h.name = w.name)
+                     ORDER BY name
                      ON CONFLICT (name) DO NOTHING RETURNING id, name)
-                 SELECT id, name, TRUE FROM inserted
+                 SELECT id, name FROM inserted
                  UNION ALL
-                 SELECT h.id, h.name, FALSE FROM hosts h JOIN wanted w ON w.name = h.name",
+                 SELECT h.id, h.name FROM hosts h JOIN wanted w ON w.name = h.name",
                 &[&missing],
             )?;
             for row in rows {
-                let (id, name, made): (i64, String, bool) = (row.get(0), row.get(1), row.get(2));
-                let cache = if made {
-                    &mut self.new_ids.hosts
-                } else {
-                    &mut self.ids.hosts
-                };
-                cache.insert(name, id);
+                self.ids.hosts.insert(row.get(1), row.get(0));
             }
             // A capsule another crawler created after this statement began is in neither
             // half of its answer; it is committed now (the insert waited for it).
@@ -133,7 +133,9 @@ impl PgBatch<'_> {
                 .filter(|name| self.cached_host(name).is_none())
                 .collect();
             if !late.is_empty() {
-                for row in self.rows("SELECT id, name FROM hosts WHERE name = ANY($1)", &[&late])? {
+                for row in
+                    self.side_rows("SELECT id, name FROM hosts WHERE name = ANY($1)", &[&late])?
+                {
                     self.ids.hosts.insert(row.get(1), row.get(0));
                 }
             }
@@ -149,19 +151,11 @@ impl PgBatch<'_> {
     }
 
     fn cached_host(&self, name: &str) -> Option<i64> {
-        self.ids
-            .hosts
-            .get(name)
-            .or_else(|| self.new_ids.hosts.get(name))
-            .copied()
+        self.ids.hosts.get(name).copied()
     }
 
     fn cached_url(&self, url: &str) -> Option<i64> {
-        self.ids
-            .urls
-            .get(url)
-            .or_else(|| self.new_ids.urls.get(url))
-            .copied()
+        self.ids.urls.get(url).copied()
     }
 
     /// The ids of many URLs, inserting the unknown ones: for each, what
@@ -192,9 +186,8 @@ impl PgBatch<'_> {
         }
         if !unknown.is_empty() {
             let urls: Vec<&str> = unknown.iter().map(|w| w.new.url).collect();
-            for row in self.rows("SELECT id, url FROM urls WHERE url = ANY($1)", &[&urls])? {
+            for row in self.side_rows("SELECT id, url FROM urls WHERE url = ANY($1)", &[&urls])? {
                 let (id, url): (i64, String) = (row.get(0), row.get(1));
-                // Not made by this transaction (those are in `new_ids`), so committed: cacheable.
                 if let Some(slot) = found.get_mut(url.as_str()) {
                     *slot = Some((id, false));
                 }
@@ -212,14 +205,15 @@ impl PgBatch<'_> {
             while !candidates.is_empty() {
                 let round = self.insert_urls(&candidates, budget)?;
                 for (url, id) in round.made {
-                    self.new_ids.urls.insert(url.to_string(), id);
+                    self.ids.urls.insert(url.to_string(), id);
                     found.insert(url, Some((id, true)));
                 }
                 if round.conflicted.is_empty() {
                     break;
                 }
                 let urls: Vec<&str> = round.conflicted.iter().map(|(w, _)| w.new.url).collect();
-                for row in self.rows("SELECT id, url FROM urls WHERE url = ANY($1)", &[&urls])? {
+                for row in self.side_rows("SELECT id, url FROM urls WHERE url = ANY($1)", &[&urls])?
+                {
                     let (id, url): (i64, String) = (row.get(0), row.get(1));
                     if let Some(slot) = found.get_mut(url.as_str()) {
                         *slot = Some((id, false));
@@ -250,7 +244,7 @@ impl PgBatch<'_> {
             columns.push(w, *host_id, self.now);
         }
         let budget = budget.min(i64::MAX as u64) as i64;
-        let rows = self.rows(
+        let rows = self.side_rows(
             INSERT_URLS,
             &[
                 &columns.url,
@@ -296,7 +290,9 @@ impl PgBatch<'_> {
         labels: &[&str],
         known: &[bool],
     ) -> Result<()> {
-        self.exec(REPLACE_LINKS, &[&source, &targets, &labels, &known])?;
+        for row in self.rows(REPLACE_LINKS, &[&source, &targets, &labels, &known])? {
+            self.anchors.insert(row.get(0), true);
+        }
         Ok(())
     }
 }

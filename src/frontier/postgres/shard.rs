@@ -1,0 +1,305 @@
+//! Shards: how the crawlers sharing a database split its capsules so that each writes only
+//! rows of its own and none waits for another's lock.
+//!
+//! Capsules fall into [`SHARDS`] shards by a hash of their IP address (the unit of politeness),
+//! or of their name until a crawler resolved it (`geode_shard` in `shards.sql`; a capsule whose
+//! address changes moves shard with it, [`place`]). The `shards` table names each shard's owner,
+//! the end of its lease on the database's clock, and an epoch that grows at every change of
+//! owner. A crawler syncs ([`sync`]) when it starts, about every second while it claims, and
+//! when it renews its leases: one statement renews its heartbeat and every shard it owns and
+//! counts the live crawlers; then it adopts shards nobody holds (free, or whose owner stopped
+//! renewing) up to its fair share (the shards over the live crawlers, rounded up), letting go
+//! of what the dead owner had claimed there, or gives back what it has over its share, shards
+//! where it leases no capsule first. Only the owner claims a shard's capsules, so claims read
+//! and mark the crawler's own rows and take no global lock.
+//!
+//! **Fencing.** A crawler that stopped renewing (SIGSTOP, a stalled machine) loses its shards
+//! when their lease runs out; when it runs again, its next sync finds them gone or their epoch
+//! changed ([`Owned::lost`]), the crawl lets go of their capsules, and the visits it still
+//! records there are refused: a visit is written only while the URL's shard has the owner and
+//! the epoch the crawler knows ([`FENCE`]).
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use postgres::GenericClient;
+
+use super::claim::host_next_due;
+use super::{Result, DB_NOW};
+
+/// How many shards capsules are split into (`shards.sql` makes as many rows, and its
+/// `geode_shard` hashes into as many).
+pub(super) const SHARDS: i64 = 256;
+
+/// How often a crawler syncs its shards while it claims.
+pub(super) const SYNC_EVERY: Duration = Duration::from_secs(1);
+
+/// The condition, on a statement updating `urls`, that the URL's shard is still owned by
+/// crawler `$OWNER` at one of the epochs in `$SHARDS`/`$EPOCHS` (placeholders replaced by
+/// [`fence`]).
+const FENCE: &str = "EXISTS (SELECT 1 FROM hosts fh JOIN shards fs ON fs.id = fh.shard
+                       JOIN unnest($SHARDS::INT[], $EPOCHS::BIGINT[]) AS fm(id, epoch)
+                         ON fm.id = fs.id AND fm.epoch = fs.epoch
+                     WHERE fh.id = urls.host_id AND fs.owner = $OWNER)";
+
+/// [`FENCE`] with its parameters numbered `owner`, `shards` and `epochs`.
+pub(super) fn fence(owner: usize, shards: usize, epochs: usize) -> String {
+    FENCE
+        .replace("$OWNER", &format!("${owner}"))
+        .replace("$SHARDS", &format!("${shards}"))
+        .replace("$EPOCHS", &format!("${epochs}"))
+}
+
+/// The shards a crawler owns, each at the epoch it adopted it, and when it last synced.
+#[derive(Debug, Default, Clone)]
+pub(super) struct Owned {
+    epochs: BTreeMap<i32, i64>,
+    synced: Option<Instant>,
+    /// Shards it owned and found lost at a sync, until the crawl asks (`lost_leases`).
+    lost: Vec<i32>,
+}
+
+impl Owned {
+    /// The shards owned, in order.
+    pub(super) fn ids(&self) -> Vec<i32> {
+        self.epochs.keys().copied().collect()
+    }
+
+    /// The shards owned and their epochs, as two arrays (for [`fence`]).
+    pub(super) fn arrays(&self) -> (Vec<i32>, Vec<i64>) {
+        self.epochs.iter().map(|(&id, &epoch)| (id, epoch)).unzip()
+    }
+
+    pub(super) fn contains(&self, shard: i32) -> bool {
+        self.epochs.contains_key(&shard)
+    }
+
+    /// Whether a sync is due (never synced, or not for [`SYNC_EVERY`]).
+    pub(super) fn stale(&self) -> bool {
+        self.synced.is_none_or(|at| at.elapsed() >= SYNC_EVERY)
+    }
+
+    /// Whether it ever synced (since the start of its run).
+    pub(super) fn ever_synced(&self) -> bool {
+        self.synced.is_some()
+    }
+
+    /// The shards lost since the last call.
+    pub(super) fn take_lost(&mut self) -> Vec<i32> {
+        std::mem::take(&mut self.lost)
+    }
+
+    /// Forgets every shard (given back at the end of a run).
+    pub(super) fn clear(&mut self) {
+        self.epochs.clear();
+        self.synced = None;
+    }
+}
+
+/// A crawler's fair share of the shards when `live` crawlers work (itself included).
+pub(super) fn fair_share(live: i64) -> i64 {
+    let live = live.max(1);
+    (SHARDS + live - 1) / live
+}
+
+/// Renews this crawler's heartbeat and shards, notes those it lost, and adopts or gives back
+/// shards to hold its fair share. Returns how many shards it owns.
+pub(super) fn sync(
+    tx: &mut impl GenericClient,
+    crawler: &str,
+    lease_secs: i64,
+    owned: &mut Owned,
+) -> Result<usize> {
+    // The heartbeat, the renewal and the count of the others alive, in one statement (its
+    // snapshot does not see its own heartbeat: the others are counted, and this one added).
+    let rows = tx.query(
+        &format!(
+            "WITH beat AS (
+                 INSERT INTO crawlers(id, seen_at, lease_secs) VALUES ($1, {DB_NOW}, $2)
+                 ON CONFLICT (id) DO UPDATE SET seen_at = excluded.seen_at,
+                                                lease_secs = excluded.lease_secs
+                 RETURNING id),
+             renewed AS (
+                 UPDATE shards SET leased_until = {DB_NOW} + $2 WHERE owner = $1
+                 RETURNING id, epoch)
+             SELECT id, epoch FROM renewed
+             UNION ALL
+             SELECT -1, 1 + (SELECT COUNT(*) FROM crawlers
+                             WHERE id <> $1 AND seen_at + lease_secs >= {DB_NOW})"
+        ),
+        &[&crawler, &lease_secs],
+    )?;
+    let mut mine = BTreeMap::new();
+    let mut live = 1;
+    for row in rows {
+        let (id, epoch): (i32, i64) = (row.get(0), row.get(1));
+        if id < 0 {
+            live = epoch;
+        } else {
+            mine.insert(id, epoch);
+        }
+    }
+    for (&id, &epoch) in &owned.epochs {
+        if mine.get(&id) != Some(&epoch) {
+            owned.lost.push(id);
+        }
+    }
+    let share = fair_share(live);
+    let held = mine.len() as i64;
+    if held < share {
+        let adopted = adopt(tx, crawler, lease_secs, share - held)?;
+        mine.extend(adopted);
+    } else if held > share {
+        for id in give_back(tx, crawler, held - share)? {
+            mine.remove(&id);
+        }
+    }
+    owned.epochs = mine;
+    owned.synced = Some(Instant::now());
+    Ok(owned.epochs.len())
+}
+
+/// Adopts up to `n` shards nobody holds, each at a new epoch, and lets go of what crawlers no
+/// longer alive had claimed and leased in them. Returns the shards and their epochs.
+fn adopt(
+    tx: &mut impl GenericClient,
+    crawler: &str,
+    lease_secs: i64,
+    n: i64,
+) -> Result<Vec<(i32, i64)>> {
+    // In an order of the crawler's own, so that crawlers adopting at once mostly want
+    // different shards (those another is taking are skipped, not waited for).
+    let adopted: Vec<(i32, i64)> = tx
+        .query(
+            &format!(
+                "WITH free AS (
+                     SELECT id FROM shards WHERE owner IS NULL OR leased_until < {DB_NOW}
+                     ORDER BY md5(id::TEXT || $1) LIMIT $3
+                     FOR UPDATE SKIP LOCKED)
+                 UPDATE shards s SET owner = $1, epoch = s.epoch + 1,
+                        leased_until = {DB_NOW} + $2
+                 FROM free WHERE s.id = free.id
+                 RETURNING s.id, s.epoch"
+            ),
+            &[&crawler, &lease_secs, &n],
+        )?
+        .iter()
+        .map(|r| (r.get(0), r.get(1)))
+        .collect();
+    if adopted.is_empty() {
+        return Ok(adopted);
+    }
+    let ids: Vec<i32> = adopted.iter().map(|&(id, _)| id).collect();
+    // Claims and visit marks of crawlers that stopped (a live one that gave a shard back held
+    // no capsule there; its visit marks keep it from fetching a page twice in its run).
+    tx.execute(
+        &format!(
+            "UPDATE urls SET claimed = 0, claimed_by = NULL
+             WHERE claimed != 0 AND claimed_by IS DISTINCT FROM $2
+               AND host_id IN (SELECT id FROM hosts WHERE shard = ANY($1))
+               AND NOT EXISTS (SELECT 1 FROM crawlers c WHERE c.id = urls.claimed_by
+                                 AND c.seen_at + c.lease_secs >= {DB_NOW})"
+        ),
+        &[&ids, &crawler],
+    )?;
+    tx.execute(
+        &format!(
+            "UPDATE hosts SET claimed = 0, leased_by = NULL, leased_until = NULL,
+                    next_due = ({})
+             WHERE shard = ANY($1) AND claimed != 0 AND leased_by IS DISTINCT FROM $2",
+            host_next_due("hosts.id")
+        ),
+        &[&ids, &crawler],
+    )?;
+    tracing::debug!(shards = ids.len(), "adopted shards");
+    Ok(adopted)
+}
+
+/// Gives back up to `n` shards where this crawler leases no capsule, at a new epoch. Returns
+/// them.
+fn give_back(tx: &mut impl GenericClient, crawler: &str, n: i64) -> Result<Vec<i32>> {
+    let given: Vec<i32> = tx
+        .query(
+            "UPDATE shards SET owner = NULL, leased_until = 0, epoch = epoch + 1
+             WHERE id IN (
+                 SELECT s.id FROM shards s WHERE s.owner = $1
+                   AND NOT EXISTS (SELECT 1 FROM hosts h
+                                   WHERE h.shard = s.id AND h.claimed != 0 AND h.leased_by = $1)
+                 ORDER BY md5(s.id::TEXT || $1) DESC LIMIT $2)
+             RETURNING id",
+            &[&crawler, &n],
+        )?
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    if !given.is_empty() {
+        tracing::debug!(shards = given.len(), "gave shards back");
+    }
+    Ok(given)
+}
+
+/// Gives back every shard this crawler owns (the end of its run).
+pub(super) fn give_back_all(tx: &mut impl GenericClient, crawler: &str) -> Result<()> {
+    tx.execute(
+        "UPDATE shards SET owner = NULL, leased_until = 0, epoch = epoch + 1 WHERE owner = $1",
+        &[&crawler],
+    )?;
+    Ok(())
+}
+
+/// Folds the news of this crawler's capsules (URLs other writers added, their earliest due
+/// time) into their rows, in one statement.
+pub(super) fn fold_news(tx: &mut impl GenericClient, shards: &[i32]) -> Result<()> {
+    tx.execute(
+        "WITH n AS (
+             DELETE FROM host_news hn USING hosts h
+             WHERE hn.host_id = h.id AND h.shard = ANY($1)
+             RETURNING hn.host_id, hn.due, hn.added)
+         UPDATE hosts h SET url_count = h.url_count + s.added,
+                next_due = CASE WHEN s.due IS NOT NULL AND (h.next_due IS NULL OR h.next_due > s.due)
+                                THEN s.due ELSE h.next_due END
+         FROM (SELECT host_id, MIN(due) AS due, SUM(added)::BIGINT AS added
+               FROM n GROUP BY host_id) s
+         WHERE h.id = s.host_id",
+        &[&shards],
+    )?;
+    Ok(())
+}
+
+/// Records a capsule's address. Returns its shard, changed when the address is new to it (the
+/// capsule then belongs to the owner of that shard), or `None` when it is unchanged.
+pub(super) fn place(tx: &mut impl GenericClient, host_id: i64, ip: &str) -> Result<Option<i32>> {
+    Ok(tx
+        .query_opt(
+            "UPDATE hosts SET ip = $2, shard = geode_shard($2)
+             WHERE id = $1 AND ip IS DISTINCT FROM $2
+             RETURNING shard",
+            &[&host_id, &ip],
+        )?
+        .map(|r| r.get(0)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shares_cover_every_shard() {
+        assert_eq!(fair_share(0), 256);
+        assert_eq!(fair_share(1), 256);
+        assert_eq!(fair_share(2), 128);
+        assert_eq!(fair_share(3), 86);
+        for live in 1..=300 {
+            assert!(fair_share(live) * live >= SHARDS, "{live} crawlers");
+            assert!((fair_share(live) - 1) * live < SHARDS, "{live} crawlers");
+        }
+    }
+
+    #[test]
+    fn the_fence_numbers_its_parameters() {
+        let sql = fence(3, 7, 8);
+        assert!(sql.contains("fs.owner = $3"));
+        assert!(sql.contains("unnest($7::INT[], $8::BIGINT[])"));
+        assert!(!sql.contains("$OWNER") && !sql.contains("$SHARDS") && !sql.contains("$EPOCHS"));
+    }
+}
