@@ -21,18 +21,8 @@ use crate::frontier::{
 const OTHERS_POLL_SECS: i64 = 2;
 
 impl Frontier for PgFrontier {
-    /// A batch, after the first sync of this crawler's shards (the fence of its visits).
+    /// A batch; its visits are fenced by the shards this crawler owns.
     fn batch(&mut self, now: i64) -> Result<Box<dyn Batch + '_>> {
-        if !self.owned.ever_synced() {
-            let PgFrontier {
-                conn,
-                crawler,
-                lease_secs,
-                owned,
-                ..
-            } = self;
-            write_own(conn, |tx| shard::sync(tx, crawler, *lease_secs, owned))?;
-        }
         let PgFrontier {
             conn,
             side,
@@ -258,8 +248,8 @@ impl Frontier for PgFrontier {
                        (SELECT MIN(GREATEST(next_due, COALESCE(backoff_until, 0))) FROM hosts
                         WHERE shard = ANY($3) AND claimed = 0 AND next_due IS NOT NULL
                           AND id <> ALL($1)),
-                       EXISTS (SELECT 1 FROM host_news n JOIN hosts h ON h.id = n.host_id
-                               WHERE h.shard = ANY($3) AND n.due IS NOT NULL),
+                       (SELECT MIN(n.due) FROM host_news n JOIN hosts h ON h.id = n.host_id
+                        WHERE h.shard = ANY($3)),
                        EXISTS (SELECT 1 FROM hosts h JOIN shards s ON s.id = h.shard
                                WHERE (s.owner IS NULL OR s.leased_until < {DB_NOW})
                                  AND ((h.next_due <= $4 AND COALESCE(h.backoff_until, 0) <= $4)
@@ -278,10 +268,13 @@ impl Frontier for PgFrontier {
             )
         })?;
         let mine: Option<i64> = row.get::<_, Option<i64>>(0).map(|at| at.max(now));
-        let news: bool = row.get(1);
+        let news: Option<i64> = row.get::<_, Option<i64>>(1).map(|at| at.max(now));
         let orphaned: bool = row.get(2);
         let others_working: bool = row.get(3);
-        let due = if news { Some(now) } else { mine };
+        let due = match (mine, news) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
         let soon = if orphaned {
             Some(now + 1)
         } else {
