@@ -479,7 +479,9 @@ impl Batch for PgBatch<'_> {
             match updated {
                 // Its shard is another crawler's now: the visit is refused.
                 None => tracing::warn!(url_id = id, "visit not recorded: its shard was lost"),
-                Some(before) => self.forget_replaced_content(Some(before), r.content_hash.as_deref()),
+                Some(before) => {
+                    self.forget_replaced_content(Some(before), r.content_hash.as_deref())
+                }
             }
             Ok(())
         })

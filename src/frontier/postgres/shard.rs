@@ -16,8 +16,8 @@
 //! **Fencing.** A crawler that stopped renewing (SIGSTOP, a stalled machine) loses its shards
 //! when their lease runs out; when it runs again, its next sync finds them gone or their epoch
 //! changed ([`Owned::lost`]), the crawl lets go of their capsules, and the visits it still
-//! records there are refused: a visit is written only while the URL's shard has the owner and
-//! the epoch the crawler knows ([`FENCE`]).
+//! records there are refused: a visit is written only while the URL's shard is owned by the
+//! crawler at the epoch it knows, or by no live crawler ([`FENCE`]).
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -34,13 +34,15 @@ pub(super) const SHARDS: i64 = 256;
 /// How often a crawler syncs its shards while it claims.
 pub(super) const SYNC_EVERY: Duration = Duration::from_secs(1);
 
-/// The condition, on a statement updating `urls`, that the URL's shard is still owned by
-/// crawler `$OWNER` at one of the epochs in `$SHARDS`/`$EPOCHS` (placeholders replaced by
-/// [`fence`]).
-const FENCE: &str = "EXISTS (SELECT 1 FROM hosts fh JOIN shards fs ON fs.id = fh.shard
-                       JOIN unnest($SHARDS::INT[], $EPOCHS::BIGINT[]) AS fm(id, epoch)
-                         ON fm.id = fs.id AND fm.epoch = fs.epoch
-                     WHERE fh.id = urls.host_id AND fs.owner = $OWNER)";
+/// The condition, on a statement updating `urls`, that no other crawler holds the URL's shard:
+/// the shard is owned by crawler `$OWNER` at one of the epochs in `$SHARDS`/`$EPOCHS`, or by
+/// nobody (no owner, or an owner whose lease ran out: a one-off writer such as `geode seed`
+/// may write there). Placeholders are replaced by [`fence`].
+const FENCE: &str = "NOT EXISTS (SELECT 1 FROM hosts fh JOIN shards fs ON fs.id = fh.shard
+                       WHERE fh.id = urls.host_id AND fs.owner IS NOT NULL
+                         AND fs.leased_until >= EXTRACT(EPOCH FROM clock_timestamp())::BIGINT
+                         AND NOT (fs.owner = $OWNER AND (fs.id, fs.epoch) IN
+                                  (SELECT * FROM unnest($SHARDS::INT[], $EPOCHS::BIGINT[]))))";
 
 /// [`FENCE`] with its parameters numbered `owner`, `shards` and `epochs`.
 pub(super) fn fence(owner: usize, shards: usize, epochs: usize) -> String {
@@ -77,11 +79,6 @@ impl Owned {
     /// Whether a sync is due (never synced, or not for [`SYNC_EVERY`]).
     pub(super) fn stale(&self) -> bool {
         self.synced.is_none_or(|at| at.elapsed() >= SYNC_EVERY)
-    }
-
-    /// Whether it ever synced (since the start of its run).
-    pub(super) fn ever_synced(&self) -> bool {
-        self.synced.is_some()
     }
 
     /// The shards lost since the last call.
@@ -300,6 +297,7 @@ mod tests {
         let sql = fence(3, 7, 8);
         assert!(sql.contains("fs.owner = $3"));
         assert!(sql.contains("unnest($7::INT[], $8::BIGINT[])"));
+        assert!(sql.contains("fs.owner IS NOT NULL"));
         assert!(!sql.contains("$OWNER") && !sql.contains("$SHARDS") && !sql.contains("$EPOCHS"));
     }
 }

@@ -212,7 +212,8 @@ impl PgBatch<'_> {
                     break;
                 }
                 let urls: Vec<&str> = round.conflicted.iter().map(|(w, _)| w.new.url).collect();
-                for row in self.side_rows("SELECT id, url FROM urls WHERE url = ANY($1)", &[&urls])?
+                for row in
+                    self.side_rows("SELECT id, url FROM urls WHERE url = ANY($1)", &[&urls])?
                 {
                     let (id, url): (i64, String) = (row.get(0), row.get(1));
                     if let Some(slot) = found.get_mut(url.as_str()) {
