@@ -188,15 +188,3 @@ pub(super) fn release_expired(tx: &mut impl GenericClient) -> Result<()> {
     }
     Ok(())
 }
-
-/// Records that this crawler is alive until `lease_secs` from now (the database's clock).
-pub(super) fn heartbeat(tx: &mut impl GenericClient, crawler: &str, lease_secs: i64) -> Result<()> {
-    tx.execute(
-        &format!(
-            "INSERT INTO crawlers(id, seen_at, lease_secs) VALUES ($1, {DB_NOW}, $2)
-             ON CONFLICT (id) DO UPDATE SET seen_at = excluded.seen_at"
-        ),
-        &[&crawler, &lease_secs],
-    )?;
-    Ok(())
-}

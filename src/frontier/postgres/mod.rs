@@ -134,8 +134,10 @@ impl PgStore {
 
     /// A connection of its own, for one user (the crawl loop, the indexing thread, a reader).
     pub fn frontier(&self) -> Result<PgFrontier> {
-        let mut conn = self.connection()?;
-        blocking(|| claim::heartbeat(&mut *conn, &self.crawler, self.lease_secs))?;
+        // No heartbeat here: a crawler registers when it first syncs its shards (its first
+        // claim), so that processes that only seed or read never count as live crawlers whose
+        // share of the shards the others leave free.
+        let conn = self.connection()?;
         let side = self.connection()?;
         Ok(PgFrontier {
             conn: ManuallyDrop::new(Mutex::new(conn)),
