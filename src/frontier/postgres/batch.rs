@@ -623,7 +623,10 @@ impl Batch for PgBatch<'_> {
 
     fn pin_certificate(&mut self, host_id: i64, sha256: &str, now: i64) -> Result<Pin> {
         // One statement: the pin before comes from the row locked first, and the update
-        // writes what the comparison decides (first pin, same, or a change counted).
+        // writes what the comparison decides (first pin, same, or a change counted). The lock
+        // is `FOR NO KEY UPDATE`, not `FOR UPDATE`: the latter would keep the side connection
+        // from inserting URLs of this capsule (their key check) until this batch commits, and
+        // the batch waits for those inserts.
         let row = blocking(|| {
             self.opt_row(
                 "UPDATE hosts h SET cert_sha256 = $2, cert_last_seen = $3,
@@ -631,7 +634,7 @@ impl Batch for PgBatch<'_> {
                                                ELSE h.cert_first_seen END,
                         cert_changes = h.cert_changes
                                        + CASE WHEN p.pin != $2 THEN 1 ELSE 0 END
-                 FROM (SELECT cert_sha256 AS pin FROM hosts WHERE id = $1 FOR UPDATE) p
+                 FROM (SELECT cert_sha256 AS pin FROM hosts WHERE id = $1 FOR NO KEY UPDATE) p
                  WHERE h.id = $1
                  RETURNING p.pin",
                 &[&host_id, &sha256, &now],
