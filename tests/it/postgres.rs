@@ -272,9 +272,10 @@ fn crawlers_sharing_a_database_never_get_the_same_capsule() {
     eprintln!("{busy} of 3 crawlers got work");
 }
 
-/// A crawler slow to renew its own lease (a loaded machine) finds it run out when it claims
-/// again: it takes the capsule back without letting its claims go, so the URLs still in its
-/// queue are not handed to it a second time (they would be fetched twice).
+/// A crawler slow to renew its leases (a loaded machine) finds them run out when it claims
+/// again. Nobody took its shard meanwhile, so it keeps it with its capsule: a claim of new
+/// capsules does not hand it a.test again, and the URLs it claims more of are those it had not
+/// claimed, never those still in its queue (they would be fetched twice).
 #[test]
 fn a_crawler_taking_back_its_own_lapsed_lease_is_not_given_its_claims_again() {
     let Some(cluster) = Cluster::start("own_lapsed_lease") else {
@@ -294,12 +295,14 @@ fn a_crawler_taking_back_its_own_lapsed_lease_is_not_given_its_claims_again() {
     let (again, _) = slow
         .claim_capsules(&ClaimRequest::everywhere(4, 2), 1)
         .unwrap();
+    assert!(again.is_empty(), "a.test is still its own: {again:?}");
+    let more = slow.claim_more(first[0].host_id, 4, 1).unwrap();
     let first: Vec<&str> = first.iter().map(|u| u.url.as_str()).collect();
-    let again: Vec<&str> = again.iter().map(|u| u.url.as_str()).collect();
-    assert_eq!(again.len(), 2, "the two URLs it had not claimed: {again:?}");
+    let more: Vec<&str> = more.iter().map(|u| u.url.as_str()).collect();
+    assert_eq!(more.len(), 2, "the two URLs it had not claimed: {more:?}");
     assert!(
-        again.iter().all(|u| !first.contains(u)),
-        "claimed twice: {first:?} then {again:?}"
+        more.iter().all(|u| !first.contains(u)),
+        "claimed twice: {first:?} then {more:?}"
     );
 }
 
@@ -428,12 +431,13 @@ fn a_dead_crawlers_capsules_are_taken_over_when_its_lease_runs_out() {
         visit(&mut *batch, url.id, 1);
     }
     batch.commit().unwrap();
-    heir.end_run().unwrap();
+    heir.release_capsule(taken[0].host_id).unwrap();
     assert_eq!(
         heir.next_wakeup(1).unwrap(),
         Some(86_401),
         "all four visited, the dead crawler's visit mark let go: only the revisits are left"
     );
+    heir.end_run().unwrap();
 }
 
 /// The gap after a request holds when its address passes to another crawler: the crawler
@@ -870,6 +874,48 @@ fn record_links(f: &mut dyn Frontier) -> Vec<String> {
     out
 }
 
+/// What [`record_links`] gives on PostgreSQL, from what it gives on SQLite: the same but for
+/// what the shared store does on purpose otherwise. It creates capsules and URLs at once, on
+/// its side connection (rows other crawlers may create too, whose keys no batch may hold), so
+/// the URLs of a batch rolled back stay, with their due time and depth from that batch, and
+/// the batch after it adds none; and it keeps a body no response uses any more for an hour (another
+/// crawler's batch may be about to use it), so the root page's first body is still stored.
+fn as_postgres_records(sqlite: &[String]) -> Vec<String> {
+    let changes = [
+        (
+            "archive: ArchiveStats { responses: 1, bodies: 1, raw_bytes: 6, stored_bytes: 15 }",
+            "archive: ArchiveStats { responses: 1, bodies: 2, raw_bytes: 12, stored_bytes: 30 }",
+        ),
+        (
+            "after a rollback: added 2, new hubs [(\"gemini://e.test/\", \"e.test\")], \
+             capsules with new [\"e.test\"], anchor updates {}",
+            "after a rollback: added 0, new hubs [], capsules with new [], anchor updates {}",
+        ),
+    ];
+    for (from, _) in &changes {
+        assert!(sqlite.iter().any(|l| l == from), "SQLite no longer says {from}");
+    }
+    sqlite
+        .iter()
+        .map(|line| {
+            if let Some((_, to)) = changes.iter().find(|(from, _)| line == from) {
+                return to.to_string();
+            }
+            if line.starts_with("gemini://e.test/") {
+                assert!(line.contains("due_at: Some(13)"), "{line}");
+                let line = line.replace("due_at: Some(13)", "due_at: Some(12)");
+                // e.test/ was first the target of a redirect, which keeps its page's depth.
+                if line.starts_with("gemini://e.test/:") {
+                    assert!(line.contains("depth: 2,"), "{line}");
+                    return line.replace("depth: 2,", "depth: 1,");
+                }
+                return line;
+            }
+            line.clone()
+        })
+        .collect()
+}
+
 /// The PostgreSQL store records links, new URLs, capsule budgets and anchor updates as the
 /// SQLite store does, call for call (PostgreSQL records a page's links a few statements at a
 /// time, SQLite one link at a time), and its capsules' URL counts are exact.
@@ -888,7 +934,7 @@ fn links_are_recorded_as_the_sqlite_store_records_them() {
     let store = PgStore::connect(&url, Duration::from_secs(300), true).unwrap();
     let mut pg: Box<dyn Frontier> = Box::new(store.frontier().unwrap());
     let got = record_links(&mut *pg);
-    assert_eq!(got, expected);
+    assert_eq!(got, as_postgres_records(&expected));
     // What the reference says, for whoever reads this test.
     let said = |step: &str| {
         expected
@@ -908,22 +954,13 @@ fn links_are_recorded_as_the_sqlite_store_records_them() {
         .iter()
         .any(|l| l == "b.test: full at 4 true, at 5 true, at 6 false"));
     let mut client = postgres::Client::connect(&url, postgres::NoTls).unwrap();
-    let wrong = client
-        .query(
-            "SELECT h.name FROM hosts h
-             WHERE url_count != (SELECT COUNT(*) FROM urls u WHERE u.host_id = h.id)",
-            &[],
-        )
-        .unwrap();
-    assert!(
-        wrong.is_empty(),
-        "capsules counted wrong: {} of them",
-        wrong.len()
-    );
+    assert_eq!(capsules_counted_wrong(&mut client), Vec::<String>::new());
 }
 
 /// Two crawlers adding URLs of one capsule at the same moment, a page each: the capsule gets
-/// exactly its budget of URLs, and counts them exactly.
+/// its budget of URLs, give or take one batch of each crawler (each may take room the other's
+/// uncommitted statement takes too), and what they report added is what the database holds:
+/// the capsule's count, once its owner folds in the news of them, is exact.
 #[test]
 fn two_crawlers_filling_one_capsule_stop_at_its_budget() {
     let Some(cluster) = Cluster::start("two_crawlers_filling_one_capsule_stop_at_its_budget")
@@ -966,16 +1003,34 @@ fn two_crawlers_filling_one_capsule_stop_at_its_budget() {
             .collect();
         crawlers.into_iter().map(|c| c.join().unwrap()).collect()
     });
-    assert_eq!(reports.iter().map(|r| r.added).sum::<usize>(), 40);
+    let added: usize = reports.iter().map(|r| r.added).sum();
+    assert!((40..=60).contains(&added), "added {added}");
     let mut client = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    assert_eq!(capsules_counted_wrong(&mut client), Vec::<String>::new());
     let row = client
         .query_one(
-            "SELECT h.url_count, (SELECT COUNT(*) FROM urls u WHERE u.host_id = h.id)
-             FROM hosts h WHERE name = 'z.test'",
+            "SELECT COUNT(*) FROM urls u JOIN hosts h ON h.id = u.host_id WHERE h.name = 'z.test'",
             &[],
         )
         .unwrap();
-    assert_eq!((row.get::<_, i64>(0), row.get::<_, i64>(1)), (40, 40));
+    assert_eq!(row.get::<_, i64>(0), added as i64);
+}
+
+/// The capsules whose URL count, with the URLs other writers told its owner of and it did not
+/// fold in yet, is not the number of their URLs.
+fn capsules_counted_wrong(client: &mut postgres::Client) -> Vec<String> {
+    client
+        .query(
+            "SELECT h.name FROM hosts h
+             WHERE h.url_count
+                   + COALESCE((SELECT SUM(n.added) FROM host_news n WHERE n.host_id = h.id), 0)
+                   != (SELECT COUNT(*) FROM urls u WHERE u.host_id = h.id)",
+            &[],
+        )
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect()
 }
 
 /// A crawler of a shared store keeps no index, so its recovery after a crash settles no index
@@ -1551,12 +1606,11 @@ async fn the_index_writer_killed_midway_loses_and_doubles_nothing() {
     );
 }
 
-/// Whether the crawler of process `pid` (its connections' application name) holds the write
-/// lock every crawler's write transactions take (`WRITE_LOCK` in
-/// `src/frontier/postgres/mod.rs`) with the database waiting for it, and a capsule lease
-/// that still runs (a crawler id ends with the `crawler-id` of its data directory).
-fn holds_write_lock_and_leases(url: &str, pid: i32, crawler_id: &str) -> bool {
-    const WRITE_LOCK: i64 = 0x6765_6f64_6531;
+/// Whether the crawler of process `pid` (its connections' application name) is inside a
+/// transaction that wrote rows (it holds their locks) with the database waiting for it, and
+/// holds a capsule lease that still runs (a crawler id ends with the `crawler-id` of its data
+/// directory).
+fn holds_writes_and_leases(url: &str, pid: i32, crawler_id: &str) -> bool {
     let url = url.to_string();
     let holder = format!("geode pid {pid}");
     let leaser = format!("%-{crawler_id}");
@@ -1567,13 +1621,12 @@ fn holds_write_lock_and_leases(url: &str, pid: i32, crawler_id: &str) -> bool {
                 .query_one(
                     "SELECT EXISTS (SELECT 1 FROM pg_locks l
                                     JOIN pg_stat_activity a ON a.pid = l.pid
-                                    WHERE l.locktype = 'advisory' AND l.granted
+                                    WHERE l.locktype = 'transactionid' AND l.granted
                                       AND a.state = 'idle in transaction'
-                                      AND a.application_name = $2
-                                      AND (l.classid::BIGINT << 32 | l.objid::BIGINT) = $1)
-                        AND EXISTS (SELECT 1 FROM hosts WHERE claimed != 0 AND leased_by LIKE $3
+                                      AND a.application_name = $1)
+                        AND EXISTS (SELECT 1 FROM hosts WHERE claimed != 0 AND leased_by LIKE $2
                                       AND leased_until > EXTRACT(EPOCH FROM now()))",
-                    &[&WRITE_LOCK, &holder, &leaser],
+                    &[&holder, &leaser],
                 )
                 .expect("read pg_locks")
                 .get(0)
@@ -1616,10 +1669,10 @@ async fn wait_bounded(
     }
 }
 
-/// A crawler stopped (SIGSTOP) while it holds the write lock that every write transaction
-/// takes first does not freeze the shared crawl: the database ends its session once it has sat
-/// idle in its transaction for the bound (`--lease` here), its leases run out, and the two
-/// others finish the whole crawl, each page indexed once. Woken up again (SIGCONT), the
+/// A crawler stopped (SIGSTOP) inside a transaction that wrote rows (their locks held) does
+/// not freeze the shared crawl: the database ends its session once it has sat idle in its
+/// transaction for the bound (`--lease` here), its shards' leases run out, and the two others
+/// adopt them and finish the whole crawl, each page indexed once. Woken up again (SIGCONT), the
 /// stalled crawler ends with a clear error, and the index is still right.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stalled_crawler_does_not_stop_the_others() {
@@ -1644,18 +1697,18 @@ async fn a_stalled_crawler_does_not_stop_the_others() {
         .trim()
         .to_string();
 
-    // Crawler 1 is stopped at a moment it holds the write lock and capsules (stopped, looked
-    // at, and let go on until such a moment comes).
+    // Crawler 1 is stopped at a moment it is inside a write transaction and leases capsules
+    // (stopped, looked at, and let go on until such a moment comes).
     let victim = pids[1];
     let mut attempts = 0;
     loop {
         assert!(
             started.elapsed() < Duration::from_secs(60),
-            "crawler 1 was never caught holding the write lock ({attempts} attempts)"
+            "crawler 1 was never caught inside a write transaction ({attempts} attempts)"
         );
         assert!(
             crawlers[1].try_wait().unwrap().is_none(),
-            "crawler 1 ended before it was caught holding the write lock ({attempts} attempts)"
+            "crawler 1 ended before it was caught inside a write transaction ({attempts} attempts)"
         );
         attempts += 1;
         unsafe {
@@ -1671,7 +1724,7 @@ async fn a_stalled_crawler_does_not_stop_the_others() {
         let held = tokio::task::spawn_blocking(move || {
             (0..2).all(|look| {
                 std::thread::sleep(Duration::from_millis(50 * look));
-                holds_write_lock_and_leases(&url, victim, &id)
+                holds_writes_and_leases(&url, victim, &id)
             })
         })
         .await
@@ -1686,7 +1739,7 @@ async fn a_stalled_crawler_does_not_stop_the_others() {
     }
     let stalled_at = std::time::Instant::now();
     let requests_before = space.requests().len();
-    eprintln!("crawler 1 stopped holding the write lock after {attempts} attempts, {requests_before} requests");
+    eprintln!("crawler 1 stopped inside a write transaction after {attempts} attempts, {requests_before} requests");
     let stalled = crawlers.remove(1);
 
     // The two others finish the whole crawl in bounded time, taking the stalled crawler's
@@ -1711,7 +1764,7 @@ async fn a_stalled_crawler_does_not_stop_the_others() {
         );
         eprintln!("crawler {n}: {}", String::from_utf8_lossy(&out.stdout));
         taken_over |= String::from_utf8_lossy(&out.stderr)
-            .contains("taking over a capsule whose lease ran out");
+            .contains("taking over capsules whose lease ran out");
     }
     assert!(
         taken_over,

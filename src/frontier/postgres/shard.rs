@@ -144,33 +144,67 @@ pub(super) fn sync(
     let share = fair_share(live);
     let held = mine.len() as i64;
     if held < share {
-        let adopted = adopt(tx, crawler, lease_secs, share - held)?;
+        let adopted = adopt(tx, crawler, lease_secs, Wanted::Share(share - held))?;
         mine.extend(adopted);
     } else if held > share {
         for id in give_back(tx, crawler, held - share)? {
             mine.remove(&id);
         }
+    } else {
+        // Shares add up to every shard, but a crawler that ended or died may leave shards
+        // with work that no crawler short of its share takes: those are adopted beyond it.
+        let adopted = adopt(tx, crawler, lease_secs, Wanted::Orphans)?;
+        mine.extend(adopted);
     }
     owned.epochs = mine;
     owned.synced = Some(Instant::now());
     Ok(owned.epochs.len())
 }
 
-/// Adopts up to `n` shards nobody holds, each at a new epoch, and lets go of what crawlers no
+/// Which shards nobody holds a crawler adopts.
+enum Wanted {
+    /// Up to so many, to make up its fair share.
+    Share(i64),
+    /// Up to [`ORPHANS_AT_ONCE`] beyond its share: those with work (a capsule due, claimed by
+    /// a crawler that stopped, or with news) that nobody took for [`ORPHAN_GRACE_SECS`] (a
+    /// crawler short of its share would have).
+    Orphans,
+}
+
+/// How long a shard with work may stay without an owner before crawlers holding their share
+/// adopt it too (seconds).
+const ORPHAN_GRACE_SECS: i64 = 3;
+
+/// How many orphaned shards a crawler holding its share adopts at one sync.
+const ORPHANS_AT_ONCE: i64 = 8;
+
+/// Adopts shards nobody holds (`wanted`), each at a new epoch, and lets go of what crawlers no
 /// longer alive had claimed and leased in them. Returns the shards and their epochs.
 fn adopt(
     tx: &mut impl GenericClient,
     crawler: &str,
     lease_secs: i64,
-    n: i64,
+    wanted: Wanted,
 ) -> Result<Vec<(i32, i64)>> {
+    let (n, orphans_only) = match wanted {
+        Wanted::Share(n) => (n, false),
+        Wanted::Orphans => (ORPHANS_AT_ONCE, true),
+    };
     // In an order of the crawler's own, so that crawlers adopting at once mostly want
-    // different shards (those another is taking are skipped, not waited for).
+    // different shards (those another is taking are skipped, not waited for). A shard given
+    // back or lapsed holds the moment it did in `leased_until`.
     let adopted: Vec<(i32, i64)> = tx
         .query(
             &format!(
                 "WITH free AS (
-                     SELECT id FROM shards WHERE owner IS NULL OR leased_until < {DB_NOW}
+                     SELECT id FROM shards s
+                     WHERE (owner IS NULL OR leased_until < {DB_NOW})
+                       AND (NOT $4 OR (leased_until < {DB_NOW} - $5 AND (
+                            EXISTS (SELECT 1 FROM hosts h WHERE h.shard = s.id
+                                      AND (h.claimed != 0 OR (h.next_due <= {DB_NOW}
+                                           AND COALESCE(h.backoff_until, 0) <= {DB_NOW})))
+                            OR EXISTS (SELECT 1 FROM host_news n JOIN hosts h ON h.id = n.host_id
+                                       WHERE h.shard = s.id AND n.due IS NOT NULL))))
                      ORDER BY md5(id::TEXT || $1) LIMIT $3
                      FOR UPDATE SKIP LOCKED)
                  UPDATE shards s SET owner = $1, epoch = s.epoch + 1,
@@ -178,7 +212,7 @@ fn adopt(
                  FROM free WHERE s.id = free.id
                  RETURNING s.id, s.epoch"
             ),
-            &[&crawler, &lease_secs, &n],
+            &[&crawler, &lease_secs, &n, &orphans_only, &ORPHAN_GRACE_SECS],
         )?
         .iter()
         .map(|r| (r.get(0), r.get(1)))
@@ -199,7 +233,7 @@ fn adopt(
         ),
         &[&ids, &crawler],
     )?;
-    tx.execute(
+    let taken = tx.execute(
         &format!(
             "UPDATE hosts SET claimed = 0, leased_by = NULL, leased_until = NULL,
                     next_due = ({})
@@ -208,7 +242,14 @@ fn adopt(
         ),
         &[&ids, &crawler],
     )?;
-    tracing::debug!(shards = ids.len(), "adopted shards");
+    if taken > 0 {
+        tracing::info!(
+            capsules = taken,
+            shards = ids.len(),
+            "taking over capsules whose lease ran out"
+        );
+    }
+    tracing::debug!(shards = ids.len(), orphans_only, "adopted shards");
     Ok(adopted)
 }
 
@@ -217,13 +258,15 @@ fn adopt(
 fn give_back(tx: &mut impl GenericClient, crawler: &str, n: i64) -> Result<Vec<i32>> {
     let given: Vec<i32> = tx
         .query(
-            "UPDATE shards SET owner = NULL, leased_until = 0, epoch = epoch + 1
-             WHERE id IN (
-                 SELECT s.id FROM shards s WHERE s.owner = $1
-                   AND NOT EXISTS (SELECT 1 FROM hosts h
-                                   WHERE h.shard = s.id AND h.claimed != 0 AND h.leased_by = $1)
-                 ORDER BY md5(s.id::TEXT || $1) DESC LIMIT $2)
-             RETURNING id",
+            &format!(
+                "UPDATE shards SET owner = NULL, leased_until = {DB_NOW}, epoch = epoch + 1
+                 WHERE id IN (
+                     SELECT s.id FROM shards s WHERE s.owner = $1
+                       AND NOT EXISTS (SELECT 1 FROM hosts h WHERE h.shard = s.id
+                                         AND h.claimed != 0 AND h.leased_by = $1)
+                     ORDER BY md5(s.id::TEXT || $1) DESC LIMIT $2)
+                 RETURNING id"
+            ),
             &[&crawler, &n],
         )?
         .iter()
@@ -238,7 +281,10 @@ fn give_back(tx: &mut impl GenericClient, crawler: &str, n: i64) -> Result<Vec<i
 /// Gives back every shard this crawler owns (the end of its run).
 pub(super) fn give_back_all(tx: &mut impl GenericClient, crawler: &str) -> Result<()> {
     tx.execute(
-        "UPDATE shards SET owner = NULL, leased_until = 0, epoch = epoch + 1 WHERE owner = $1",
+        &format!(
+            "UPDATE shards SET owner = NULL, leased_until = {DB_NOW}, epoch = epoch + 1
+             WHERE owner = $1"
+        ),
         &[&crawler],
     )?;
     Ok(())
