@@ -440,6 +440,115 @@ fn a_dead_crawlers_capsules_are_taken_over_when_its_lease_runs_out() {
     heir.end_run().unwrap();
 }
 
+/// Shard hand-over: a crawler that stops renewing (killed, or stopped and woken up later)
+/// keeps its shards until their lease runs out; then another crawler adopts them, each at a
+/// new epoch, with the capsule the first had leased and the URLs it had claimed. Woken up, the
+/// first learns it lost the capsule, and the visit it still records there is refused: the row
+/// keeps what its new owner wrote.
+#[test]
+fn a_killed_crawlers_shards_are_adopted_and_its_late_writes_refused() {
+    let Some(cluster) = Cluster::start("shard_hand_over") else {
+        return;
+    };
+    let url = cluster.database("hand_over");
+    let first_store = PgStore::connect(&url, Duration::from_secs(2), true).unwrap();
+    let mut first = first_store.frontier().unwrap();
+    for page in 0..4 {
+        seed(&mut first, &format!("gemini://a.test/{page}"));
+    }
+    let (claimed, _) = first
+        .claim_capsules(&ClaimRequest::everywhere(4, 2), 1)
+        .unwrap();
+    assert_eq!(claimed.len(), 2, "two of a.test's four URLs");
+    let host = claimed[0].host_id;
+    let mut client = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    let shards_of = |client: &mut postgres::Client, crawler: &str| -> i64 {
+        client
+            .query_one("SELECT COUNT(*) FROM shards WHERE owner = $1", &[&crawler])
+            .unwrap()
+            .get(0)
+    };
+    let epoch_of_a = |client: &mut postgres::Client| -> (Option<String>, i64) {
+        let row = client
+            .query_one(
+                "SELECT s.owner, s.epoch FROM shards s JOIN hosts h ON h.shard = s.id
+                 WHERE h.name = 'a.test'",
+                &[],
+            )
+            .unwrap();
+        (row.get(0), row.get(1))
+    };
+    assert_eq!(
+        shards_of(&mut client, first_store.crawler()),
+        256,
+        "alone, it owns them all"
+    );
+    let (owner, epoch) = epoch_of_a(&mut client);
+    assert_eq!(owner.as_deref(), Some(first_store.crawler()));
+
+    // The first crawler stops renewing. A second one finds every shard held.
+    let second_store = PgStore::connect(&url, Duration::from_secs(300), true).unwrap();
+    let mut second = second_store.frontier().unwrap();
+    let (none, _) = second
+        .claim_capsules(&ClaimRequest::everywhere(4, 8), 1)
+        .unwrap();
+    assert!(none.is_empty(), "a.test's shard is held: {none:?}");
+    assert_eq!(shards_of(&mut client, second_store.crawler()), 0);
+    std::thread::sleep(Duration::from_secs(3));
+
+    // The lease ran out: the second adopts every shard, a.test's at a new epoch, and claims
+    // the capsule's four URLs, the first crawler's two claims included.
+    let (taken, _) = second
+        .claim_capsules(&ClaimRequest::everywhere(4, 8), 1)
+        .unwrap();
+    assert_eq!(taken.len(), 4, "{taken:?}");
+    assert_eq!(shards_of(&mut client, second_store.crawler()), 256);
+    assert_eq!(
+        epoch_of_a(&mut client),
+        (Some(second_store.crawler().to_string()), epoch + 1)
+    );
+    let mut batch = Frontier::batch(&mut second, 5).unwrap();
+    visit(&mut *batch, claimed[0].id, 5);
+    batch.commit().unwrap();
+
+    // The first wakes up: its visit of the URL it had claimed is refused, and it learns the
+    // capsule is lost.
+    let mut batch = Frontier::batch(&mut first, 7).unwrap();
+    for url in &claimed {
+        visit(&mut *batch, url.id, 7);
+    }
+    batch.commit().unwrap();
+    let row = client
+        .query_one(
+            "SELECT fetched_at, visits FROM urls WHERE id = $1",
+            &[&claimed[0].id],
+        )
+        .unwrap();
+    assert_eq!(
+        (row.get::<_, Option<i64>>(0), row.get::<_, i64>(1)),
+        (Some(5), 1),
+        "the new owner's visit stands"
+    );
+    let row = client
+        .query_one(
+            "SELECT fetched_at, visits FROM urls WHERE id = $1",
+            &[&claimed[1].id],
+        )
+        .unwrap();
+    assert_eq!(
+        (row.get::<_, Option<i64>>(0), row.get::<_, i64>(1)),
+        (None, 0),
+        "nothing written where the shard was lost"
+    );
+    let (lost, _) = first.lost_leases(&[host], &[]).unwrap();
+    assert_eq!(lost, vec![host], "the first crawler learns a.test is lost");
+    assert!(
+        first.claim_more(host, 4, 8).unwrap().is_empty(),
+        "and may claim nothing more of it"
+    );
+    assert_eq!(shards_of(&mut client, first_store.crawler()), 0);
+}
+
 /// The gap after a request holds when its address passes to another crawler: the crawler
 /// that leases it next is told to wait out what is left of it, on the database's clock.
 #[test]
@@ -893,7 +1002,10 @@ fn as_postgres_records(sqlite: &[String]) -> Vec<String> {
         ),
     ];
     for (from, _) in &changes {
-        assert!(sqlite.iter().any(|l| l == from), "SQLite no longer says {from}");
+        assert!(
+            sqlite.iter().any(|l| l == from),
+            "SQLite no longer says {from}"
+        );
     }
     sqlite
         .iter()
