@@ -370,20 +370,23 @@ def run_once(args, run, generated, seeds, resolve):
         if not name.startswith("crawler"):
             continue
         if kind in ("kill", "stop"):
-            intervals.append((at - window, at + 0.05))
+            intervals.append((at - window, at + 0.05, at))
         elif kind == "cont":
-            intervals.append((at - 0.05, at + window))
+            intervals.append((at - 0.05, at + window, at))
     by_url = collections.defaultdict(list)
     for acc, _, _, req in fetches:
         if req in gen:
             by_url[req].append(acc)
     dup_explained = dup_unexplained = 0
+    lead = 0.0  # the farthest an explained earlier fetch lay from its kill, stop or continue
     unexplained = []
     for u, times in by_url.items():
         times.sort()
         for t in times[:-1]:  # each earlier fetch wants a reason to be done again
-            if any(a <= t <= b for a, b in intervals):
+            near = [abs(e - t) for a, b, e in intervals if a <= t <= b]
+            if near:
                 dup_explained += 1
+                lead = max(lead, min(near))
             else:
                 dup_unexplained += 1
                 unexplained.append((u, [round(x - t_start, 3) for x in times]))
@@ -432,7 +435,9 @@ def run_once(args, run, generated, seeds, resolve):
     print(
         f"run {run:3d}: {counts['kill']} kills ({counts['kill'] - kill_stop + counts['stop']} of the index writer), "
         f"{counts['stop']} stops; {t_crawled - t_start:5.1f} s; "
-        f"indexed {docs}/{len(generated)}; refetched {dup_explained} explained, {dup_unexplained} unexplained; "
+        f"indexed {docs}/{len(generated)}; refetched {dup_explained} explained"
+        + (f" (within {1000 * lead:.0f} ms of a fault)" if dup_explained else "")
+        + f", {dup_unexplained} unexplained; "
         f"politeness: worst gap {worst_ms} ms, {overlaps + too_soon} violations"
         + (f" ({frozen} overlaps with a stopped crawler's open connection)" if frozen else "")
         + f"; due left {due_left}; exits {dict(fates)}"
@@ -452,7 +457,7 @@ def run_once(args, run, generated, seeds, resolve):
         "failures": failures, "kills": counts["kill"], "stops": counts["stop"], "dup_explained": dup_explained,
         "dup_unexplained": dup_unexplained, "violations": overlaps + too_soon, "frozen": frozen,
         "due_left": due_left, "errors": len(errors), "panics": len(panics), "worst": worst[0] if worst else None,
-        "secs": t_crawled - t_start,
+        "secs": t_crawled - t_start, "lead": lead,
     }
 
 
@@ -499,7 +504,8 @@ def main():
     worst = [r["worst"] for r in results if r["worst"] is not None]
     print(
         f"== {len(results)} runs, {len(failed)} failed{(' (runs ' + ', '.join(map(str, failed)) + ')') if failed else ''}; "
-        f"{tot('kills')} kills, {tot('stops')} stops; refetches {tot('dup_explained')} explained, "
+        f"{tot('kills')} kills, {tot('stops')} stops; refetches {tot('dup_explained')} explained "
+        f"(within {1000 * max(r['lead'] for r in results):.0f} ms of a fault), "
         f"{tot('dup_unexplained')} unexplained; politeness violations {tot('violations')}"
         f" (worst gap {1000 * min(worst):.1f} ms; {tot('frozen')} overlaps with a stopped crawler's connection); "
         f"due left {tot('due_left')}; processes that ended in an error {tot('errors')}, panics {tot('panics')}; "
