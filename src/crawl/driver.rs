@@ -285,9 +285,18 @@ impl Crawl {
                 }
                 next = run.fetches.try_join_next();
             }
-            self.dispatch(&mut *batch, run, &mut docs)?;
+            // After a stall past a renewal (a stopped process, a loaded machine), nothing is
+            // dispatched before the leases are renewed: some may have run out and passed to
+            // another crawler, whose capsules this one's queue must not fetch.
+            if !run.renewal_due() {
+                self.dispatch(&mut *batch, run, &mut docs)?;
+            }
             let now = Instant::now();
-            if recorded >= BATCH_RESULTS || run.fetches.is_empty() || now >= gather_until {
+            if recorded >= BATCH_RESULTS
+                || run.renewal_due()
+                || run.fetches.is_empty()
+                || now >= gather_until
+            {
                 break;
             }
             // Wake for the next result, or when the scheduler allows the next request,

@@ -1,13 +1,13 @@
 //! The statements that hand due work to the crawlers sharing the database, as free functions
-//! on a transaction, for the claims and leases of `crawl.rs`: capsules are leased whole, with
-//! `FOR UPDATE SKIP LOCKED` so that crawlers claiming at once pass each other by, and a leased
+//! on a transaction, for the claims and leases of `crawl.rs`: capsules of the crawler's own
+//! shards are leased whole (`FOR UPDATE SKIP LOCKED`, against a one-off writer), and a leased
 //! capsule's due URLs are claimed a few at a time in priority order (hubs, then new URLs and
 //! revisits taking turns), as in the SQLite store.
 //!
 //! Marks are those of SQLite with a holder: `urls.claimed` 0 free, 1 claimed by `claimed_by`,
 //! 2 visited by it in its run; `hosts.claimed` 1 leased by `leased_by` until `leased_until`
-//! (the database's clock). A lease that ran out is free for anyone: the capsule is taken over
-//! with the URLs its dead holder had claimed or visited. Capsules out of a crawler's scope are
+//! (the database's clock). A capsule whose holder stopped renewing is taken over with its
+//! shard (`shard.rs`), with the URLs its dead holder had claimed or visited. Capsules out of a crawler's scope are
 //! passed over in its memory only.
 
 use postgres::{GenericClient, Row};

@@ -1,7 +1,8 @@
 //! [`Frontier`] on the PostgreSQL store: what a crawler does with the shared database beside
-//! its batches. It starts write transactions ([`PgBatch`]), leases capsules and claims their
-//! due URLs (the statements are in `claim.rs`), leases IP addresses, renews and checks its
-//! leases, lets everything go at the end of a run or after a crash, and keeps capsules'
+//! its batches. It starts write transactions ([`PgBatch`]), syncs its shards (`shard.rs`),
+//! leases capsules of its own shards and claims their due URLs (the statements are in
+//! `claim.rs`), leases IP addresses, renews and checks its shards and leases, lets everything
+//! go at the end of a run or after a crash, and keeps capsules'
 //! standing, robots.txt answers, facts of the crawl and suggested seeds. Each method runs its
 //! database work through [`blocking`].
 

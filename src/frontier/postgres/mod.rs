@@ -9,20 +9,27 @@
 //! [`IndexLog`](crate::frontier::IndexLog); `read.rs`: [`Reader`](crate::frontier::Reader);
 //! `batch.rs`: [`Batch`](crate::frontier::Batch), with the set-based links in `batch/links.rs`.
 //!
-//! **Sharing.** Work is handed out as in SQLite (capsules leased whole, their due URLs claimed a
-//! few at a time), but every lease names its holder (a crawler id made when the store is opened)
-//! and ends at a time of the database's clock, so that crawlers on machines with different
-//! clocks agree. Capsules are leased with `FOR UPDATE SKIP LOCKED`: two crawlers claiming at
-//! once never wait for each other and never get the same capsule. A crawler renews its leases
-//! while it works ([`Frontier::renew_leases`](crate::frontier::Frontier::renew_leases)); one
-//! that dies stops renewing, and once its leases have run out (`--lease`, 5 minutes by
-//! default) another crawler takes its capsules over, with the URLs it had claimed. A crawler
-//! stopped inside a transaction (SIGSTOP, a machine that died, a cut network) would hold
-//! [`WRITE_LOCK`] and stop every other crawler: the database ends a session idle in a
-//! transaction for longer than the lease (at most a minute, [`idle_in_transaction_bound`]), and
-//! TCP keepalives on both ends notice a dead peer within about a minute. The crawler whose
-//! session was ended fails with an error saying so when it runs again; what it had not
-//! committed is rolled back.
+//! **Sharing.** Capsules are split into 256 shards by a hash of their IP address, and each
+//! shard has one owner at a time, under a lease on the database's clock and an epoch that grows
+//! with each change of owner (`shard.rs`). A crawler (its id made when the store is opened)
+//! takes a fair share of the shards of the live crawlers, renews them about every second while
+//! it claims and whenever it renews its leases, gives back what it has over its share, and
+//! adopts the shards of crawlers that stopped renewing (after `--lease`, 5 minutes by default),
+//! with the capsules and URLs they had claimed. Within its shards, work is handed out as in
+//! SQLite (capsules leased whole, their due URLs claimed a few at a time), so claims read and
+//! mark the crawler's own rows and take no lock another crawler waits for. Rows any crawler may
+//! create (capsules, URLs, archived bodies) are inserted at once on a second, autocommitting
+//! connection, in key order, so that no batch transaction holds keys another crawler's insert
+//! waits for; the news of URLs added to another owner's capsule go to `host_news`, which the
+//! owner folds into the capsule's count and due time. A visit is recorded only where the
+//! crawler still owns the URL's shard at the epoch it knows ([`shard`]'s fence). The writers
+//! of rows every crawler shares (the index's bookkeeping, capsules' standings, suggested seeds)
+//! take turns on [`WRITE_LOCK`]; anchor updates on [`SHARED_ROWS_LOCK`] for one statement. A
+//! crawler stopped inside a transaction (SIGSTOP, a machine that died, a cut network) holds
+//! its row locks only until the database ends a session idle in a transaction for longer than
+//! the lease (at most a minute, [`idle_in_transaction_bound`]); TCP keepalives
+//! on both ends notice a dead peer within about a minute. The crawler whose session was ended
+//! fails with an error saying so when it runs again; what it had not committed is rolled back.
 //!
 //! **Blocking.** The client is the synchronous `postgres` crate, whose calls drive a runtime of
 //! their own; the crawl loop calls the frontier from inside tokio, so each trait method runs its
@@ -160,9 +167,10 @@ impl PgStore {
 type Conn = r2d2::PooledConnection<PostgresConnectionManager<NoTls>>;
 
 /// The longest a session may sit idle inside a transaction before the database ends it: the
-/// lease, at most a minute. Every write transaction holds [`WRITE_LOCK`], so a crawler
-/// stopped inside one (SIGSTOP, a machine that died, a cut network) would otherwise stop every
-/// other crawler until TCP noticed, hours later. A working crawler's transactions are never
+/// lease, at most a minute. A write transaction holds row locks (and some hold [`WRITE_LOCK`]),
+/// so a crawler stopped inside one (SIGSTOP, a machine that died, a cut network) would
+/// otherwise keep the crawler adopting its shards, or every writer, waiting until TCP noticed,
+/// hours later. A working crawler's transactions are never
 /// idle for more than milliseconds (their statements follow one another, and the crawl loop
 /// waits at most a few milliseconds for more results to record in one); one idle for its whole
 /// lease is as dead as one that stopped renewing it, and the minute caps how long a crawl with
