@@ -428,7 +428,7 @@ impl Frontier for PgFrontier {
     fn place_capsule(&mut self, host_id: i64, ip: &str) -> Result<bool> {
         let PgFrontier { conn, owned, .. } = self;
         let moved = write_own(conn, |tx| shard::place(tx, host_id, ip))?;
-        Ok(moved.is_none_or(|shard| owned.contains(shard)))
+        Ok(moved.map_or(true, |shard| owned.contains(shard)))
     }
 
     fn set_meta(&self, key: &str, value: &str) -> Result<()> {

@@ -78,7 +78,7 @@ impl Owned {
 
     /// Whether a sync is due (never synced, or not for [`SYNC_EVERY`]).
     pub(super) fn stale(&self) -> bool {
-        self.synced.is_none_or(|at| at.elapsed() >= SYNC_EVERY)
+        self.synced.map_or(true, |at| at.elapsed() >= SYNC_EVERY)
     }
 
     /// The shards lost since the last call.
