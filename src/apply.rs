@@ -101,12 +101,20 @@ fn apply_round(
         after = last.page.id;
         ops.extend(more);
     }
-    // Pages whose content is not archived stay pending: nothing can be written for them.
+    // The bodies and anchors of the whole round are read at once (a shared store answers
+    // each in one statement). Pages whose content is not archived stay pending: nothing can
+    // be written for them.
+    let hashes: Vec<&str> = ops
+        .iter()
+        .filter(|op| op.op == IndexOp::Upsert)
+        .filter_map(|op| op.page.content_hash.as_deref())
+        .collect();
+    let mut bodies = frontier.archived_bodies(&hashes)?;
     let mut ready = Vec::new();
     for op in ops {
-        let body = match op.op {
-            IndexOp::Upsert => from_archive::body(frontier, &op.page)?,
-            IndexOp::Delete => None,
+        let body = match (&op.op, &op.page.content_hash) {
+            (IndexOp::Upsert, Some(hash)) => bodies.get(hash).cloned(),
+            _ => None,
         };
         if op.op == IndexOp::Upsert && from_archive::missing(&op.page, body.as_deref()) {
             summary.missing += 1;
@@ -114,9 +122,16 @@ fn apply_round(
         }
         ready.push((op, body));
     }
+    bodies.clear();
     if ready.is_empty() {
         return Ok(false);
     }
+    let upserts: Vec<i64> = ready
+        .iter()
+        .filter(|(op, _)| op.op == IndexOp::Upsert)
+        .map(|(op, _)| op.page.id)
+        .collect();
+    let mut anchors = frontier.inbound_labels_of(&upserts, document::MAX_ANCHORS)?;
     let next = *seq + 1;
     let ids: Vec<i64> = ready.iter().map(|(op, _)| op.page.id).collect();
     frontier.assign_batch(&ids, next)?;
@@ -128,7 +143,8 @@ fn apply_round(
                 summary.deleted += 1;
             }
             IndexOp::Upsert => {
-                if from_archive::upsert(frontier, indexer, page, body.as_deref())? {
+                let labels = anchors.remove(&page.id).unwrap_or_default().join("\n");
+                if from_archive::upsert_with_anchors(indexer, page, body.as_deref(), labels)? {
                     summary.upserted += 1;
                 }
             }
@@ -160,13 +176,23 @@ fn refresh_anchors(
         let updates = frontier.anchor_updates(after, CHUNK)?;
         let Some(last) = updates.last() else { break };
         after = last.dirty_id;
+        let mut ids: Vec<i64> = updates
+            .iter()
+            .filter_map(|u| u.page.as_ref().map(|p| p.id))
+            .collect();
+        ids.sort_unstable();
+        ids.dedup();
+        let mut inbound = frontier.inbound_labels_of(&ids, document::MAX_ANCHORS)?;
+        let mut own = frontier.own_labels_of(&ids)?;
         for update in updates {
             handled.push(update.dirty_id);
             let Some(page) = update.page else { continue };
-            let anchors = frontier
-                .inbound_labels(page.id, document::MAX_ANCHORS)?
-                .join("\n");
-            let labels = frontier.own_labels(page.id)?.join("\n");
+            // Several dirty URLs may stand for one page: its labels serve the first.
+            let Some(anchors) = inbound.remove(&page.id) else {
+                continue;
+            };
+            let anchors = anchors.join("\n");
+            let labels = own.remove(&page.id).unwrap_or_default().join("\n");
             let body = document::refreshed_body(&page, &anchors);
             if indexer.refresh(&page.url, &anchors, &labels, body.as_deref())? {
                 summary.refreshed += 1;

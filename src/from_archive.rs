@@ -54,12 +54,23 @@ pub fn upsert(
     page: &IndexedContent,
     body: Option<&[u8]>,
 ) -> Result<bool, WriteError> {
-    let Ok(url) = Url::parse(&page.url) else {
-        return Ok(false);
-    };
     let anchors = frontier
         .inbound_labels(page.id, document::MAX_ANCHORS)?
         .join("\n");
+    upsert_with_anchors(indexer, page, body, anchors)
+}
+
+/// [`upsert`] with the labels of the links to the page already read (`anchors`, one a line):
+/// a writer reading those of many pages at once.
+pub fn upsert_with_anchors(
+    indexer: &mut Indexer,
+    page: &IndexedContent,
+    body: Option<&[u8]>,
+    anchors: String,
+) -> Result<bool, WriteError> {
+    let Ok(url) = Url::parse(&page.url) else {
+        return Ok(false);
+    };
     let doc = document::document(
         &url,
         page.url.clone(),

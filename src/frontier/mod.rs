@@ -313,6 +313,23 @@ pub trait IndexLog {
     fn own_labels(&self, id: i64) -> Result<Vec<String>>;
     /// The distinct labels of the links that point to a URL or to URLs redirecting to it.
     fn inbound_labels(&self, id: i64, limit: usize) -> Result<Vec<String>>;
+    /// [`IndexLog::inbound_labels`] of many URLs (each id once in the answer): a store that
+    /// pays a round trip a statement answers in one.
+    fn inbound_labels_of(
+        &self,
+        ids: &[i64],
+        limit: usize,
+    ) -> Result<std::collections::HashMap<i64, Vec<String>>> {
+        ids.iter()
+            .map(|&id| Ok((id, self.inbound_labels(id, limit)?)))
+            .collect()
+    }
+    /// [`IndexLog::own_labels`] of many pages (each id once in the answer).
+    fn own_labels_of(&self, ids: &[i64]) -> Result<std::collections::HashMap<i64, Vec<String>>> {
+        ids.iter()
+            .map(|&id| Ok((id, self.own_labels(id)?)))
+            .collect()
+    }
     /// Up to `limit` pages the index holds, after URL id `after`, in id order.
     fn indexed_content(&self, after: i64, limit: usize) -> Result<Vec<IndexedContent>>;
     /// Takes pages out of the frontier's picture of the index, because a rebuilt index will not
@@ -349,6 +366,20 @@ pub trait Reader {
     fn archived(&self, url_id: i64) -> Result<Option<ArchivedResponse>>;
     /// An archived body by its hash, decompressed.
     fn archived_body(&self, hash: &str) -> Result<Option<Vec<u8>>>;
+    /// The archived bodies of these hashes that the archive holds, decompressed: a store that
+    /// pays a round trip a statement reads them in one.
+    fn archived_bodies(
+        &self,
+        hashes: &[&str],
+    ) -> Result<std::collections::HashMap<String, Vec<u8>>> {
+        let mut found = std::collections::HashMap::new();
+        for &hash in hashes {
+            if let Some(body) = self.archived_body(hash)? {
+                found.insert(hash.to_string(), body);
+            }
+        }
+        Ok(found)
+    }
     /// How much the archive holds.
     fn archive_stats(&self) -> Result<ArchiveStats>;
     /// Up to `limit` archived responses after URL id `after` fetched at or after `since`, in id

@@ -13,7 +13,7 @@
 use postgres::{GenericClient, Row};
 
 use super::{Result, DB_NOW};
-use crate::frontier::{claim_order, Canonical, Prior, QueuedUrl, UrlState};
+use crate::frontier::{Canonical, Prior, QueuedUrl, UrlState};
 use crate::revisit::Priority;
 
 /// The columns a claim reads, for [`queued_url`].
@@ -72,7 +72,59 @@ pub(super) fn host_next_due(host: &str) -> String {
     format!("SELECT MIN(d) FROM ({}) AS m", each.join(" UNION ALL "))
 }
 
-/// Claims up to `n` due URLs of one capsule: hubs first, then new URLs and revisits in turn.
+/// Claims up to `$4` URLs of capsule `$1` due at `$3` for crawler `$2`, in one statement, in
+/// the order of [`claim_order`](crate::frontier::claim_order): hubs first, then new URLs and
+/// revisits in turn (each priority's first `$4` by due time and id, one index seek each,
+/// ranked within their priority, then all of them by rank). When `held`, only while the
+/// crawler leases the capsule, whose lease it renews for `$5` seconds. Returns the claimed
+/// URLs in claim order, as [`CLAIM_COLUMNS`].
+fn claim_sql(held: bool) -> String {
+    let (held_cte, from_held) = if held {
+        (
+            format!(
+                "held AS (
+                     UPDATE hosts SET leased_until = {DB_NOW} + $5
+                     WHERE id = $1 AND claimed = 1 AND leased_by = $2 RETURNING id),"
+            ),
+            "held, ",
+        )
+    } else {
+        (String::new(), "")
+    };
+    format!(
+        "WITH {held_cte}
+         firsts AS (
+             SELECT x.id, p.prio, x.due_at
+             FROM {from_held}unnest(ARRAY[{hub}, {fresh}, {revisit}]::BIGINT[]) AS p(prio)
+             CROSS JOIN LATERAL (
+                 SELECT u.id, u.due_at FROM urls u
+                 WHERE u.host_id = $1 AND u.prio = p.prio AND u.claimed = 0
+                   AND u.due_at IS NOT NULL AND u.due_at <= $3
+                 ORDER BY u.due_at, u.id LIMIT $4) x),
+         ranked AS (
+             SELECT id, prio,
+                    row_number() OVER (PARTITION BY prio ORDER BY due_at, id) AS rank
+             FROM firsts),
+         picked AS (
+             SELECT id, row_number() OVER (ORDER BY prio <> {hub}, rank, prio) AS k
+             FROM ranked ORDER BY k LIMIT $4),
+         marked AS (
+             UPDATE urls SET claimed = 1, claimed_by = $2 FROM picked
+             WHERE urls.id = picked.id RETURNING urls.id)
+         SELECT {CLAIM_COLUMNS}
+         FROM picked p JOIN urls u ON u.id = p.id JOIN hosts h ON h.id = u.host_id
+         LEFT JOIN urls a ON a.id = u.alias_of
+         LEFT JOIN hosts ah ON ah.id = a.host_id
+         WHERE p.id IN (SELECT id FROM marked)
+         ORDER BY p.k",
+        hub = Priority::Hub as i64,
+        fresh = Priority::Fresh as i64,
+        revisit = Priority::Revisit as i64,
+    )
+}
+
+/// Claims up to `n` due URLs of one capsule (see [`claim_sql`]) in one statement, for a claim
+/// that leases the capsule in the same transaction.
 pub(super) fn claim_from(
     tx: &mut impl GenericClient,
     crawler: &str,
@@ -80,26 +132,28 @@ pub(super) fn claim_from(
     n: usize,
     now: i64,
 ) -> Result<Vec<QueuedUrl>> {
-    let select = format!(
-        "SELECT {CLAIM_COLUMNS}
-         FROM urls u JOIN hosts h ON h.id = u.host_id
-         LEFT JOIN urls a ON a.id = u.alias_of
-         LEFT JOIN hosts ah ON ah.id = a.host_id
-         WHERE u.host_id = $1 AND u.prio = $2 AND u.claimed = 0
-           AND u.due_at IS NOT NULL AND u.due_at <= $3
-         ORDER BY u.due_at, u.id LIMIT $4"
-    );
-    let take = |prio: Priority, limit: usize| -> Result<Vec<QueuedUrl>> {
-        if limit == 0 {
-            return Ok(Vec::new());
-        }
-        let rows = tx.query(&select, &[&host_id, &(prio as i64), &now, &(limit as i64)])?;
-        Ok(rows.iter().map(queued_url).collect())
-    };
-    let urls = claim_order(n, take)?;
-    let ids: Vec<i64> = urls.iter().map(|u| u.id).collect();
-    mark(tx, crawler, &ids)?;
-    Ok(urls)
+    let rows = tx.query(
+        &claim_sql(false),
+        &[&host_id, &crawler, &now, &(n as i64)],
+    )?;
+    Ok(rows.iter().map(queued_url).collect())
+}
+
+/// Claims up to `n` more due URLs of a capsule `crawler` leases, renewing the lease for
+/// `lease_secs`, in one statement (nothing while another holds it).
+pub(super) fn claim_held(
+    db: &mut impl GenericClient,
+    crawler: &str,
+    lease_secs: i64,
+    host_id: i64,
+    n: usize,
+    now: i64,
+) -> Result<Vec<QueuedUrl>> {
+    let rows = db.query(
+        &claim_sql(true),
+        &[&host_id, &crawler, &now, &(n as i64), &lease_secs],
+    )?;
+    Ok(rows.iter().map(queued_url).collect())
 }
 
 /// Marks URLs claimed by `crawler`.

@@ -9,7 +9,7 @@
 use std::time::Duration;
 
 use super::claim::{
-    claim_from, free_host, mark, queued_url, release, release_expired, CLAIM_COLUMNS,
+    claim_from, claim_held, free_host, mark, queued_url, release, release_expired, CLAIM_COLUMNS,
 };
 use super::shard::{self, fold_news};
 use super::{blocking, write, write_own, PgBatch, PgFrontier, DB_NOW, DB_NOW_MS};
@@ -188,20 +188,7 @@ impl Frontier for PgFrontier {
     /// Nothing comes back for a capsule whose lease this crawler lost.
     fn claim_more(&mut self, host_id: i64, n: usize, now: i64) -> Result<Vec<QueuedUrl>> {
         let (crawler, lease_secs) = (&self.crawler, self.lease_secs);
-        write_own(&self.conn, |tx| {
-            let held = tx.execute(
-                &format!(
-                    "UPDATE hosts SET leased_until = {DB_NOW} + $3
-                     WHERE id = $1 AND claimed = 1 AND leased_by = $2"
-                ),
-                &[&host_id, crawler, &lease_secs],
-            )?;
-            if held == 1 {
-                claim_from(tx, crawler, host_id, n, now)
-            } else {
-                Ok(Vec::new())
-            }
-        })
+        blocking(|| claim_held(&mut **self.db(), crawler, lease_secs, host_id, n, now))
     }
 
     /// Claims these URLs, if they are free and due and their capsule is leased by this

@@ -5,6 +5,8 @@
 //! (`sqlite/anchors.rs`, `archive.rs`, `graph.rs`); each method runs its database work through
 //! [`blocking`].
 
+use std::collections::HashMap;
+
 use postgres::fallible_iterator::FallibleIterator;
 use postgres::types::ToSql;
 use postgres::Row;
@@ -170,6 +172,55 @@ impl IndexLog for PgFrontier {
                 &[&id],
             )
         })
+    }
+
+    /// One statement for every page: the redirect chains walked back from all of them at
+    /// once, then each page's first `limit` distinct labels (the order of
+    /// [`inbound_labels`]).
+    fn inbound_labels_of(&self, ids: &[i64], limit: usize) -> Result<HashMap<i64, Vec<String>>> {
+        let rows = blocking(|| {
+            self.db().query(
+                "WITH RECURSIVE chain(root, id, level) AS (
+                     SELECT r, r, 0 FROM unnest($1::BIGINT[]) AS r
+                     UNION
+                     SELECT c.root, u.id, c.level + 1 FROM chain c
+                     JOIN urls u ON u.redirect_to = c.id
+                     WHERE u.redirect_to IS NOT NULL AND c.level < $3),
+                 labels AS (
+                     SELECT DISTINCT c.root, l.label COLLATE \"C\" AS label
+                     FROM chain c JOIN links l ON l.target = c.id WHERE l.label != '')
+                 SELECT root, label FROM (
+                     SELECT root, label, row_number() OVER (PARTITION BY root ORDER BY label) AS n
+                     FROM labels) ranked
+                 WHERE n <= $2 ORDER BY root, label",
+                &[
+                    &ids,
+                    &i64::try_from(limit).unwrap_or(i64::MAX),
+                    &(MAX_REDIRECT_CHAIN as i32),
+                ],
+            )
+        })?;
+        let mut labels: HashMap<i64, Vec<String>> = ids.iter().map(|&id| (id, Vec::new())).collect();
+        for row in rows {
+            labels.entry(row.get(0)).or_default().push(row.get(1));
+        }
+        Ok(labels)
+    }
+
+    /// One statement for every page.
+    fn own_labels_of(&self, ids: &[i64]) -> Result<HashMap<i64, Vec<String>>> {
+        let rows = blocking(|| {
+            self.db().query(
+                "SELECT DISTINCT source, label COLLATE \"C\" FROM links
+                 WHERE source = ANY($1) AND label != '' ORDER BY 1, 2",
+                &[&ids],
+            )
+        })?;
+        let mut labels: HashMap<i64, Vec<String>> = ids.iter().map(|&id| (id, Vec::new())).collect();
+        for row in rows {
+            labels.entry(row.get(0)).or_default().push(row.get(1));
+        }
+        Ok(labels)
     }
 
     fn inbound_labels(&self, id: i64, limit: usize) -> Result<Vec<String>> {

@@ -4,6 +4,8 @@
 //! SQLite store's does (`sqlite/stats.rs`, `archive.rs`, `seeds.rs`); each method runs its
 //! database work through [`blocking`].
 
+use std::collections::HashMap;
+
 use super::{blocking, count_of, status_of, PgFrontier};
 use crate::frontier::archive::decompress;
 use crate::frontier::stats::INTERVAL_BUCKETS;
@@ -353,6 +355,19 @@ impl Reader for PgFrontier {
         })?;
         row.map(|r| decompress(&r.get::<_, Vec<u8>>(1), r.get(0)))
             .transpose()
+    }
+
+    /// One statement for every body.
+    fn archived_bodies(&self, hashes: &[&str]) -> Result<HashMap<String, Vec<u8>>> {
+        let rows = blocking(|| {
+            self.db().query(
+                "SELECT hash, size, zstd FROM bodies WHERE hash = ANY($1)",
+                &[&hashes],
+            )
+        })?;
+        rows.iter()
+            .map(|r| Ok((r.get(0), decompress(&r.get::<_, Vec<u8>>(2), r.get(1))?)))
+            .collect()
     }
 
     fn archive_stats(&self) -> Result<ArchiveStats> {
