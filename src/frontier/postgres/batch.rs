@@ -19,7 +19,7 @@ use std::collections::{BTreeSet, HashMap};
 use std::time::Duration;
 
 use postgres::types::ToSql;
-use postgres::{Row, Statement, Transaction};
+use postgres::{Client, Row, Statement};
 
 mod links;
 
@@ -64,10 +64,13 @@ struct News {
     added: i64,
 }
 
-/// One write transaction. Dropping it without [`Batch::commit`] rolls everything back.
+/// One write transaction, begun with its first statement: a batch that writes nothing (the
+/// crawl loop opens one each turn) costs no round trip. Dropping it without
+/// [`Batch::commit`] rolls everything back.
 pub struct PgBatch<'a> {
-    /// `None` only once committed or dropped.
-    tx: Option<Transaction<'a>>,
+    conn: &'a mut Client,
+    /// Whether the transaction was begun, and not yet committed or rolled back.
+    begun: bool,
     /// The connection's prepared statements, by their SQL: a statement prepared once is
     /// executed in one round trip instead of two.
     statements: &'a mut HashMap<String, Statement>,
@@ -93,7 +96,7 @@ pub struct PgBatch<'a> {
 
 impl<'a> PgBatch<'a> {
     pub(super) fn new(
-        tx: Transaction<'a>,
+        conn: &'a mut Client,
         side: Side<'a>,
         statements: &'a mut HashMap<String, Statement>,
         ids: &'a mut Ids,
@@ -105,7 +108,8 @@ impl<'a> PgBatch<'a> {
             ids.urls.clear();
         }
         PgBatch {
-            tx: Some(tx),
+            conn,
+            begun: false,
             statements,
             ids,
             side,
@@ -143,10 +147,13 @@ impl<'a> PgBatch<'a> {
         news.added += added;
     }
 
-    fn tx(&mut self) -> &mut Transaction<'a> {
-        self.tx
-            .as_mut()
-            .expect("a batch's transaction lives until commit or drop")
+    /// The connection, inside the batch's transaction (begun now if it was not).
+    fn tx(&mut self) -> Result<&mut Client> {
+        if !self.begun {
+            self.conn.batch_execute("BEGIN")?;
+            self.begun = true;
+        }
+        Ok(self.conn)
     }
 
     /// The prepared statement of `sql`, prepared now if it never was on this connection.
@@ -154,29 +161,29 @@ impl<'a> PgBatch<'a> {
         if let Some(statement) = self.statements.get(sql) {
             return Ok(statement.clone());
         }
-        let statement = self.tx().prepare(sql)?;
+        let statement = self.conn.prepare(sql)?;
         self.statements.insert(sql.to_string(), statement.clone());
         Ok(statement)
     }
 
     fn exec(&mut self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> Result<u64> {
         let statement = self.statement(sql)?;
-        Ok(self.tx().execute(&statement, params)?)
+        Ok(self.tx()?.execute(&statement, params)?)
     }
 
     fn rows(&mut self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> Result<Vec<Row>> {
         let statement = self.statement(sql)?;
-        Ok(self.tx().query(&statement, params)?)
+        Ok(self.tx()?.query(&statement, params)?)
     }
 
     fn row(&mut self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> Result<Row> {
         let statement = self.statement(sql)?;
-        Ok(self.tx().query_one(&statement, params)?)
+        Ok(self.tx()?.query_one(&statement, params)?)
     }
 
     fn opt_row(&mut self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> Result<Option<Row>> {
         let statement = self.statement(sql)?;
-        Ok(self.tx().query_opt(&statement, params)?)
+        Ok(self.tx()?.query_opt(&statement, params)?)
     }
 
     /// Forgets the body of the content a URL had before (`before`, a row holding its hash),
@@ -590,7 +597,7 @@ impl Batch for PgBatch<'_> {
     /// Lets go of a capsule this crawler leased.
     fn release_capsule(&mut self, host_id: i64) -> Result<()> {
         let crawler = self.crawler.clone();
-        blocking(|| release(self.tx(), &crawler, host_id))
+        blocking(|| release(self.tx()?, &crawler, host_id))
     }
 
     fn set_robots(&mut self, host_id: i64, status: u8, text: Option<&str>, now: i64) -> Result<()> {
@@ -698,8 +705,9 @@ impl Batch for PgBatch<'_> {
         blocking(move || {
             self.write_shared()?;
             self.write_holds()?;
-            if let Some(tx) = self.tx.take() {
-                tx.commit()?;
+            if self.begun {
+                self.conn.batch_execute("COMMIT")?;
+                self.begun = false;
             }
             Ok(())
         })
@@ -710,8 +718,12 @@ impl Drop for PgBatch<'_> {
     /// Rolls back a batch dropped without a commit, through [`blocking`]: the rollback is a
     /// call of the synchronous client too.
     fn drop(&mut self) {
-        if let Some(tx) = self.tx.take() {
-            blocking(|| drop(tx));
+        if self.begun {
+            // A connection that fails here is broken: the pool drops it, and the database
+            // rolls back what it had begun.
+            blocking(|| {
+                let _ = self.conn.batch_execute("ROLLBACK");
+            });
         }
     }
 }
