@@ -16,7 +16,7 @@
 //! written in one statement when the batch commits.
 
 use std::collections::{BTreeSet, HashMap};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use postgres::types::ToSql;
 use postgres::{Client, Row, Statement};
@@ -40,7 +40,13 @@ use crate::frontier::{
 pub(super) struct Ids {
     hosts: HashMap<String, i64>,
     urls: HashMap<String, i64>,
+    /// Capsules' URL counts as last read, with the URLs this crawler inserted since, and when
+    /// they were read (see [`PgBatch::capsule_full`]).
+    counts: HashMap<i64, (i64, Instant)>,
 }
+
+/// How long a capsule's URL count read by [`PgBatch::capsule_full`] answers for it.
+const COUNT_TTL: Duration = Duration::from_secs(10);
 
 /// How many URL ids a [`super::PgFrontier`] keeps in memory at most; emptied when full.
 const MAX_CACHED_URLS: usize = 200_000;
@@ -106,6 +112,7 @@ impl<'a> PgBatch<'a> {
     ) -> Self {
         if ids.urls.len() > MAX_CACHED_URLS {
             ids.urls.clear();
+            ids.counts.clear();
         }
         PgBatch {
             conn,
@@ -358,8 +365,19 @@ impl Batch for PgBatch<'_> {
     }
 
     /// Whether a capsule has `budget` URLs: those its row counts, those other writers told
-    /// its owner of (not folded in yet), and those this batch added.
+    /// its owner of (not folded in yet), and those this batch added. A count read less than
+    /// [`COUNT_TTL`] ago (with the URLs this crawler inserted since) that is under half the
+    /// budget answers without a round trip: other crawlers would have to add half a budget of
+    /// the capsule's URLs within seconds to make it wrong, and then only the links of one page
+    /// more would be recorded, since the insert of URLs holds the budget itself.
     fn capsule_full(&mut self, host_id: i64, budget: u64) -> Result<bool> {
+        let budget = budget.min(i64::MAX as u64) as i64;
+        let here = self.news.get(&host_id).map_or(0, |n| n.added);
+        if let Some(&(count, at)) = self.ids.counts.get(&host_id) {
+            if at.elapsed() < COUNT_TTL && count.saturating_add(here) < budget / 2 {
+                return Ok(false);
+            }
+        }
         let known: i64 = blocking(|| {
             self.row(
                 "SELECT url_count + COALESCE((SELECT SUM(added)::BIGINT FROM host_news
@@ -369,8 +387,8 @@ impl Batch for PgBatch<'_> {
             )
         })?
         .get(0);
-        let here = self.news.get(&host_id).map_or(0, |n| n.added);
-        Ok((known + here).max(0) as u64 >= budget)
+        self.ids.counts.insert(host_id, (known, Instant::now()));
+        Ok(known.saturating_add(here).max(0) >= budget)
     }
 
     /// Records the links of a page, replacing the links it had, a label gained by a page whose

@@ -72,42 +72,50 @@ pub(super) fn host_next_due(host: &str) -> String {
     format!("SELECT MIN(d) FROM ({}) AS m", each.join(" UNION ALL "))
 }
 
-/// Claims up to `$4` URLs of capsule `$1` due at `$3` for crawler `$2`, in one statement, in
-/// the order of [`claim_order`](crate::frontier::claim_order): hubs first, then new URLs and
-/// revisits in turn (each priority's first `$4` by due time and id, one index seek each,
-/// ranked within their priority, then all of them by rank). When `held`, only while the
-/// crawler leases the capsule, whose lease it renews for `$5` seconds. Returns the claimed
-/// URLs in claim order, as [`CLAIM_COLUMNS`].
+/// Claims up to `$4` URLs of each capsule of `$1` (ids) due at `$3` for crawler `$2`, in one
+/// statement, in the order of [`claim_order`](crate::frontier::claim_order): hubs first, then
+/// new URLs and revisits in turn (each priority's first `$4` by due time and id, one index
+/// seek each, ranked within their priority, then all of them by rank). When `held`, only
+/// capsules the crawler leases, whose lease it renews for `$5` seconds. Returns the claimed
+/// URLs as [`CLAIM_COLUMNS`], capsule by capsule in the order of `$1`, each in claim order.
 fn claim_sql(held: bool) -> String {
-    let (held_cte, from_held) = if held {
-        (
-            format!(
-                "held AS (
-                     UPDATE hosts SET leased_until = {DB_NOW} + $5
-                     WHERE id = $1 AND claimed = 1 AND leased_by = $2 RETURNING id),"
-            ),
-            "held, ",
+    let capsules = if held {
+        format!(
+            "renewed AS (
+                 UPDATE hosts SET leased_until = {DB_NOW} + $5
+                 WHERE id = ANY($1) AND claimed = 1 AND leased_by = $2 RETURNING id),
+             capsules AS (
+                 SELECT DISTINCT ON (id) id, ord
+                 FROM unnest($1::BIGINT[]) WITH ORDINALITY AS c(id, ord)
+                 WHERE id IN (SELECT id FROM renewed) ORDER BY id, ord)"
         )
     } else {
-        (String::new(), "")
+        "capsules AS (
+             SELECT DISTINCT ON (id) id, ord
+             FROM unnest($1::BIGINT[]) WITH ORDINALITY AS c(id, ord) ORDER BY id, ord)"
+            .to_string()
     };
     format!(
-        "WITH {held_cte}
+        "WITH {capsules},
          firsts AS (
-             SELECT x.id, p.prio, x.due_at
-             FROM {from_held}unnest(ARRAY[{hub}, {fresh}, {revisit}]::BIGINT[]) AS p(prio)
+             SELECT c.id AS host_id, c.ord, p.prio, x.id, x.due_at
+             FROM capsules c
+             CROSS JOIN unnest(ARRAY[{hub}, {fresh}, {revisit}]::BIGINT[]) AS p(prio)
              CROSS JOIN LATERAL (
                  SELECT u.id, u.due_at FROM urls u
-                 WHERE u.host_id = $1 AND u.prio = p.prio AND u.claimed = 0
+                 WHERE u.host_id = c.id AND u.prio = p.prio AND u.claimed = 0
                    AND u.due_at IS NOT NULL AND u.due_at <= $3
                  ORDER BY u.due_at, u.id LIMIT $4) x),
          ranked AS (
-             SELECT id, prio,
-                    row_number() OVER (PARTITION BY prio ORDER BY due_at, id) AS rank
+             SELECT ord, id, prio,
+                    row_number() OVER (PARTITION BY ord, prio ORDER BY due_at, id) AS rank
              FROM firsts),
-         picked AS (
-             SELECT id, row_number() OVER (ORDER BY prio <> {hub}, rank, prio) AS k
-             FROM ranked ORDER BY k LIMIT $4),
+         ordered AS (
+             SELECT ord, id,
+                    row_number() OVER (PARTITION BY ord ORDER BY prio <> {hub}, rank, prio)
+                        AS k
+             FROM ranked),
+         picked AS (SELECT ord, id, k FROM ordered WHERE k <= $4),
          marked AS (
              UPDATE urls SET claimed = 1, claimed_by = $2 FROM picked
              WHERE urls.id = picked.id RETURNING urls.id)
@@ -116,42 +124,41 @@ fn claim_sql(held: bool) -> String {
          LEFT JOIN urls a ON a.id = u.alias_of
          LEFT JOIN hosts ah ON ah.id = a.host_id
          WHERE p.id IN (SELECT id FROM marked)
-         ORDER BY p.k",
+         ORDER BY p.ord, p.k",
         hub = Priority::Hub as i64,
         fresh = Priority::Fresh as i64,
         revisit = Priority::Revisit as i64,
     )
 }
 
-/// Claims up to `n` due URLs of one capsule (see [`claim_sql`]) in one statement, for a claim
-/// that leases the capsule in the same transaction.
+/// Claims up to `n` due URLs of each of these capsules (see [`claim_sql`]) in one statement,
+/// for a claim that leases them in the same transaction. The URLs come capsule by capsule in
+/// the order given, each capsule's in claim order.
 pub(super) fn claim_from(
     tx: &mut impl GenericClient,
     crawler: &str,
-    host_id: i64,
+    host_ids: &[i64],
     n: usize,
     now: i64,
 ) -> Result<Vec<QueuedUrl>> {
-    let rows = tx.query(
-        &claim_sql(false),
-        &[&host_id, &crawler, &now, &(n as i64)],
-    )?;
+    let rows = tx.query(&claim_sql(false), &[&host_ids, &crawler, &now, &(n as i64)])?;
     Ok(rows.iter().map(queued_url).collect())
 }
 
-/// Claims up to `n` more due URLs of a capsule `crawler` leases, renewing the lease for
-/// `lease_secs`, in one statement (nothing while another holds it).
+/// Claims up to `n` more due URLs of each of these capsules `crawler` leases, renewing their
+/// leases for `lease_secs`, in one statement (nothing of a capsule another holds). The URLs
+/// come capsule by capsule in the order given, each capsule's in claim order.
 pub(super) fn claim_held(
     db: &mut impl GenericClient,
     crawler: &str,
     lease_secs: i64,
-    host_id: i64,
+    host_ids: &[i64],
     n: usize,
     now: i64,
 ) -> Result<Vec<QueuedUrl>> {
     let rows = db.query(
         &claim_sql(true),
-        &[&host_id, &crawler, &now, &(n as i64), &lease_secs],
+        &[&host_ids, &crawler, &now, &(n as i64), &lease_secs],
     )?;
     Ok(rows.iter().map(queued_url).collect())
 }

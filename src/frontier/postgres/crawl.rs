@@ -158,27 +158,35 @@ impl Frontier for PgFrontier {
                 &[&now, &(capsules as i64), &*passed_over, &shards],
             )?;
             let examined = hosts.len();
-            let mut claimed = Vec::new();
+            let mut permitted = Vec::new();
             for row in hosts {
                 let (host_id, name): (i64, String) = (row.get(0), row.get(1));
-                if !permits(&name) {
-                    passed_over.push(host_id);
-                    continue;
-                }
-                let urls = claim_from(tx, crawler, host_id, per_capsule, now)?;
-                if urls.is_empty() {
-                    free_host(tx, host_id)?;
+                if permits(&name) {
+                    permitted.push(host_id);
                 } else {
-                    tx.execute(
-                        &format!(
-                            "UPDATE hosts SET claimed = 1, leased_by = $2,
-                                    leased_until = {DB_NOW} + $3
-                             WHERE id = $1"
-                        ),
-                        &[&host_id, &*crawler, &*lease_secs],
-                    )?;
-                    claimed.extend(urls);
+                    passed_over.push(host_id);
                 }
+            }
+            if permitted.is_empty() {
+                return Ok((Vec::new(), examined));
+            }
+            let claimed = claim_from(tx, crawler, &permitted, per_capsule, now)?;
+            let leased: Vec<i64> = permitted
+                .iter()
+                .copied()
+                .filter(|&id| claimed.iter().any(|u| u.host_id == id))
+                .collect();
+            // Capsules with work lease; those without (their due URLs went meanwhile) come
+            // free with their next due time.
+            tx.execute(
+                &format!(
+                    "UPDATE hosts SET claimed = 1, leased_by = $2, leased_until = {DB_NOW} + $3
+                     WHERE id = ANY($1)"
+                ),
+                &[&leased, &*crawler, &*lease_secs],
+            )?;
+            for &host_id in permitted.iter().filter(|id| !leased.contains(id)) {
+                free_host(tx, host_id)?;
             }
             Ok((claimed, examined))
         })
@@ -188,7 +196,7 @@ impl Frontier for PgFrontier {
     /// Nothing comes back for a capsule whose lease this crawler lost.
     fn claim_more(&mut self, host_id: i64, n: usize, now: i64) -> Result<Vec<QueuedUrl>> {
         let (crawler, lease_secs) = (&self.crawler, self.lease_secs);
-        blocking(|| claim_held(&mut **self.db(), crawler, lease_secs, host_id, n, now))
+        blocking(|| claim_held(&mut **self.db(), crawler, lease_secs, &[host_id], n, now))
     }
 
     /// Claims these URLs, if they are free and due and their capsule is leased by this

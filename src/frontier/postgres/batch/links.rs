@@ -274,7 +274,12 @@ impl PgBatch<'_> {
         for (n, granted, id) in rows {
             let candidate = candidates[(n - 1) as usize];
             match (granted, id) {
-                (true, Some(id)) => round.made.push((candidate.0.new.url, id)),
+                (true, Some(id)) => {
+                    round.made.push((candidate.0.new.url, id));
+                    if let Some((count, _)) = self.ids.counts.get_mut(&candidate.1) {
+                        *count += 1;
+                    }
+                }
                 (true, None) => round.conflicted.push(candidate),
                 (false, _) => round.refused.push(candidate),
             }
