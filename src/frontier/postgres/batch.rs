@@ -98,7 +98,26 @@ pub struct PgBatch<'a> {
     anchors: std::collections::BTreeMap<i64, bool>,
     /// Bodies this batch stopped needing, deleted at commit if nothing else needs them.
     forget: BTreeSet<String>,
+    /// Responses archived, by URL id (the last of each), written at commit in one statement.
+    responses: std::collections::BTreeMap<i64, PendingResponse>,
+    /// Bodies archived, by hash, inserted in one statement on the side connection at commit,
+    /// or sooner once they hold [`PENDING_BODY_BYTES`].
+    bodies: std::collections::BTreeMap<String, (i64, Vec<u8>)>,
+    /// The compressed bytes in `bodies`.
+    body_bytes: usize,
 }
+
+/// A response archived by the batch and not yet written.
+struct PendingResponse {
+    status: i64,
+    meta: String,
+    fetched_at: i64,
+    cert_sha256: Option<String>,
+    body_hash: Option<String>,
+}
+
+/// How many compressed bytes of bodies a batch holds before it writes them.
+const PENDING_BODY_BYTES: usize = 8 << 20;
 
 impl<'a> PgBatch<'a> {
     pub(super) fn new(
@@ -127,7 +146,79 @@ impl<'a> PgBatch<'a> {
             news: HashMap::new(),
             anchors: std::collections::BTreeMap::new(),
             forget: BTreeSet::new(),
+            responses: std::collections::BTreeMap::new(),
+            bodies: std::collections::BTreeMap::new(),
+            body_bytes: 0,
         }
+    }
+
+    /// Inserts the bodies archived so far, in one statement on the side connection, in hash
+    /// order (committed at once: another crawler may be storing the same body), or refreshes
+    /// when they were stored, so that no crawler's collection takes them meanwhile.
+    fn write_bodies(&mut self) -> Result<()> {
+        if self.bodies.is_empty() {
+            return Ok(());
+        }
+        let (mut hashes, mut sizes, mut zstds) = (Vec::new(), Vec::new(), Vec::new());
+        for (hash, (size, zstd)) in std::mem::take(&mut self.bodies) {
+            hashes.push(hash);
+            sizes.push(size);
+            zstds.push(zstd);
+        }
+        self.body_bytes = 0;
+        self.side_rows(
+            &format!(
+                "INSERT INTO bodies(hash, size, zstd, stored_at)
+                 SELECT h, s, z, {DB_NOW}
+                 FROM unnest($1::TEXT[], $2::BIGINT[], $3::BYTEA[]) AS b(h, s, z) ORDER BY h
+                 ON CONFLICT (hash) DO UPDATE SET stored_at = excluded.stored_at"
+            ),
+            &[&hashes, &sizes, &zstds],
+        )?;
+        Ok(())
+    }
+
+    /// Writes the responses archived, in one statement: each replaces its URL's, and the body
+    /// hash a response had before, when another now, is forgotten at commit if nothing else
+    /// needs it (the statement's snapshot holds the responses before it).
+    fn write_responses(&mut self) -> Result<()> {
+        if self.responses.is_empty() {
+            return Ok(());
+        }
+        let mut ids = Vec::new();
+        let mut statuses = Vec::new();
+        let mut metas = Vec::new();
+        let mut fetched = Vec::new();
+        let mut certs = Vec::new();
+        let mut hashes = Vec::new();
+        for (id, r) in std::mem::take(&mut self.responses) {
+            ids.push(id);
+            statuses.push(r.status);
+            metas.push(r.meta);
+            fetched.push(r.fetched_at);
+            certs.push(r.cert_sha256);
+            hashes.push(r.body_hash);
+        }
+        let replaced = self.rows(
+            "WITH v AS (
+                 SELECT * FROM unnest($1::BIGINT[], $2::BIGINT[], $3::TEXT[], $4::BIGINT[],
+                                      $5::TEXT[], $6::TEXT[])
+                     AS v(url_id, status, meta, fetched_at, cert_sha256, body_hash)),
+             previous AS (SELECT r.url_id, r.body_hash FROM responses r JOIN v USING (url_id)),
+             written AS (
+                 INSERT INTO responses(url_id, status, meta, fetched_at, cert_sha256, body_hash)
+                 SELECT * FROM v ORDER BY url_id
+                 ON CONFLICT (url_id) DO UPDATE SET status = excluded.status,
+                     meta = excluded.meta, fetched_at = excluded.fetched_at,
+                     cert_sha256 = excluded.cert_sha256, body_hash = excluded.body_hash)
+             SELECT p.body_hash FROM previous p JOIN v USING (url_id)
+             WHERE p.body_hash IS NOT NULL AND p.body_hash IS DISTINCT FROM v.body_hash",
+            &[&ids, &statuses, &metas, &fetched, &certs, &hashes],
+        )?;
+        for row in replaced {
+            self.forget.insert(row.get(0));
+        }
+        Ok(())
     }
 
     /// Rows of `sql` run on the side connection, in a transaction of its own.
@@ -676,51 +767,60 @@ impl Batch for PgBatch<'_> {
     /// Archives a response: its body on the side connection (committed at once, marked as
     /// stored now, so that no crawler deletes it before this batch's response refers to it),
     /// the response in the batch; the body it had before is forgotten at commit if unused.
+    /// Archives a response: kept until the batch commits, then written with the others in a
+    /// few statements ([`PgBatch::write_bodies`], [`PgBatch::write_responses`]); nothing the
+    /// batch reads meanwhile looks at the archive.
     fn archive(&mut self, url_id: i64, record: &ArchiveRecord<'_>) -> Result<()> {
-        let hash = record.body.map(|b| b.hash);
-        blocking(|| {
-            if let Some(body) = record.body {
-                self.side_rows(
-                    &format!(
-                        "INSERT INTO bodies(hash, size, zstd, stored_at)
-                         VALUES ($1, $2, $3, {DB_NOW})
-                         ON CONFLICT (hash) DO UPDATE SET stored_at = excluded.stored_at"
-                    ),
-                    &[&body.hash, &(body.size as i64), &body.zstd],
-                )?;
+        let hash = record.body.map(|b| b.hash.to_string());
+        if let Some(body) = record.body {
+            if !self.bodies.contains_key(body.hash) {
+                self.body_bytes += body.zstd.len();
+                self.bodies.insert(
+                    body.hash.to_string(),
+                    (body.size.min(i64::MAX as u64) as i64, body.zstd.to_vec()),
+                );
             }
-            // The body hash archived before comes from the statement's snapshot, taken before
-            // the response is replaced.
-            let previous: Option<String> = self
-                .row(
-                    "WITH previous AS (SELECT body_hash FROM responses WHERE url_id = $1),
-                     response AS (
-                         INSERT INTO responses(url_id, status, meta, fetched_at, cert_sha256,
-                                               body_hash)
-                         VALUES ($1, $2, $3, $4, $5, $6)
-                         ON CONFLICT (url_id) DO UPDATE SET status = excluded.status,
-                             meta = excluded.meta, fetched_at = excluded.fetched_at,
-                             cert_sha256 = excluded.cert_sha256, body_hash = excluded.body_hash)
-                     SELECT (SELECT body_hash FROM previous)",
-                    &[
-                        &url_id,
-                        &i64::from(record.status),
-                        &record.meta,
-                        &record.fetched_at,
-                        &record.cert_sha256,
-                        &hash,
-                    ],
-                )?
-                .get(0);
-            if let Some(previous) = previous.filter(|p| Some(p.as_str()) != hash) {
-                self.forget.insert(previous);
+        }
+        let replaced = self.responses.insert(
+            url_id,
+            PendingResponse {
+                status: i64::from(record.status),
+                meta: record.meta.to_string(),
+                fetched_at: record.fetched_at,
+                cert_sha256: record.cert_sha256.map(str::to_string),
+                body_hash: hash.clone(),
+            },
+        );
+        // A response archived earlier in this batch for the same URL is replaced: its body
+        // goes unless the new response has it too.
+        if let Some(old) = replaced.and_then(|r| r.body_hash) {
+            if Some(&old) != hash.as_ref() {
+                let used = self
+                    .responses
+                    .values()
+                    .any(|r| r.body_hash.as_ref() == Some(&old));
+                // Not stored yet and needed by nothing of this batch: never stored at all.
+                match self.bodies.remove(&old).filter(|_| used) {
+                    Some(kept) => {
+                        self.bodies.insert(old.clone(), kept);
+                    }
+                    None => {
+                        self.body_bytes = self.bodies.values().map(|(_, z)| z.len()).sum();
+                    }
+                }
+                self.forget.insert(old);
             }
-            Ok(())
-        })
+        }
+        if self.body_bytes >= PENDING_BODY_BYTES {
+            blocking(|| self.write_bodies())?;
+        }
+        Ok(())
     }
 
     fn commit(mut self: Box<Self>) -> Result<()> {
         blocking(move || {
+            self.write_bodies()?;
+            self.write_responses()?;
             self.write_shared()?;
             self.write_holds()?;
             if self.begun {
