@@ -989,13 +989,11 @@ fn record_links(f: &mut dyn Frontier) -> Vec<String> {
 /// the URLs of a batch rolled back stay, with their due time and depth from that batch, and
 /// the batch after it adds none.
 fn as_postgres_records(sqlite: &[String]) -> Vec<String> {
-    let changes = [
-        (
-            "after a rollback: added 2, new hubs [(\"gemini://e.test/\", \"e.test\")], \
+    let changes = [(
+        "after a rollback: added 2, new hubs [(\"gemini://e.test/\", \"e.test\")], \
              capsules with new [\"e.test\"], anchor updates {}",
-            "after a rollback: added 0, new hubs [], capsules with new [], anchor updates {}",
-        ),
-    ];
+        "after a rollback: added 0, new hubs [], capsules with new [], anchor updates {}",
+    )];
     for (from, _) in &changes {
         assert!(
             sqlite.iter().any(|l| l == from),

@@ -210,7 +210,8 @@ impl IndexLog for PgFrontier {
                 ],
             )
         })?;
-        let mut labels: HashMap<i64, Vec<String>> = ids.iter().map(|&id| (id, Vec::new())).collect();
+        let mut labels: HashMap<i64, Vec<String>> =
+            ids.iter().map(|&id| (id, Vec::new())).collect();
         for row in rows {
             labels.entry(row.get(0)).or_default().push(row.get(1));
         }
@@ -226,7 +227,8 @@ impl IndexLog for PgFrontier {
                 &[&ids],
             )
         })?;
-        let mut labels: HashMap<i64, Vec<String>> = ids.iter().map(|&id| (id, Vec::new())).collect();
+        let mut labels: HashMap<i64, Vec<String>> =
+            ids.iter().map(|&id| (id, Vec::new())).collect();
         for row in rows {
             labels.entry(row.get(0)).or_default().push(row.get(1));
         }
