@@ -43,7 +43,7 @@ impl Frontier for PgFrontier {
                 .get_mut()
                 .unwrap_or_else(|poisoned| poisoned.into_inner());
             Ok(PgBatch::new(
-                &mut **conn,
+                conn,
                 super::batch::Side {
                     conn: side,
                     statements: side_statements,
