@@ -33,6 +33,9 @@ pub struct ApplySummary {
     /// Documents rewritten for new anchors.
     pub refreshed: u64,
     pub commits: u64,
+    /// The longest a page applied waited between its fetch and the index commit holding it
+    /// (seconds, by the clock of the crawler that fetched it): how far the writer lagged.
+    pub max_lag_secs: i64,
     pub elapsed_secs: f64,
 }
 
@@ -154,9 +157,19 @@ fn apply_round(
     frontier.mark_committed(next)?;
     *seq = next;
     summary.commits += 1;
+    // The lag: how long the oldest page of the round waited since its fetch.
+    let lag_secs = ready
+        .iter()
+        .filter(|(op, _)| op.op == IndexOp::Upsert && op.page.fetched_at > 0)
+        .map(|(op, _)| crate::clock::unix_now() - op.page.fetched_at)
+        .max()
+        .unwrap_or(0)
+        .max(0);
+    summary.max_lag_secs = summary.max_lag_secs.max(lag_secs);
     tracing::info!(
         operations = ready.len(),
         seq = next,
+        lag_secs,
         "applied index operations"
     );
     Ok(true)

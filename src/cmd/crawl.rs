@@ -253,12 +253,14 @@ pub(crate) fn index(args: IndexArgs) -> Result<(), Failure> {
     } else {
         super::put_line(&format!(
             "indexed {} pages, removed {}, refreshed {} for new anchors, in {} commits \
-             ({:.1} s); {} pages wait for archived content",
+             ({:.1} s, a page indexed at most {} s after its fetch); {} pages wait for \
+             archived content",
             summary.upserted,
             summary.deleted,
             summary.refreshed,
             summary.commits,
             summary.elapsed_secs,
+            summary.max_lag_secs,
             summary.missing
         ))?;
     }

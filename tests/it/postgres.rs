@@ -1485,11 +1485,12 @@ async fn crawl_summary(child: std::process::Child, name: &str) -> serde_json::Va
     serde_json::from_slice(&out.stdout).unwrap()
 }
 
-/// Runs `geode index --frontier URL --data DIR` until nothing is pending.
-async fn write_index(url: &str, dir: &std::path::Path) {
+/// Runs `geode index --frontier URL --data DIR --json` until nothing is pending; returns its
+/// summary.
+async fn write_index(url: &str, dir: &std::path::Path) -> serde_json::Value {
     let mut command = std::process::Command::new(crate::support::geode_bin());
     command
-        .args(["index", "--frontier", url, "--data"])
+        .args(["index", "--json", "--frontier", url, "--data"])
         .arg(dir);
     let out = tokio::task::spawn_blocking(move || command.output())
         .await
@@ -1500,6 +1501,7 @@ async fn write_index(url: &str, dir: &std::path::Path) {
         "geode index: {}",
         String::from_utf8_lossy(&out.stderr)
     );
+    serde_json::from_slice(&out.stdout).expect("geode index --json prints its summary")
 }
 
 /// What the shared store says the index holds, and the documents the index has.
@@ -1979,10 +1981,14 @@ async fn geode_index_writes_the_documents_a_sqlite_crawl_writes() {
     );
     crawl_summary(crawler, "crawler").await;
     let index_dir = dirs.path().join("index");
-    write_index(&url, &index_dir).await;
+    let summary = write_index(&url, &index_dir).await;
 
     let want = crate::support::documents(&geode::datadir::index_path(&reference));
     let got = crate::support::documents(&geode::datadir::index_path(&index_dir));
+    assert_eq!(summary["upserted"], want.len(), "{summary}");
+    // Every page was fetched by the crawl that just ended: none waited long.
+    let lag = summary["max_lag_secs"].as_i64().expect("the lag, in seconds");
+    assert!((0..120).contains(&lag), "{summary}");
     assert_eq!(
         got.keys().collect::<Vec<_>>(),
         want.keys().collect::<Vec<_>>()
