@@ -15,8 +15,8 @@ use std::time::{Duration, Instant};
 use std::collections::BTreeSet;
 
 use geode::frontier::{
-    Batch, ClaimRequest, FetchResult, Frontier, IndexLog, LinkOut, LinkReport, PageLinks, PgStore,
-    Reader, UrlState, VisitRecord,
+    Batch, ClaimRequest, FetchResult, Frontier, IndexLog, LinkOut, LinkReport, PageLinks,
+    PgFrontier, PgStore, Reader, UrlState, VisitRecord,
 };
 use geode::revisit::Priority;
 
@@ -191,6 +191,18 @@ fn seed(frontier: &mut dyn Frontier, url: &str) {
     assert!(frontier.add_seed(url, &host, 0).unwrap(), "{url} is new");
 }
 
+/// Seeds a.test/0..3 in `frontier` and claims two of them, as a crawl claims a capsule.
+fn claim_two_of_four(frontier: &mut dyn Frontier) -> Vec<geode::frontier::QueuedUrl> {
+    for page in 0..4 {
+        seed(frontier, &format!("gemini://a.test/{page}"));
+    }
+    let (claimed, _) = frontier
+        .claim_capsules(&ClaimRequest::everywhere(4, 2), 1)
+        .unwrap();
+    assert_eq!(claimed.len(), 2, "two of a.test's four URLs");
+    claimed
+}
+
 fn visit(batch: &mut dyn Batch, id: i64, at: i64) {
     let result = FetchResult {
         status: Some(20),
@@ -284,13 +296,7 @@ fn a_crawler_taking_back_its_own_lapsed_lease_is_not_given_its_claims_again() {
     let url = cluster.database("own_lapsed_lease");
     let store = PgStore::connect(&url, Duration::from_secs(1), true).unwrap();
     let mut slow = store.frontier().unwrap();
-    for page in 0..4 {
-        seed(&mut slow, &format!("gemini://a.test/{page}"));
-    }
-    let (first, _) = slow
-        .claim_capsules(&ClaimRequest::everywhere(4, 2), 1)
-        .unwrap();
-    assert_eq!(first.len(), 2, "two of a.test's four URLs");
+    let first = claim_two_of_four(&mut slow);
     std::thread::sleep(Duration::from_millis(2500));
     let (again, _) = slow
         .claim_capsules(&ClaimRequest::everywhere(4, 2), 1)
@@ -368,13 +374,7 @@ fn a_dead_crawlers_capsules_are_taken_over_when_its_lease_runs_out() {
     let short = Duration::from_secs(2);
     let dead = PgStore::connect(&url, short, true).unwrap();
     let mut dying = dead.frontier().unwrap();
-    for page in 0..4 {
-        seed(&mut dying, &format!("gemini://a.test/{page}"));
-    }
-    let (claimed, _) = dying
-        .claim_capsules(&ClaimRequest::everywhere(4, 2), 1)
-        .unwrap();
-    assert_eq!(claimed.len(), 2, "two of a.test's four URLs");
+    let claimed = claim_two_of_four(&mut dying);
     // It visits one of them, then dies without letting anything go.
     {
         let mut batch = Frontier::batch(&mut dying, 1).unwrap();
@@ -453,13 +453,7 @@ fn a_killed_crawlers_shards_are_adopted_and_its_late_writes_refused() {
     let url = cluster.database("hand_over");
     let first_store = PgStore::connect(&url, Duration::from_secs(2), true).unwrap();
     let mut first = first_store.frontier().unwrap();
-    for page in 0..4 {
-        seed(&mut first, &format!("gemini://a.test/{page}"));
-    }
-    let (claimed, _) = first
-        .claim_capsules(&ClaimRequest::everywhere(4, 2), 1)
-        .unwrap();
-    assert_eq!(claimed.len(), 2, "two of a.test's four URLs");
+    let claimed = claim_two_of_four(&mut first);
     let host = claimed[0].host_id;
     let mut client = postgres::Client::connect(&url, postgres::NoTls).unwrap();
     let shards_of = |client: &mut postgres::Client, crawler: &str| -> i64 {
@@ -1060,6 +1054,59 @@ fn links_are_recorded_as_the_sqlite_store_records_them() {
         .any(|l| l == "b.test: full at 4 true, at 5 true, at 6 false"));
     let mut client = postgres::Client::connect(&url, postgres::NoTls).unwrap();
     assert_eq!(capsules_counted_wrong(&mut client), Vec::<String>::new());
+}
+
+/// The index writer forgets only the anchor updates it read: a page whose inbound labels
+/// change again after the writer read its update (a crawler committing meanwhile) stays marked
+/// for the writer's next round, so its document is not left with the labels read before.
+#[test]
+fn an_anchor_update_marked_again_after_the_writer_read_it_stays() {
+    let Some(cluster) = Cluster::start("anchor_marked_again") else {
+        return;
+    };
+    let url = cluster.database("anchors");
+    let store = PgStore::connect(&url, Duration::from_secs(300), true).unwrap();
+    let mut f = store.frontier().unwrap();
+    for page in ["gemini://a.test/", "gemini://a.test/p", "gemini://b.test/"] {
+        seed(&mut f, page);
+    }
+    let id = |f: &PgFrontier, page: &str| f.url_id(page).unwrap().unwrap();
+    let (a, p, b) = (
+        id(&f, "gemini://a.test/"),
+        id(&f, "gemini://a.test/p"),
+        id(&f, "gemini://b.test/"),
+    );
+    // p was visited: a label gained by a link to it marks it.
+    let mut batch = Frontier::batch(&mut f, 1).unwrap();
+    visit(&mut *batch, p, 1);
+    batch.commit().unwrap();
+    let to_p = |label: &str| [link("gemini://a.test/p", label, None, Priority::Fresh)];
+    let mut batch = Frontier::batch(&mut f, 2).unwrap();
+    batch.set_links(a, 0, &to_p("one"), 100).unwrap();
+    batch.commit().unwrap();
+
+    let writer_store = PgStore::connect(&url, Duration::from_secs(300), false).unwrap();
+    let mut writer = writer_store.frontier().unwrap();
+    let dirty = |writer: &PgFrontier| -> Vec<i64> {
+        IndexLog::anchor_updates(writer, 0, 10)
+            .unwrap()
+            .iter()
+            .map(|u| u.dirty_id)
+            .collect()
+    };
+    assert_eq!(dirty(&writer), [p], "the writer reads p's update");
+    // A crawler links to p with another label before the writer clears what it read.
+    let mut batch = Frontier::batch(&mut f, 3).unwrap();
+    batch.set_links(b, 0, &to_p("two"), 100).unwrap();
+    batch.commit().unwrap();
+    writer.clear_anchor_updates(&[p]).unwrap();
+    assert_eq!(
+        dirty(&writer),
+        [p],
+        "marked again since it was read: still there"
+    );
+    writer.clear_anchor_updates(&[p]).unwrap();
+    assert!(dirty(&writer).is_empty(), "cleared as read");
 }
 
 /// Two crawlers adding URLs of one capsule at the same moment, a page each: the capsule gets
@@ -1987,7 +2034,9 @@ async fn geode_index_writes_the_documents_a_sqlite_crawl_writes() {
     let got = crate::support::documents(&geode::datadir::index_path(&index_dir));
     assert_eq!(summary["upserted"], want.len(), "{summary}");
     // Every page was fetched by the crawl that just ended: none waited long.
-    let lag = summary["max_lag_secs"].as_i64().expect("the lag, in seconds");
+    let lag = summary["max_lag_secs"]
+        .as_i64()
+        .expect("the lag, in seconds");
     assert!((0..120).contains(&lag), "{summary}");
     assert_eq!(
         got.keys().collect::<Vec<_>>(),

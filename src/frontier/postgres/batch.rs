@@ -341,7 +341,7 @@ impl<'a> PgBatch<'a> {
                      DELETE FROM anchor_updates WHERE url_id = ANY($5)),
                  marked AS (
                      INSERT INTO anchor_updates(url_id) SELECT unnest($4::BIGINT[]) ORDER BY 1
-                     ON CONFLICT DO NOTHING),
+                     ON CONFLICT (url_id) DO UPDATE SET seq = anchor_updates.seq + 1),
                  unused AS (
                      DELETE FROM bodies b WHERE b.hash = ANY($6)
                        AND b.stored_at < {DB_NOW} - $7

@@ -56,6 +56,15 @@ pub(super) fn inbound_labels(
     Ok(rows.iter().map(|r| r.get(0)).collect())
 }
 
+/// Rows of (page id, label), in order, as each page's labels: every id of `ids` has an entry.
+fn labels_by_id(ids: &[i64], rows: &[Row]) -> HashMap<i64, Vec<String>> {
+    let mut labels: HashMap<i64, Vec<String>> = ids.iter().map(|&id| (id, Vec::new())).collect();
+    for row in rows {
+        labels.entry(row.get(0)).or_default().push(row.get(1));
+    }
+    labels
+}
+
 /// The indexed page URL `id` stands for: itself, or the page its redirects lead to.
 fn indexed_page_for(db: &mut postgres::Client, id: i64) -> Result<Option<IndexedPage>> {
     IndexedPage::through_redirects(id, |id| {
@@ -133,20 +142,25 @@ impl IndexLog for PgFrontier {
     }
 
     /// Up to `limit` pages whose anchors changed, after `after`, with the indexed page each
-    /// stands for.
+    /// stands for. Each mark read is remembered for [`IndexLog::clear_anchor_updates`].
     fn anchor_updates(&self, after: i64, limit: usize) -> Result<Vec<AnchorUpdate>> {
         blocking(|| {
             let mut db = self.db();
-            let ids: Vec<i64> = db
+            let marks: Vec<(i64, i64)> = db
                 .query(
-                    "SELECT url_id FROM anchor_updates WHERE url_id > $1 ORDER BY url_id LIMIT $2",
+                    "SELECT url_id, seq FROM anchor_updates WHERE url_id > $1
+                     ORDER BY url_id LIMIT $2",
                     &[&after, &(limit as i64)],
                 )?
                 .iter()
-                .map(|r| r.get(0))
+                .map(|r| (r.get(0), r.get(1)))
                 .collect();
-            let mut updates = Vec::with_capacity(ids.len());
-            for dirty_id in ids {
+            self.anchor_marks
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner())
+                .extend(marks.iter().copied());
+            let mut updates = Vec::with_capacity(marks.len());
+            for (dirty_id, _) in marks {
                 updates.push(AnchorUpdate {
                     dirty_id,
                     page: indexed_page_for(&mut db, dirty_id)?,
@@ -156,14 +170,31 @@ impl IndexLog for PgFrontier {
         })
     }
 
+    /// Forgets these anchor updates as they were read: one a crawler marked again since (its
+    /// labels changed after the writer read them) stays for the next round. An id never read
+    /// is forgotten whatever its mark.
     fn clear_anchor_updates(&mut self, ids: &[i64]) -> Result<()> {
+        let marks = self
+            .anchor_marks
+            .get_mut()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let seqs: Vec<Option<i64>> = ids.iter().map(|id| marks.remove(id)).collect();
         write(&self.conn, |tx| {
-            tx.execute("DELETE FROM anchor_updates WHERE url_id = ANY($1)", &[&ids])?;
+            tx.execute(
+                "DELETE FROM anchor_updates a
+                 USING unnest($1::BIGINT[], $2::BIGINT[]) AS c(url_id, seq)
+                 WHERE a.url_id = c.url_id AND (c.seq IS NULL OR a.seq = c.seq)",
+                &[&ids, &seqs],
+            )?;
             Ok(())
         })
     }
 
     fn clear_all_anchor_updates(&mut self) -> Result<()> {
+        self.anchor_marks
+            .get_mut()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .clear();
         write(&self.conn, |tx| {
             tx.execute("DELETE FROM anchor_updates", &[])?;
             Ok(())
@@ -210,12 +241,7 @@ impl IndexLog for PgFrontier {
                 ],
             )
         })?;
-        let mut labels: HashMap<i64, Vec<String>> =
-            ids.iter().map(|&id| (id, Vec::new())).collect();
-        for row in rows {
-            labels.entry(row.get(0)).or_default().push(row.get(1));
-        }
-        Ok(labels)
+        Ok(labels_by_id(ids, &rows))
     }
 
     /// One statement for every page.
@@ -227,12 +253,7 @@ impl IndexLog for PgFrontier {
                 &[&ids],
             )
         })?;
-        let mut labels: HashMap<i64, Vec<String>> =
-            ids.iter().map(|&id| (id, Vec::new())).collect();
-        for row in rows {
-            labels.entry(row.get(0)).or_default().push(row.get(1));
-        }
-        Ok(labels)
+        Ok(labels_by_id(ids, &rows))
     }
 
     fn inbound_labels(&self, id: i64, limit: usize) -> Result<Vec<String>> {

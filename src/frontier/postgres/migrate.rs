@@ -6,7 +6,8 @@
 //! Versions: 1 (the first, the SQLite store's schema 2 with leases held by named crawlers);
 //! 2 (`addresses.next_at_ms`: the earliest next request to an address, across crawlers);
 //! 3 (capsules' crawl budgets: `hosts.held_reason`, `pages`, `linkers`); 4 (shards: `shards`,
-//! `hosts.shard` and `hosts.ip`, `host_news`, the function `geode_shard`, `bodies.stored_at`).
+//! `hosts.shard` and `hosts.ip`, `host_news`, the function `geode_shard`, `bodies.stored_at`,
+//! `anchor_updates.seq`).
 
 use postgres::Client;
 
@@ -22,7 +23,8 @@ const MIGRATE_LOCK: i64 = 0x6765_6f64_6530; // "geode0"
 const TO_SHARDS: &str = "
 ALTER TABLE hosts ADD COLUMN shard INT;
 ALTER TABLE hosts ADD COLUMN ip TEXT;
-ALTER TABLE bodies ADD COLUMN stored_at BIGINT NOT NULL DEFAULT 0;";
+ALTER TABLE bodies ADD COLUMN stored_at BIGINT NOT NULL DEFAULT 0;
+ALTER TABLE anchor_updates ADD COLUMN seq BIGINT NOT NULL DEFAULT 0;";
 
 /// Creates the schema in an empty database, or refuses a newer one.
 pub(super) fn prepare(conn: &mut Client) -> Result<()> {

@@ -156,6 +156,7 @@ impl PgStore {
             passed_over: Vec::new(),
             statements: std::collections::HashMap::new(),
             ids: batch::Ids::default(),
+            anchor_marks: Mutex::default(),
         })
     }
 
@@ -239,6 +240,9 @@ pub struct PgFrontier {
     statements: std::collections::HashMap<String, postgres::Statement>,
     /// Ids of capsules and URLs met by batches (see [`PgBatch`]).
     ids: batch::Ids,
+    /// The marks of the anchor updates last read (`anchor_updates.seq`), by URL id: clearing
+    /// one forgets it only if nobody marked it again since.
+    anchor_marks: Mutex<std::collections::HashMap<i64, i64>>,
 }
 
 impl Drop for PgFrontier {

@@ -119,8 +119,11 @@ CREATE TABLE seeds (
     source   TEXT NOT NULL
 );
 
+-- Pages whose inbound link labels changed, for the index writer. `seq` grows at each mark, so
+-- that the writer forgets only the marks it read: one a crawler made since stays.
 CREATE TABLE anchor_updates (
-    url_id BIGINT PRIMARY KEY REFERENCES urls(id)
+    url_id BIGINT PRIMARY KEY REFERENCES urls(id),
+    seq    BIGINT NOT NULL DEFAULT 0
 );
 
 -- The crawlers working on this database, each alive while it renews `seen_at` (the database's
