@@ -147,8 +147,9 @@ impl Frontier for PgFrontier {
             if owned.stale() {
                 shard::sync(tx, crawler, *lease_secs, owned)?;
             }
-            let shards = owned.ids();
-            fold_news(tx, &shards)?;
+            fold_news(tx, &owned.ids())?;
+            // Capsules are leased only where it keeps working, not in shards it drains.
+            let shards = owned.working();
             let hosts = tx.query(
                 "SELECT id, name FROM hosts
                  WHERE shard = ANY($4) AND next_due IS NOT NULL AND next_due <= $1
@@ -196,7 +197,18 @@ impl Frontier for PgFrontier {
     /// Nothing comes back for a capsule whose lease this crawler lost.
     fn claim_more(&mut self, host_id: i64, n: usize, now: i64) -> Result<Vec<QueuedUrl>> {
         let (crawler, lease_secs) = (&self.crawler, self.lease_secs);
-        blocking(|| claim_held(&mut **self.db(), crawler, lease_secs, &[host_id], n, now))
+        let draining = self.owned.draining();
+        blocking(|| {
+            claim_held(
+                &mut **self.db(),
+                crawler,
+                lease_secs,
+                &[host_id],
+                n,
+                now,
+                draining,
+            )
+        })
     }
 
     /// Claims these URLs, if they are free and due and their capsule is leased by this
@@ -236,7 +248,7 @@ impl Frontier for PgFrontier {
     /// work may add URLs here, or they may die and leave their shards to adopt), so that a
     /// crawler ends only when no work is due anywhere.
     fn next_wakeup(&self, now: i64) -> Result<Option<i64>> {
-        let shards = self.owned.ids();
+        let shards = self.owned.working();
         let row = blocking(|| {
             self.db().query_one(
                 &format!(

@@ -59,12 +59,30 @@ pub(super) struct Owned {
     synced: Option<Instant>,
     /// Shards it owned and found lost at a sync, until the crawl asks (`lost_leases`).
     lost: Vec<i32>,
+    /// Shards over its fair share where it leases capsules: it claims nothing more there, so
+    /// that their capsules run dry and it gives them back (a crawler that joins gets shards
+    /// with work, not only those where nobody worked).
+    draining: Vec<i32>,
 }
 
 impl Owned {
     /// The shards owned, in order.
     pub(super) fn ids(&self) -> Vec<i32> {
         self.epochs.keys().copied().collect()
+    }
+
+    /// The shards owned that it claims in: all but those it drains.
+    pub(super) fn working(&self) -> Vec<i32> {
+        self.epochs
+            .keys()
+            .copied()
+            .filter(|id| !self.draining.contains(id))
+            .collect()
+    }
+
+    /// The shards it drains, to give back.
+    pub(super) fn draining(&self) -> &[i32] {
+        &self.draining
     }
 
     /// The shards owned and their epochs, as two arrays (for [`fence`]).
@@ -89,6 +107,7 @@ impl Owned {
     /// Forgets every shard (given back at the end of a run).
     pub(super) fn clear(&mut self) {
         self.epochs.clear();
+        self.draining.clear();
         self.synced = None;
     }
 }
@@ -147,10 +166,19 @@ pub(super) fn sync(
         let adopted = adopt(tx, crawler, lease_secs, Wanted::Share(share - held))?;
         mine.extend(adopted);
     } else if held > share {
-        for id in give_back(tx, crawler, held - share)? {
-            mine.remove(&id);
+        let given = give_back(tx, crawler, held - share, &owned.draining)?;
+        for id in &given {
+            mine.remove(id);
         }
+        // What it could not give back holds capsules it leases: it drains as many.
+        let over = held - share - given.len() as i64;
+        owned.draining = if over > 0 {
+            to_drain(tx, crawler, over)?
+        } else {
+            Vec::new()
+        };
     } else {
+        owned.draining.clear();
         // Shares add up to every shard, but a crawler that ended or died may leave shards
         // with work that no crawler short of its share takes: those are adopted beyond it.
         let adopted = adopt(tx, crawler, lease_secs, Wanted::Orphans)?;
@@ -253,9 +281,14 @@ fn adopt(
     Ok(adopted)
 }
 
-/// Gives back up to `n` shards where this crawler leases no capsule, at a new epoch. Returns
-/// them.
-fn give_back(tx: &mut impl GenericClient, crawler: &str, n: i64) -> Result<Vec<i32>> {
+/// Gives back up to `n` shards where this crawler leases no capsule, at a new epoch, those it
+/// was draining first. Returns them.
+fn give_back(
+    tx: &mut impl GenericClient,
+    crawler: &str,
+    n: i64,
+    draining: &[i32],
+) -> Result<Vec<i32>> {
     let given: Vec<i32> = tx
         .query(
             &format!(
@@ -264,10 +297,10 @@ fn give_back(tx: &mut impl GenericClient, crawler: &str, n: i64) -> Result<Vec<i
                      SELECT s.id FROM shards s WHERE s.owner = $1
                        AND NOT EXISTS (SELECT 1 FROM hosts h WHERE h.shard = s.id
                                          AND h.claimed != 0 AND h.leased_by = $1)
-                     ORDER BY md5(s.id::TEXT || $1) DESC LIMIT $2)
+                     ORDER BY s.id = ANY($3) DESC, md5(s.id::TEXT || $1) DESC LIMIT $2)
                  RETURNING id"
             ),
-            &[&crawler, &n],
+            &[&crawler, &n, &draining],
         )?
         .iter()
         .map(|r| r.get(0))
@@ -276,6 +309,26 @@ fn give_back(tx: &mut impl GenericClient, crawler: &str, n: i64) -> Result<Vec<i
         tracing::debug!(shards = given.len(), "gave shards back");
     }
     Ok(given)
+}
+
+/// Up to `n` of this crawler's shards where it leases capsules, to drain: in the order it
+/// gives shards back, so that it keeps draining the same ones from one sync to the next.
+fn to_drain(tx: &mut impl GenericClient, crawler: &str, n: i64) -> Result<Vec<i32>> {
+    let shards: Vec<i32> = tx
+        .query(
+            "SELECT s.id FROM shards s WHERE s.owner = $1
+               AND EXISTS (SELECT 1 FROM hosts h
+                           WHERE h.shard = s.id AND h.claimed != 0 AND h.leased_by = $1)
+             ORDER BY md5(s.id::TEXT || $1) DESC LIMIT $2",
+            &[&crawler, &n],
+        )?
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    if !shards.is_empty() {
+        tracing::debug!(shards = shards.len(), "draining shards over the fair share");
+    }
+    Ok(shards)
 }
 
 /// Gives back every shard this crawler owns (the end of its run).
