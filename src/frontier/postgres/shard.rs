@@ -9,8 +9,10 @@
 //! when it renews its leases: one statement renews its heartbeat and every shard it owns and
 //! counts the live crawlers; then it adopts shards nobody holds (free, or whose owner stopped
 //! renewing) up to its fair share (the shards over the live crawlers, rounded up), letting go
-//! of what the dead owner had claimed there, or gives back what it has over its share, shards
-//! where it leases no capsule first. Only the owner claims a shard's capsules, so claims read
+//! of what the dead owner had claimed there, or gives back what it has over its share: shards
+//! where it leases no capsule at once, the others once drained (it claims nothing more there,
+//! [`Owned::working`], until their capsules run dry), so that a crawler that joins gets shards
+//! with work. Shards with work that nobody took for a few seconds are adopted beyond the share. Only the owner claims a shard's capsules, so claims read
 //! and mark the crawler's own rows and take no global lock.
 //!
 //! **Fencing.** A crawler that stopped renewing (SIGSTOP, a stalled machine) loses its shards
