@@ -23,7 +23,7 @@
 //! connection, in key order, so that no batch transaction holds keys another crawler's insert
 //! waits for; the news of URLs added to another owner's capsule go to `host_news`, which the
 //! owner folds into the capsule's count and due time. A visit is recorded only where the
-//! crawler still owns the URL's shard at the epoch it knows ([`shard`]'s fence). The writers
+//! crawler still owns the URL's shard at the epoch it knows (the fence of `shard.rs`). The writers
 //! of rows every crawler shares (the index's bookkeeping, capsules' standings, suggested seeds)
 //! take turns on [`WRITE_LOCK`]; anchor updates on [`SHARED_ROWS_LOCK`] for one statement. A
 //! crawler stopped inside a transaction (SIGSTOP, a machine that died, a cut network) holds
