@@ -246,7 +246,12 @@ impl Frontier for PgFrontier {
     /// or that other writers added URLs to), a shard nobody holds with due work (in a second:
     /// it adopts it), or, while other crawlers work or have work due, a moment from now (their
     /// work may add URLs here, or they may die and leave their shards to adopt), so that a
-    /// crawler ends only when no work is due anywhere.
+    /// crawler ends only when no work is due anywhere. Another crawler works while it leases a
+    /// capsule, or holds the shard of a capsule it leased: a crawler stopped (SIGSTOP) may
+    /// keep its shards a little longer than its leases on capsules, and its capsules are work
+    /// left until they are adopted with the shard. Capsules of other shards count with the
+    /// time they come due, as this crawler's own do: one put back for a few seconds (its
+    /// address busy) is work left, one due tomorrow is not.
     fn next_wakeup(&self, now: i64) -> Result<Option<i64>> {
         let shards = self.owned.working();
         let row = blocking(|| {
@@ -266,11 +271,13 @@ impl Frontier for PgFrontier {
                                                  WHERE n.host_id = h.id AND n.due IS NOT NULL))),
                        EXISTS (SELECT 1 FROM hosts WHERE claimed != 0 AND leased_by <> $2
                                AND leased_until >= {DB_NOW})
-                       OR EXISTS (SELECT 1 FROM hosts
-                                  WHERE NOT (shard = ANY($3)) AND claimed = 0
-                                    AND next_due <= $4 AND COALESCE(backoff_until, 0) <= $4)
+                       OR EXISTS (SELECT 1 FROM hosts h JOIN shards s ON s.id = h.shard
+                                  WHERE s.owner <> $2 AND s.leased_until >= {DB_NOW}
+                                    AND h.claimed != 0)
                        OR EXISTS (SELECT 1 FROM host_news n JOIN hosts h ON h.id = n.host_id
-                                  WHERE NOT (h.shard = ANY($3)) AND n.due IS NOT NULL)"
+                                  WHERE NOT (h.shard = ANY($3)) AND n.due IS NOT NULL),
+                       (SELECT MIN(GREATEST(next_due, COALESCE(backoff_until, 0))) FROM hosts
+                        WHERE NOT (shard = ANY($3)) AND claimed = 0 AND next_due IS NOT NULL)"
                 ),
                 &[&self.passed_over, &self.crawler, &shards, &now],
             )
@@ -279,19 +286,21 @@ impl Frontier for PgFrontier {
         let news: Option<i64> = row.get::<_, Option<i64>>(1).map(|at| at.max(now));
         let orphaned: bool = row.get(2);
         let others_working: bool = row.get(3);
-        let due = match (mine, news) {
+        // Capsules of other shards coming due (a back-off ending in a few seconds is work
+        // left too): looked at again then, or in a moment if they are due already.
+        let elsewhere: Option<i64> = row
+            .get::<_, Option<i64>>(4)
+            .map(|at| at.max(now + OTHERS_POLL_SECS));
+        let earliest = |a: Option<i64>, b: Option<i64>| match (a, b) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         };
         let soon = if orphaned {
             Some(now + 1)
         } else {
-            others_working.then_some(now + OTHERS_POLL_SECS)
+            earliest(others_working.then_some(now + OTHERS_POLL_SECS), elsewhere)
         };
-        Ok(match (due, soon) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        })
+        Ok(earliest(earliest(mine, news), soon))
     }
 
     /// Leases an IP address for this crawler unless another crawler's lease on it still runs;
