@@ -543,6 +543,44 @@ fn a_killed_crawlers_shards_are_adopted_and_its_late_writes_refused() {
     assert_eq!(shards_of(&mut client, first_store.crawler()), 0);
 }
 
+/// A crawler without work of its own does not end while a capsule of another crawler's shard
+/// is put back for a few seconds (its address was busy): that capsule is work left, which the
+/// other crawler takes again, or this one adopts with the shard if the other dies. One due
+/// only tomorrow is not (the crawl's horizon decides).
+#[test]
+fn a_capsule_put_back_in_another_crawlers_shard_keeps_a_crawler_waiting() {
+    let Some(cluster) = Cluster::start("put_back_elsewhere") else {
+        return;
+    };
+    let url = cluster.database("put_back");
+    let first_store = PgStore::connect(&url, Duration::from_secs(300), true).unwrap();
+    let mut first = first_store.frontier().unwrap();
+    seed(&mut first, "gemini://a.test/");
+    let (claimed, _) = first
+        .claim_capsules(&ClaimRequest::everywhere(4, 2), 100)
+        .unwrap();
+    assert_eq!(claimed.len(), 1, "a.test/");
+    let host = claimed[0].host_id;
+    // Put back as the crawl puts back a capsule whose address another crawler holds.
+    let mut batch = Frontier::batch(&mut first, 100).unwrap();
+    batch.set_backoff(host, 130).unwrap();
+    batch.requeue(claimed[0].id).unwrap();
+    batch.release_capsule(host).unwrap();
+    batch.commit().unwrap();
+
+    let second_store = PgStore::connect(&url, Duration::from_secs(300), true).unwrap();
+    let mut second = second_store.frontier().unwrap();
+    let (none, _) = second
+        .claim_capsules(&ClaimRequest::everywhere(4, 2), 100)
+        .unwrap();
+    assert!(none.is_empty(), "every shard is the first crawler's");
+    assert_eq!(
+        second.next_wakeup(100).unwrap(),
+        Some(130),
+        "a.test comes due again then"
+    );
+}
+
 /// The gap after a request holds when its address passes to another crawler: the crawler
 /// that leases it next is told to wait out what is left of it, on the database's clock.
 #[test]
