@@ -1,8 +1,8 @@
 //! The statements that hand due work to the crawlers sharing the database, as free functions
 //! on a transaction, for the claims and leases of `crawl.rs`: capsules of the crawler's own
-//! shards are leased whole (`FOR UPDATE SKIP LOCKED`, against a one-off writer), and a leased
-//! capsule's due URLs are claimed a few at a time in priority order (hubs, then new URLs and
-//! revisits taking turns), as in the SQLite store.
+//! shards are leased whole (only a shard's owner claims there, so no lock is taken), and a
+//! leased capsule's due URLs are claimed a few at a time in priority order (hubs, then new URLs
+//! and revisits taking turns), as in the SQLite store.
 //!
 //! Marks are those of SQLite with a holder: `urls.claimed` 0 free, 1 claimed by `claimed_by`,
 //! 2 visited by it in its run; `hosts.claimed` 1 leased by `leased_by` until `leased_until`
