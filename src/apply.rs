@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 use crate::datadir::lock;
 use crate::document;
 use crate::from_archive::{self, WriteError};
-use crate::frontier::{Frontier, IndexOp, Location};
+use crate::frontier::{Frontier, IndexOp, Location, PendingOp};
 use crate::index::Indexer;
 
 /// What a run of the index writer did.
@@ -112,33 +112,32 @@ fn apply_round(
         .filter(|op| op.op == IndexOp::Upsert)
         .filter_map(|op| op.page.content_hash.as_deref())
         .collect();
-    let mut bodies = frontier.archived_bodies(&hashes)?;
+    let bodies = frontier.archived_bodies(&hashes)?;
+    let body_of = |op: &PendingOp| match (&op.op, &op.page.content_hash) {
+        (IndexOp::Upsert, Some(hash)) => bodies.get(hash).map(Vec::as_slice),
+        _ => None,
+    };
     let mut ready = Vec::new();
     for op in ops {
-        let body = match (&op.op, &op.page.content_hash) {
-            (IndexOp::Upsert, Some(hash)) => bodies.get(hash).cloned(),
-            _ => None,
-        };
-        if op.op == IndexOp::Upsert && from_archive::missing(&op.page, body.as_deref()) {
+        if op.op == IndexOp::Upsert && from_archive::missing(&op.page, body_of(&op)) {
             summary.missing += 1;
             continue;
         }
-        ready.push((op, body));
+        ready.push(op);
     }
-    bodies.clear();
     if ready.is_empty() {
         return Ok(false);
     }
     let upserts: Vec<i64> = ready
         .iter()
-        .filter(|(op, _)| op.op == IndexOp::Upsert)
-        .map(|(op, _)| op.page.id)
+        .filter(|op| op.op == IndexOp::Upsert)
+        .map(|op| op.page.id)
         .collect();
     let mut anchors = frontier.inbound_labels_of(&upserts, document::MAX_ANCHORS)?;
     let next = *seq + 1;
-    let ids: Vec<i64> = ready.iter().map(|(op, _)| op.page.id).collect();
+    let ids: Vec<i64> = ready.iter().map(|op| op.page.id).collect();
     frontier.assign_batch(&ids, next)?;
-    for (op, body) in &ready {
+    for op in &ready {
         let page = &op.page;
         match op.op {
             IndexOp::Delete => {
@@ -147,7 +146,7 @@ fn apply_round(
             }
             IndexOp::Upsert => {
                 let labels = anchors.remove(&page.id).unwrap_or_default().join("\n");
-                if from_archive::upsert_with_anchors(indexer, page, body.as_deref(), labels)? {
+                if from_archive::upsert_with_anchors(indexer, page, body_of(op), labels)? {
                     summary.upserted += 1;
                 }
             }
@@ -160,11 +159,10 @@ fn apply_round(
     // The lag: how long the oldest page of the round waited since its fetch.
     let lag_secs = ready
         .iter()
-        .filter(|(op, _)| op.op == IndexOp::Upsert && op.page.fetched_at > 0)
-        .map(|(op, _)| crate::clock::unix_now() - op.page.fetched_at)
-        .max()
-        .unwrap_or(0)
-        .max(0);
+        .filter(|op| op.op == IndexOp::Upsert && op.page.fetched_at > 0)
+        .map(|op| op.page.fetched_at)
+        .min()
+        .map_or(0, |oldest| (crate::clock::unix_now() - oldest).max(0));
     summary.max_lag_secs = summary.max_lag_secs.max(lag_secs);
     tracing::info!(
         operations = ready.len(),

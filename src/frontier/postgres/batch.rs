@@ -28,7 +28,7 @@ use links::Wanted;
 use super::claim::release;
 use super::index_log::inbound_labels;
 use super::shard::fence;
-use super::{blocking, Conn, Result, DB_NOW, DB_NOW_MS, SHARED_ROWS_LOCK};
+use super::{blocking, earliest, Conn, Result, DB_NOW, DB_NOW_MS, SHARED_ROWS_LOCK};
 use crate::frontier::backoff_end;
 use crate::frontier::{
     ArchiveRecord, Batch, FetchResult, IndexOp, LinkReport, NewUrl, PageLinks, Pin, Stored,
@@ -118,6 +118,21 @@ struct PendingResponse {
 
 /// How many compressed bytes of bodies a batch holds before it writes them.
 const PENDING_BODY_BYTES: usize = 8 << 20;
+
+/// The statement of `sql` prepared on `conn`, from `statements` (what was prepared there
+/// before) or prepared now: a statement prepared once runs in one round trip instead of two.
+fn prepared(
+    conn: &mut Client,
+    statements: &mut HashMap<String, Statement>,
+    sql: &str,
+) -> Result<Statement> {
+    if let Some(statement) = statements.get(sql) {
+        return Ok(statement.clone());
+    }
+    let statement = conn.prepare(sql)?;
+    statements.insert(sql.to_string(), statement.clone());
+    Ok(statement)
+}
 
 impl<'a> PgBatch<'a> {
     pub(super) fn new(
@@ -224,24 +239,14 @@ impl<'a> PgBatch<'a> {
     /// Rows of `sql` run on the side connection, in a transaction of its own.
     fn side_rows(&mut self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> Result<Vec<Row>> {
         let Side { conn, statements } = &mut self.side;
-        let statement = match statements.get(sql) {
-            Some(statement) => statement.clone(),
-            None => {
-                let statement = conn.prepare(sql)?;
-                statements.insert(sql.to_string(), statement.clone());
-                statement
-            }
-        };
+        let statement = prepared(conn, statements, sql)?;
         Ok(conn.query(&statement, params)?)
     }
 
     /// Notes news of a capsule: URLs made due there at `due`, and `added` URLs more.
     fn tell(&mut self, host_id: i64, due: Option<i64>, added: i64) {
         let news = self.news.entry(host_id).or_default();
-        news.due = match (news.due, due) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        };
+        news.due = earliest(news.due, due);
         news.added += added;
     }
 
@@ -254,14 +259,9 @@ impl<'a> PgBatch<'a> {
         Ok(self.conn)
     }
 
-    /// The prepared statement of `sql`, prepared now if it never was on this connection.
+    /// The prepared statement of `sql` on the batch's connection.
     fn statement(&mut self, sql: &str) -> Result<Statement> {
-        if let Some(statement) = self.statements.get(sql) {
-            return Ok(statement.clone());
-        }
-        let statement = self.conn.prepare(sql)?;
-        self.statements.insert(sql.to_string(), statement.clone());
-        Ok(statement)
+        prepared(self.conn, self.statements, sql)
     }
 
     fn exec(&mut self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> Result<u64> {
@@ -800,12 +800,9 @@ impl Batch for PgBatch<'_> {
                     .values()
                     .any(|r| r.body_hash.as_ref() == Some(&old));
                 // Not stored yet and needed by nothing of this batch: never stored at all.
-                match self.bodies.remove(&old).filter(|_| used) {
-                    Some(kept) => {
-                        self.bodies.insert(old.clone(), kept);
-                    }
-                    None => {
-                        self.body_bytes = self.bodies.values().map(|(_, z)| z.len()).sum();
+                if !used {
+                    if let Some((_, zstd)) = self.bodies.remove(&old) {
+                        self.body_bytes -= zstd.len();
                     }
                 }
                 self.forget.insert(old);

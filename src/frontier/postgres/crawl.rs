@@ -12,7 +12,7 @@ use super::claim::{
     claim_from, claim_held, free_host, mark, queued_url, release, release_expired, CLAIM_COLUMNS,
 };
 use super::shard::{self, fold_news};
-use super::{blocking, write, write_own, PgBatch, PgFrontier, DB_NOW, DB_NOW_MS};
+use super::{blocking, earliest, write, write_own, PgBatch, PgFrontier, DB_NOW, DB_NOW_MS};
 use crate::frontier::{
     Batch, CachedRobots, ClaimRequest, Frontier, QueuedUrl, Result, Standing, Suggested,
     MAX_WAITING_SEEDS,
@@ -265,10 +265,7 @@ impl Frontier for PgFrontier {
                         WHERE h.shard = ANY($3)),
                        EXISTS (SELECT 1 FROM hosts h JOIN shards s ON s.id = h.shard
                                WHERE (s.owner IS NULL OR s.leased_until < {DB_NOW})
-                                 AND ((h.next_due <= $4 AND COALESCE(h.backoff_until, 0) <= $4)
-                                      OR h.claimed != 0
-                                      OR EXISTS (SELECT 1 FROM host_news n
-                                                 WHERE n.host_id = h.id AND n.due IS NOT NULL))),
+                                 AND {orphan_work}),
                        EXISTS (SELECT 1 FROM hosts WHERE claimed != 0 AND leased_by <> $2
                                AND leased_until >= {DB_NOW})
                        OR EXISTS (SELECT 1 FROM hosts h JOIN shards s ON s.id = h.shard
@@ -277,7 +274,8 @@ impl Frontier for PgFrontier {
                        OR EXISTS (SELECT 1 FROM host_news n JOIN hosts h ON h.id = n.host_id
                                   WHERE NOT (h.shard = ANY($3)) AND n.due IS NOT NULL),
                        (SELECT MIN(GREATEST(next_due, COALESCE(backoff_until, 0))) FROM hosts
-                        WHERE NOT (shard = ANY($3)) AND claimed = 0 AND next_due IS NOT NULL)"
+                        WHERE NOT (shard = ANY($3)) AND claimed = 0 AND next_due IS NOT NULL)",
+                    orphan_work = shard::has_work("h", "$4")
                 ),
                 &[&self.passed_over, &self.crawler, &shards, &now],
             )
@@ -291,10 +289,6 @@ impl Frontier for PgFrontier {
         let elsewhere: Option<i64> = row
             .get::<_, Option<i64>>(4)
             .map(|at| at.max(now + OTHERS_POLL_SECS));
-        let earliest = |a: Option<i64>, b: Option<i64>| match (a, b) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        };
         let soon = if orphaned {
             Some(now + 1)
         } else {
@@ -442,9 +436,9 @@ impl Frontier for PgFrontier {
     /// Records the address a capsule resolved to: a capsule on an address new to it moves to
     /// that address's shard, and is this crawler's no more when another owns that shard.
     fn place_capsule(&mut self, host_id: i64, ip: &str) -> Result<bool> {
-        let PgFrontier { conn, owned, .. } = self;
-        let moved = write_own(conn, |tx| shard::place(tx, host_id, ip))?;
-        Ok(moved.map_or(true, |shard| owned.contains(shard)))
+        // One statement: no transaction around it.
+        let moved = blocking(|| shard::place(&mut **self.db(), host_id, ip))?;
+        Ok(moved.map_or(true, |shard| self.owned.contains(shard)))
     }
 
     fn set_meta(&self, key: &str, value: &str) -> Result<()> {

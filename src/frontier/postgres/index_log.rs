@@ -23,37 +23,54 @@ use crate::rank::LinkGraph;
 /// No parameters, for `query_raw`.
 const NO_PARAMS: [&(dyn ToSql + Sync); 0] = [];
 
-/// The distinct labels of links to `id` or to URLs redirecting to it (up to
-/// [`MAX_REDIRECT_CHAIN`] redirects away), in one statement run by `query` (a batch runs it
-/// prepared: one round trip, where a walk of the chain a level at a time took two for a page
-/// nothing redirects to). `IS NOT NULL` says outright what the partial index `urls_redirected`
-/// needs; `OFFSET 0` keeps each lateral step an index lookup (joined freely, the planner
-/// hashed whole tables: 1.5 ms a call on the shared-crawl bench).
-pub(super) fn inbound_labels(
+/// The distinct labels of links to each page of `ids` or to URLs redirecting to it (up to
+/// [`MAX_REDIRECT_CHAIN`] redirects away), each page's first `limit` in order, in one
+/// statement run by `query` (a batch runs it prepared: one round trip, where a walk of the
+/// chain a level at a time took two for a page nothing redirects to). `IS NOT NULL` says
+/// outright what the partial index `urls_redirected` needs; `OFFSET 0` keeps each lateral step
+/// an index lookup (joined freely, the planner hashed whole tables: 1.5 ms a call on the
+/// shared-crawl bench).
+pub(super) fn inbound_labels_of(
     mut query: impl FnMut(&str, &[&(dyn ToSql + Sync)]) -> Result<Vec<Row>>,
-    id: i64,
+    ids: &[i64],
     limit: usize,
-) -> Result<Vec<String>> {
+) -> Result<HashMap<i64, Vec<String>>> {
     let rows = query(
-        "WITH RECURSIVE chain(id, level) AS (
-             SELECT $1::BIGINT, 0
+        "WITH RECURSIVE chain(root, id, level) AS (
+             SELECT r, r, 0 FROM unnest($1::BIGINT[]) AS r
              UNION
-             SELECT u.id, c.level + 1 FROM chain c
+             SELECT c.root, u.id, c.level + 1 FROM chain c
              CROSS JOIN LATERAL (SELECT id FROM urls
                                  WHERE redirect_to = c.id AND redirect_to IS NOT NULL
                                  OFFSET 0) u
-             WHERE c.level < $3)
-         SELECT DISTINCT l.label COLLATE \"C\" FROM chain c
-         CROSS JOIN LATERAL (SELECT label FROM links WHERE target = c.id AND label != ''
-                             OFFSET 0) l
-         ORDER BY 1 LIMIT $2",
+             WHERE c.level < $3),
+         labels AS (
+             SELECT DISTINCT c.root, l.label COLLATE \"C\" AS label
+             FROM chain c
+             CROSS JOIN LATERAL (SELECT label FROM links
+                                 WHERE target = c.id AND label != '' OFFSET 0) l)
+         SELECT root, label FROM (
+             SELECT root, label, row_number() OVER (PARTITION BY root ORDER BY label) AS n
+             FROM labels) ranked
+         WHERE n <= $2 ORDER BY root, label",
         &[
-            &id,
+            &ids,
             &i64::try_from(limit).unwrap_or(i64::MAX),
             &(MAX_REDIRECT_CHAIN as i32),
         ],
     )?;
-    Ok(rows.iter().map(|r| r.get(0)).collect())
+    Ok(labels_by_id(ids, &rows))
+}
+
+/// [`inbound_labels_of`] one page.
+pub(super) fn inbound_labels(
+    query: impl FnMut(&str, &[&(dyn ToSql + Sync)]) -> Result<Vec<Row>>,
+    id: i64,
+    limit: usize,
+) -> Result<Vec<String>> {
+    Ok(inbound_labels_of(query, &[id], limit)?
+        .remove(&id)
+        .unwrap_or_default())
 }
 
 /// Rows of (page id, label), in order, as each page's labels: every id of `ids` has an entry.
@@ -211,37 +228,12 @@ impl IndexLog for PgFrontier {
         })
     }
 
-    /// One statement for every page: the redirect chains walked back from all of them at
-    /// once, then each page's first `limit` distinct labels (the order of
-    /// [`inbound_labels`]).
+    /// One statement for every page (the free [`inbound_labels_of`]).
     fn inbound_labels_of(&self, ids: &[i64], limit: usize) -> Result<HashMap<i64, Vec<String>>> {
-        let rows = blocking(|| {
-            self.db().query(
-                "WITH RECURSIVE chain(root, id, level) AS (
-                     SELECT r, r, 0 FROM unnest($1::BIGINT[]) AS r
-                     UNION
-                     SELECT c.root, u.id, c.level + 1 FROM chain c
-                     CROSS JOIN LATERAL (SELECT id FROM urls
-                                         WHERE redirect_to = c.id AND redirect_to IS NOT NULL
-                                         OFFSET 0) u
-                     WHERE c.level < $3),
-                 labels AS (
-                     SELECT DISTINCT c.root, l.label COLLATE \"C\" AS label
-                     FROM chain c
-                     CROSS JOIN LATERAL (SELECT label FROM links
-                                         WHERE target = c.id AND label != '' OFFSET 0) l)
-                 SELECT root, label FROM (
-                     SELECT root, label, row_number() OVER (PARTITION BY root ORDER BY label) AS n
-                     FROM labels) ranked
-                 WHERE n <= $2 ORDER BY root, label",
-                &[
-                    &ids,
-                    &i64::try_from(limit).unwrap_or(i64::MAX),
-                    &(MAX_REDIRECT_CHAIN as i32),
-                ],
-            )
-        })?;
-        Ok(labels_by_id(ids, &rows))
+        blocking(|| {
+            let mut db = self.db();
+            inbound_labels_of(|sql, params| Ok(db.query(sql, params)?), ids, limit)
+        })
     }
 
     /// One statement for every page.

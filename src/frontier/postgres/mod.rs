@@ -417,6 +417,14 @@ fn write_own<T: Send>(
     transact(conn, false, work)
 }
 
+/// The earlier of two times, either of which may be missing.
+fn earliest(a: Option<i64>, b: Option<i64>) -> Option<i64> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
+}
+
 /// Column `i` as a status code, clamped to 0..=99.
 fn status_of(row: &postgres::Row, i: usize) -> Option<u8> {
     row.get::<_, Option<i64>>(i).map(|s| s.clamp(0, 99) as u8)

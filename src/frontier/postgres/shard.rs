@@ -46,6 +46,17 @@ const FENCE: &str = "NOT EXISTS (SELECT 1 FROM hosts fh JOIN shards fs ON fs.id 
                          AND NOT (fs.owner = $OWNER AND (fs.id, fs.epoch) IN
                                   (SELECT * FROM unnest($SHARDS::INT[], $EPOCHS::BIGINT[]))))";
 
+/// The condition that capsule `h` (a row of `hosts`) has work at `now` (an SQL expression):
+/// leased or claimed by a crawler, due and out of back-off, or with URLs other writers added
+/// that its owner did not fold in. A shard with such a capsule and no owner is orphaned.
+pub(super) fn has_work(h: &str, now: &str) -> String {
+    format!(
+        "({h}.claimed != 0
+          OR ({h}.next_due <= {now} AND COALESCE({h}.backoff_until, 0) <= {now})
+          OR EXISTS (SELECT 1 FROM host_news n WHERE n.host_id = {h}.id AND n.due IS NOT NULL))"
+    )
+}
+
 /// [`FENCE`] with its parameters numbered `owner`, `shards` and `epochs`.
 pub(super) fn fence(owner: usize, shards: usize, epochs: usize) -> String {
     FENCE
@@ -229,18 +240,16 @@ fn adopt(
                 "WITH free AS (
                      SELECT id FROM shards s
                      WHERE (owner IS NULL OR leased_until < {DB_NOW})
-                       AND (NOT $4 OR (leased_until < {DB_NOW} - $5 AND (
-                            EXISTS (SELECT 1 FROM hosts h WHERE h.shard = s.id
-                                      AND (h.claimed != 0 OR (h.next_due <= {DB_NOW}
-                                           AND COALESCE(h.backoff_until, 0) <= {DB_NOW})))
-                            OR EXISTS (SELECT 1 FROM host_news n JOIN hosts h ON h.id = n.host_id
-                                       WHERE h.shard = s.id AND n.due IS NOT NULL))))
+                       AND (NOT $4 OR (leased_until < {DB_NOW} - $5
+                            AND EXISTS (SELECT 1 FROM hosts h
+                                        WHERE h.shard = s.id AND {work})))
                      ORDER BY md5(id::TEXT || $1) LIMIT $3
                      FOR UPDATE SKIP LOCKED)
                  UPDATE shards s SET owner = $1, epoch = s.epoch + 1,
                         leased_until = {DB_NOW} + $2
                  FROM free WHERE s.id = free.id
-                 RETURNING s.id, s.epoch"
+                 RETURNING s.id, s.epoch",
+                work = has_work("h", DB_NOW)
             ),
             &[&crawler, &lease_secs, &n, &orphans_only, &ORPHAN_GRACE_SECS],
         )?
