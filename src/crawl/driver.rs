@@ -390,7 +390,7 @@ impl Crawl {
 
     /// Sends the held documents that are due (all of them when `all`), each with the labels
     /// the frontier records for its page now, and forgets the page's anchor update: the
-    /// document is written with them.
+    /// document is written with them (in a shared store, by the index writer).
     fn release_held(
         &mut self,
         batch: &mut dyn Batch,
@@ -406,15 +406,24 @@ impl Crawl {
             );
             due.truncate(at_most);
         }
+        // A crawler of a shared store indexes nothing: the index writer reads a page's labels
+        // when it applies the page, after this batch commits, so none are read here (a round
+        // trip a page). The anchor update is forgotten all the same: the page's document is
+        // written after this commit, with every label committed by then.
+        let shared = self.config.shared.is_some();
         for Held {
             url_id,
             header_only,
             mut doc,
         } in due
         {
-            let anchors = batch
-                .inbound_labels(url_id, crate::document::MAX_ANCHORS)?
-                .join("\n");
+            let anchors = if shared {
+                String::new()
+            } else {
+                batch
+                    .inbound_labels(url_id, crate::document::MAX_ANCHORS)?
+                    .join("\n")
+            };
             batch.forget_anchor_update(url_id)?;
             crate::document::set_anchors(&mut doc, header_only, anchors);
             docs.push(IndexMsg::Upsert { url_id, doc });

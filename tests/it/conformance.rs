@@ -70,6 +70,7 @@ conformance! {
     a_page_written_with_its_labels_forgets_its_anchor_update,
     index_operations_apply_only_when_committed,
     duplicates_are_found_among_pages_in_or_on_their_way_to_the_index,
+    duplicates_are_judged_by_the_visits_recorded_earlier_in_the_batch,
     certificate_changes_are_recorded,
     stats_show_the_schedule,
     capsules_out_of_scope_are_passed_over_until_the_run_ends,
@@ -901,6 +902,62 @@ fn duplicates_are_found_among_pages_in_or_on_their_way_to_the_index(f: &mut dyn 
     index(f, &[a], 1);
     let mut b = f.batch(0).unwrap();
     assert!(b.same_content(&hash, c).unwrap().is_some());
+    b.commit().unwrap();
+}
+
+/// A store may keep a batch's visits and write them later (PostgreSQL writes them together):
+/// the duplicate check answers as if each had been written when recorded.
+fn duplicates_are_judged_by_the_visits_recorded_earlier_in_the_batch(f: &mut dyn Frontier) {
+    let mut b = f.batch(0).unwrap();
+    let [moved, removed] = indexed_pages(&mut *b, ["gemini://a.test/m", "gemini://a.test/r"]);
+    let c = id_of(&mut *b, "gemini://a.test/c");
+    b.commit().unwrap();
+    index(f, &[moved, removed], 1);
+    let (old, gone) = (format!("hash-{moved}"), format!("hash-{removed}"));
+    let mut b = f.batch(0).unwrap();
+    assert_eq!(
+        b.same_content(&old, c).unwrap().as_deref(),
+        Some("gemini://a.test/m")
+    );
+    // The page's content changes, the other page leaves the index: neither holds its old
+    // content any more, and the new content is on its way to the index.
+    let changed = FetchResult {
+        status: Some(20),
+        fetched_at: 2000,
+        content_hash: Some("new content".into()),
+        ..FetchResult::default()
+    };
+    record(&mut *b, moved, UrlState::Indexed, &changed, None);
+    let failed = FetchResult {
+        status: Some(51),
+        fetched_at: 2000,
+        ..FetchResult::default()
+    };
+    let removal = VisitRecord {
+        state: UrlState::Fetched,
+        result: &failed,
+        due_at: None,
+        revisit_secs: 86400,
+        first_failed_at: Some(2000),
+        prio: Priority::Revisit,
+        feed: false,
+        changed: false,
+        index_op: Some(IndexOp::Delete),
+        redirect_to: None,
+    };
+    b.record_visit(removed, &removal).unwrap();
+    assert_eq!(b.same_content(&old, c).unwrap(), None, "its content changed");
+    assert_eq!(b.same_content(&gone, c).unwrap(), None, "it leaves the index");
+    assert_eq!(
+        b.same_content("new content", c).unwrap().as_deref(),
+        Some("gemini://a.test/m")
+    );
+    assert_eq!(b.same_content("new content", moved).unwrap(), None);
+    b.commit().unwrap();
+    let mut b = f.batch(0).unwrap();
+    assert_eq!(b.same_content(&old, c).unwrap(), None);
+    assert_eq!(b.same_content(&gone, c).unwrap(), None);
+    assert!(b.same_content("new content", c).unwrap().is_some());
     b.commit().unwrap();
 }
 

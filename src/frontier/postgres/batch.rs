@@ -22,17 +22,17 @@ use postgres::types::ToSql;
 use postgres::{Client, Row, Statement};
 
 mod links;
+mod visits;
 
 use links::Wanted;
+use visits::PendingVisit;
 
 use super::claim::release;
 use super::index_log::inbound_labels;
-use super::shard::fence;
 use super::{blocking, earliest, Conn, Result, DB_NOW, DB_NOW_MS, SHARED_ROWS_LOCK};
 use crate::frontier::backoff_end;
 use crate::frontier::{
-    ArchiveRecord, Batch, FetchResult, IndexOp, LinkReport, NewUrl, PageLinks, Pin, Stored,
-    VisitRecord,
+    ArchiveRecord, Batch, FetchResult, LinkReport, NewUrl, PageLinks, Pin, Stored, VisitRecord,
 };
 
 /// Ids of capsules and URLs by name, as rows of the store have them.
@@ -59,7 +59,7 @@ const BODY_GRACE_SECS: i64 = 3600;
 /// statements.
 pub(super) struct Side<'a> {
     pub conn: &'a mut Conn,
-    pub statements: &'a mut HashMap<String, Statement>,
+    pub statements: &'a mut Prepared,
 }
 
 /// What a batch learned of capsules, for their owners: the earliest due time of URLs it made
@@ -79,7 +79,7 @@ pub struct PgBatch<'a> {
     begun: bool,
     /// The connection's prepared statements, by their SQL: a statement prepared once is
     /// executed in one round trip instead of two.
-    statements: &'a mut HashMap<String, Statement>,
+    statements: &'a mut Prepared,
     /// Ids of capsules and URLs committed before (they never change), and those this
     /// transaction made, cached once it commits (a rollback undoes them).
     ids: &'a mut Ids,
@@ -105,6 +105,11 @@ pub struct PgBatch<'a> {
     bodies: std::collections::BTreeMap<String, (i64, Vec<u8>)>,
     /// The compressed bytes in `bodies`.
     body_bytes: usize,
+    /// Visits kept until they are written together (`batch/visits.rs`), by URL id.
+    visits: std::collections::BTreeMap<i64, PendingVisit>,
+    /// Pages' links kept until they are written together (`batch/links.rs`), by page: the
+    /// target, its label and whether the target was known.
+    links: std::collections::BTreeMap<i64, Vec<(i64, String, bool)>>,
 }
 
 /// A response archived by the batch and not yet written.
@@ -119,26 +124,57 @@ struct PendingResponse {
 /// How many compressed bytes of bodies a batch holds before it writes them.
 const PENDING_BODY_BYTES: usize = 8 << 20;
 
-/// The statement of `sql` prepared on `conn`, from `statements` (what was prepared there
-/// before) or prepared now: a statement prepared once runs in one round trip instead of two.
-fn prepared(
-    conn: &mut Client,
-    statements: &mut HashMap<String, Statement>,
-    sql: &str,
-) -> Result<Statement> {
-    if let Some(statement) = statements.get(sql) {
-        return Ok(statement.clone());
+/// The statements prepared on one connection, by their SQL: a statement prepared once runs in
+/// one round trip instead of two. They are prepared again after a while, at doubling
+/// intervals from [`REPLAN_FIRST`] to [`REPLAN_MAX`]: the database keeps a statement's plan
+/// once it has run a few times, and a plan made while a new crawl's tables held a few hundred
+/// rows (a scan of the whole table is the cheapest way then) would still scan them whole at a
+/// million. A plan made again sees the tables as large as they are then.
+#[derive(Debug)]
+pub(super) struct Prepared {
+    statements: HashMap<String, Statement>,
+    since: Instant,
+    every: Duration,
+}
+
+/// When the statements of a connection are first prepared again.
+const REPLAN_FIRST: Duration = Duration::from_secs(2);
+/// The longest they are kept.
+const REPLAN_MAX: Duration = Duration::from_secs(600);
+
+impl Default for Prepared {
+    fn default() -> Self {
+        Prepared {
+            statements: HashMap::new(),
+            since: Instant::now(),
+            every: REPLAN_FIRST,
+        }
     }
-    let statement = conn.prepare(sql)?;
-    statements.insert(sql.to_string(), statement.clone());
-    Ok(statement)
+}
+
+impl Prepared {
+    /// The statement of `sql` prepared on `conn`: the one prepared before, or prepared now.
+    /// Dropping a statement closes it on the server.
+    fn get(&mut self, conn: &mut Client, sql: &str) -> Result<Statement> {
+        if self.since.elapsed() >= self.every {
+            self.statements.clear();
+            self.since = Instant::now();
+            self.every = (self.every * 2).min(REPLAN_MAX);
+        }
+        if let Some(statement) = self.statements.get(sql) {
+            return Ok(statement.clone());
+        }
+        let statement = conn.prepare(sql)?;
+        self.statements.insert(sql.to_string(), statement.clone());
+        Ok(statement)
+    }
 }
 
 impl<'a> PgBatch<'a> {
     pub(super) fn new(
         conn: &'a mut Client,
         side: Side<'a>,
-        statements: &'a mut HashMap<String, Statement>,
+        statements: &'a mut Prepared,
         ids: &'a mut Ids,
         crawler: String,
         fence: (Vec<i32>, Vec<i64>),
@@ -164,7 +200,20 @@ impl<'a> PgBatch<'a> {
             responses: std::collections::BTreeMap::new(),
             bodies: std::collections::BTreeMap::new(),
             body_bytes: 0,
+            visits: std::collections::BTreeMap::new(),
+            links: std::collections::BTreeMap::new(),
         }
+    }
+
+    /// Writes the links and visits the batch keeps, before a statement that may read or
+    /// change what they write: statements run in the order the batch was told them, except
+    /// that those kept wait for the next statement that could tell.
+    /// The visits go first: a target visited in the batch reads as visited to the links, as
+    /// it does when they come after it (and they then only mark an update more, never one
+    /// less, when they came first).
+    fn flush(&mut self) -> Result<()> {
+        self.write_visits()?;
+        self.write_links()
     }
 
     /// Inserts the bodies archived so far, in one statement on the side connection, in hash
@@ -214,7 +263,7 @@ impl<'a> PgBatch<'a> {
             certs.push(r.cert_sha256);
             hashes.push(r.body_hash);
         }
-        let replaced = self.rows(
+        let replaced = self.rows_now(
             "WITH v AS (
                  SELECT * FROM unnest($1::BIGINT[], $2::BIGINT[], $3::TEXT[], $4::BIGINT[],
                                       $5::TEXT[], $6::TEXT[])
@@ -239,7 +288,7 @@ impl<'a> PgBatch<'a> {
     /// Rows of `sql` run on the side connection, in a transaction of its own.
     fn side_rows(&mut self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> Result<Vec<Row>> {
         let Side { conn, statements } = &mut self.side;
-        let statement = prepared(conn, statements, sql)?;
+        let statement = statements.get(conn, sql)?;
         Ok(conn.query(&statement, params)?)
     }
 
@@ -261,25 +310,44 @@ impl<'a> PgBatch<'a> {
 
     /// The prepared statement of `sql` on the batch's connection.
     fn statement(&mut self, sql: &str) -> Result<Statement> {
-        prepared(self.conn, self.statements, sql)
+        self.statements.get(self.conn, sql)
     }
 
+    /// Runs `sql` in the transaction after the visits and links kept ([`PgBatch::flush`]).
     fn exec(&mut self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> Result<u64> {
+        self.flush()?;
+        self.exec_now(sql, params)
+    }
+
+    /// Rows of `sql` in the transaction, after the visits and links kept.
+    fn rows(&mut self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> Result<Vec<Row>> {
+        self.flush()?;
+        self.rows_now(sql, params)
+    }
+
+    fn opt_row(&mut self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> Result<Option<Row>> {
+        self.flush()?;
+        self.opt_row_now(sql, params)
+    }
+
+    /// Runs `sql` in the transaction at once, before the visits and links kept: for
+    /// statements that neither read nor change what those write (capsules' rows).
+    fn exec_now(&mut self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> Result<u64> {
         let statement = self.statement(sql)?;
         Ok(self.tx()?.execute(&statement, params)?)
     }
 
-    fn rows(&mut self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> Result<Vec<Row>> {
+    fn rows_now(&mut self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> Result<Vec<Row>> {
         let statement = self.statement(sql)?;
         Ok(self.tx()?.query(&statement, params)?)
     }
 
-    fn row(&mut self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> Result<Row> {
+    fn row_now(&mut self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> Result<Row> {
         let statement = self.statement(sql)?;
         Ok(self.tx()?.query_one(&statement, params)?)
     }
 
-    fn opt_row(&mut self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> Result<Option<Row>> {
+    fn opt_row_now(&mut self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> Result<Option<Row>> {
         let statement = self.statement(sql)?;
         Ok(self.tx()?.query_opt(&statement, params)?)
     }
@@ -297,7 +365,7 @@ impl<'a> PgBatch<'a> {
     /// Keeps a capsule from being fetched before `until`, held back for `reason` (a crawl
     /// budget's, shown by `geode stats`) or backed off (`None`).
     fn hold(&mut self, host_id: i64, until: i64, reason: Option<&str>) -> Result<()> {
-        self.exec(
+        self.exec_now(
             "UPDATE hosts SET backoff_until = $2, held_reason = $3 WHERE id = $1",
             &[&host_id, &until, &reason],
         )?;
@@ -370,7 +438,7 @@ impl<'a> PgBatch<'a> {
         }
         let (ips, waits): (Vec<String>, Vec<i64>) =
             std::mem::take(&mut self.holds).into_iter().unzip();
-        self.exec(
+        self.exec_now(
             &format!(
                 "UPDATE addresses a
                  SET next_at_ms = GREATEST(COALESCE(a.next_at_ms, 0), {DB_NOW_MS} + w.ms)
@@ -381,30 +449,6 @@ impl<'a> PgBatch<'a> {
         Ok(())
     }
 }
-
-/// Records a visit (the URL's row before: its content hash), fenced by the crawler's shards
-/// (`$22` the crawler, `$23`/`$24` its shards and epochs).
-static RECORD_VISIT: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
-    format!(
-        "WITH before AS (SELECT content_hash FROM urls WHERE id = $1)
-                 UPDATE urls SET state = $2, status = $3, meta = $4, error = $5,
-                        mime = COALESCE($6, mime), size = COALESCE($7, size),
-                        content_hash = COALESCE($8, content_hash),
-                        content_meta = COALESCE($18, content_meta), fetched_at = $9,
-                        etag = CASE WHEN $19 THEN $20 ELSE etag END,
-                        last_modified = CASE WHEN $19 THEN $21 ELSE last_modified END,
-                        due_at = $10, revisit_secs = $11, first_failed_at = $12, prio = $13,
-                        feed = $14,
-                        changes = changes + CASE WHEN $15::BOOLEAN THEN 1 ELSE 0 END,
-                        changed_at = CASE WHEN $15::BOOLEAN THEN $9 ELSE changed_at END,
-                        visits = visits + 1, attempts = 0, claimed = 2, claimed_by = $22,
-                        index_op = COALESCE($16, index_op), redirect_to = $17,
-                        batch = CASE WHEN $16::TEXT IS NULL THEN batch END
-                 WHERE id = $1 AND {}
-                 RETURNING (SELECT content_hash FROM before)",
-        fence(22, 23, 24)
-    )
-});
 
 impl Batch for PgBatch<'_> {
     fn host_id(&mut self, name: &str) -> Result<i64> {
@@ -470,7 +514,7 @@ impl Batch for PgBatch<'_> {
             }
         }
         let known: i64 = blocking(|| {
-            self.row(
+            self.row_now(
                 "SELECT url_count + COALESCE((SELECT SUM(added)::BIGINT FROM host_news
                                               WHERE host_id = $1), 0)
                  FROM hosts WHERE id = $1",
@@ -520,28 +564,45 @@ impl Batch for PgBatch<'_> {
                 // their anchors are read when they are indexed.
                 known.push(!is_new && !held(target));
             }
-            self.replace_links(source, &targets, &labels, &known)?;
+            self.replace_links(source, &targets, &labels, &known);
             Ok(report)
         })
     }
 
     fn drop_links(&mut self, source: i64) -> Result<()> {
-        blocking(|| self.replace_links(source, &[], &[], &[]))
+        self.replace_links(source, &[], &[], &[]);
+        Ok(())
     }
 
-    /// Forgets a page's anchor update, when the batch commits.
+    /// Forgets a page's anchor update, when the batch commits. The links the batch keeps are
+    /// written first: an update they cause was marked before, and is forgotten too.
     fn forget_anchor_update(&mut self, url_id: i64) -> Result<()> {
+        blocking(|| self.flush())?;
         self.anchors.insert(url_id, false);
         Ok(())
     }
 
+    /// The first other URL indexed with content `hash`, as it is once the visits the batch
+    /// keeps are written: their content hashes and index operations stand in for their rows',
+    /// so that the visits need not be written first (a round trip).
     fn same_content(&mut self, hash: &str, except: i64) -> Result<Option<String>> {
+        let (mut ids, mut hashes, mut ops) = (Vec::new(), Vec::new(), Vec::new());
+        for (&id, visit) in &self.visits {
+            ids.push(id);
+            hashes.push(visit.content_hash().map(str::to_string));
+            ops.push(visit.index_op());
+        }
         let row = blocking(|| {
-            self.opt_row(
-                "SELECT url FROM urls WHERE content_hash = $1 AND id != $2
-                   AND ((in_index AND index_op IS NULL) OR index_op = 'upsert')
-                 ORDER BY id LIMIT 1",
-                &[&hash, &except],
+            self.opt_row_now(
+                "SELECT u.url FROM urls u
+                 LEFT JOIN unnest($3::BIGINT[], $4::TEXT[], $5::TEXT[]) AS p(id, hash, op)
+                     ON p.id = u.id
+                 WHERE (u.content_hash = $1 OR u.id = ANY($3)) AND u.id != $2
+                   AND COALESCE(p.hash, u.content_hash) = $1
+                   AND ((u.in_index AND COALESCE(p.op, u.index_op) IS NULL)
+                        OR COALESCE(p.op, u.index_op) = 'upsert')
+                 ORDER BY u.id LIMIT 1",
+                &[&hash, &except, &ids, &hashes, &ops],
             )
         })?;
         Ok(row.map(|r| r.get(0)))
@@ -551,56 +612,15 @@ impl Batch for PgBatch<'_> {
         blocking(|| inbound_labels(|sql, params| self.rows(sql, params), id, limit))
     }
 
-    /// Records a visit (see the SQLite store's `record_visit`).
+    /// Records a visit (see the SQLite store's `record_visit`): kept, and written with the
+    /// batch's other visits in one statement (`batch/visits.rs`). A second visit of a URL
+    /// the batch keeps one of writes what it keeps first.
     fn record_visit(&mut self, id: i64, visit: &VisitRecord<'_>) -> Result<()> {
-        let r = visit.result;
-        let (has_validators, etag, last_modified) = match &r.validators {
-            Some((etag, modified)) => (true, etag.clone(), modified.clone()),
-            None => (false, None, None),
-        };
-        let crawler = self.crawler.clone();
-        blocking(|| {
-            // The hash it had comes back from the statement's snapshot, taken before the
-            // update.
-            let (shards, epochs) = self.fence.clone();
-            let updated = self.opt_row(
-                &RECORD_VISIT,
-                &[
-                    &id,
-                    &visit.state.as_str(),
-                    &r.status.map(i64::from),
-                    &r.meta,
-                    &r.error,
-                    &r.mime,
-                    &r.size.map(|s| s as i64),
-                    &r.content_hash,
-                    &r.fetched_at,
-                    &visit.due_at,
-                    &visit.revisit_secs,
-                    &visit.first_failed_at,
-                    &(visit.prio as i64),
-                    &visit.feed,
-                    &visit.changed,
-                    &visit.index_op.map(IndexOp::as_str),
-                    &visit.redirect_to,
-                    &r.content_meta,
-                    &has_validators,
-                    &etag,
-                    &last_modified,
-                    &crawler,
-                    &shards,
-                    &epochs,
-                ],
-            )?;
-            match updated {
-                // Its shard is another crawler's now: the visit is refused.
-                None => tracing::warn!(url_id = id, "visit not recorded: its shard was lost"),
-                Some(before) => {
-                    self.forget_replaced_content(Some(before), r.content_hash.as_deref())
-                }
-            }
-            Ok(())
-        })
+        if self.visits.contains_key(&id) {
+            blocking(|| self.flush())?;
+        }
+        self.visits.insert(id, PendingVisit::of(visit));
+        Ok(())
     }
 
     fn record_alias_content(&mut self, id: i64, result: &FetchResult) -> Result<()> {
@@ -643,7 +663,7 @@ impl Batch for PgBatch<'_> {
 
     fn back_off_capsule(&mut self, host_id: i64, now: i64, base: i64, max: i64) -> Result<i64> {
         let level: i64 = blocking(|| {
-            self.row(
+            self.row_now(
                 "UPDATE hosts SET backoff_level = backoff_level + 1 WHERE id = $1
                  RETURNING backoff_level",
                 &[&host_id],
@@ -658,7 +678,7 @@ impl Batch for PgBatch<'_> {
 
     fn capsule_answered(&mut self, host_id: i64) -> Result<()> {
         blocking(|| {
-            self.exec(
+            self.exec_now(
                 "UPDATE hosts SET backoff_level = 0 WHERE id = $1 AND backoff_level != 0",
                 &[&host_id],
             )
@@ -706,12 +726,15 @@ impl Batch for PgBatch<'_> {
     /// Lets go of a capsule this crawler leased.
     fn release_capsule(&mut self, host_id: i64) -> Result<()> {
         let crawler = self.crawler.clone();
-        blocking(|| release(self.tx()?, &crawler, host_id))
+        blocking(|| {
+            self.flush()?;
+            release(self.tx()?, &crawler, host_id)
+        })
     }
 
     fn set_robots(&mut self, host_id: i64, status: u8, text: Option<&str>, now: i64) -> Result<()> {
         blocking(|| {
-            self.exec(
+            self.exec_now(
                 "UPDATE hosts SET robots_status = $2, robots_txt = $3, robots_fetched_at = $4
                  WHERE id = $1",
                 &[&host_id, &i64::from(status), &text, &now],
@@ -744,7 +767,7 @@ impl Batch for PgBatch<'_> {
         // from inserting URLs of this capsule (their key check) until this batch commits, and
         // the batch waits for those inserts.
         let row = blocking(|| {
-            self.opt_row(
+            self.opt_row_now(
                 "UPDATE hosts h SET cert_sha256 = $2, cert_last_seen = $3,
                         cert_first_seen = CASE WHEN p.pin IS DISTINCT FROM $2 THEN $3
                                                ELSE h.cert_first_seen END,
@@ -816,6 +839,7 @@ impl Batch for PgBatch<'_> {
 
     fn commit(mut self: Box<Self>) -> Result<()> {
         blocking(move || {
+            self.flush()?;
             self.write_bodies()?;
             self.write_responses()?;
             self.write_shared()?;

@@ -150,12 +150,12 @@ impl PgStore {
         Ok(PgFrontier {
             conn: ManuallyDrop::new(Mutex::new(conn)),
             side: ManuallyDrop::new(Mutex::new(side)),
-            side_statements: std::collections::HashMap::new(),
+            side_statements: batch::Prepared::default(),
             owned: shard::Owned::default(),
             crawler: self.crawler.clone(),
             lease_secs: self.lease_secs,
             passed_over: Vec::new(),
-            statements: std::collections::HashMap::new(),
+            statements: batch::Prepared::default(),
             ids: batch::Ids::default(),
             anchor_marks: Mutex::default(),
         })
@@ -190,14 +190,20 @@ const KEEPALIVE_INTERVAL: Duration = Duration::from_secs(10);
 const KEEPALIVE_RETRIES: u32 = 3;
 
 /// Sets what every connection of a crawler's pool is opened with: the bound on a session idle
-/// in a transaction ([`idle_in_transaction_bound`]), TCP keepalives on both ends, and an
-/// application name saying which process it is (`pg_stat_activity`, `pg_locks`). Settings in
-/// the URL's own `options` come after these, so they win.
+/// in a transaction ([`idle_in_transaction_bound`]), TCP keepalives on both ends, no JIT
+/// compilation, and an application name saying which process it is (`pg_stat_activity`,
+/// `pg_locks`). Settings in the URL's own `options` come after these, so they win.
+///
+/// JIT is off because every statement geode runs reads or writes a few hundred rows by
+/// index, and the database compiles a statement whose estimated cost passes `jit_above_cost`
+/// (the shard sync's and the index writer's label walk, whose row estimates run into the
+/// millions while they touch hundreds): 130 to 240 ms of compiling for a statement that then
+/// runs in 2, measured in the shared-crawl benchmark.
 fn bound_sessions(config: &mut postgres::Config, lease: Duration) {
     let idle_ms = idle_in_transaction_bound(lease).as_millis();
     let ours = format!(
         "-c idle_in_transaction_session_timeout={idle_ms} -c tcp_keepalives_idle={} \
-         -c tcp_keepalives_interval={} -c tcp_keepalives_count={KEEPALIVE_RETRIES}",
+         -c tcp_keepalives_interval={} -c tcp_keepalives_count={KEEPALIVE_RETRIES} -c jit=off",
         KEEPALIVE_IDLE.as_secs(),
         KEEPALIVE_INTERVAL.as_secs(),
     );
@@ -229,7 +235,7 @@ pub struct PgFrontier {
     /// URLs it made known, which is what finding them means anyway.
     side: ManuallyDrop<Mutex<Conn>>,
     /// Statements prepared on `side`.
-    side_statements: std::collections::HashMap<String, postgres::Statement>,
+    side_statements: batch::Prepared,
     /// The shards this crawler owns (see `shard.rs`).
     owned: shard::Owned,
     crawler: String,
@@ -238,7 +244,7 @@ pub struct PgFrontier {
     /// the database: another crawler's scope may hold them).
     passed_over: Vec<i64>,
     /// Statements batches prepared on this connection (see [`PgBatch`]).
-    statements: std::collections::HashMap<String, postgres::Statement>,
+    statements: batch::Prepared,
     /// Ids of capsules and URLs met by batches (see [`PgBatch`]).
     ids: batch::Ids,
     /// The marks of the anchor updates last read (`anchor_updates.seq`), by URL id: clearing
@@ -449,6 +455,7 @@ mod tests {
         assert!(options.starts_with("-c idle_in_transaction_session_timeout=60000 "));
         assert!(options.ends_with("-c idle_in_transaction_session_timeout=5000"));
         assert!(options.contains("-c tcp_keepalives_idle=30"));
+        assert!(options.contains("-c jit=off"));
         assert_eq!(config.get_keepalives_idle(), KEEPALIVE_IDLE);
         assert!(config
             .get_application_name()

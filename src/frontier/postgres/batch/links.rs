@@ -25,16 +25,18 @@ pub(in crate::frontier::postgres) struct Wanted<'u> {
     pub excluded: Option<&'u str>,
 }
 
-/// Inserts URLs not known before, each only if its capsule has room (`url_count < budget`,
-/// counting the URLs writers told its owner of and it did not fold in yet); a
-/// capsule's URLs take its room in the order given (`n`), as one insert after the other
-/// would. The capsule's row is only read (it is its owner's to write): what was really inserted
-/// is appended to `host_news`, with the earliest due time, for the owner to fold in. A URL
-/// another crawler inserted meanwhile conflicts, is not counted, and comes back with
-/// `granted` but no id. Two crawlers filling one capsule at the same moment may each take the
-/// room the other does not see yet: a budget holds to within one batch of each. Rows are
-/// inserted in URL order, so that two such statements never wait for each other in a cycle.
-/// (The room is NUMERIC so that an unlimited budget, `i64::MAX`, cannot overflow.)
+/// The ids of URLs, inserting those not known before, each only if its capsule has room
+/// (`url_count < budget`, counting the URLs writers told its owner of and it did not fold in
+/// yet): one statement, where a lookup and then an insert took two round trips. A capsule's
+/// URLs take its room in the order given (`n`), as one insert after the other would. The
+/// capsule's row is only read (it is its owner's to write): what was really inserted is
+/// appended to `host_news`, with the earliest due time, for the owner to fold in. A URL
+/// another crawler inserted after the statement's snapshot conflicts, is not counted, and
+/// comes back with `granted` but no id. Two crawlers filling one capsule at the same moment may
+/// each take the room the other does not see yet: a budget holds to within one batch of each.
+/// Rows are inserted in URL order, so that two such statements never wait for each other in a
+/// cycle. (The room is NUMERIC so that an unlimited budget, `i64::MAX`, cannot overflow.)
+/// Each row answered: `n`, granted, the id, and whether this statement made it.
 const INSERT_URLS: &str = "
 WITH wanted AS (
     SELECT * FROM unnest($1::TEXT[], $2::BIGINT[], $3::TEXT[], $4::TEXT[], $5::BIGINT[],
@@ -42,15 +44,21 @@ WITH wanted AS (
         WITH ORDINALITY AS w(url, host_id, state, error, prio, depth, hops, discovered_from,
                              alias_of, due_at, n)
 ),
+known AS (
+    SELECT w.n, u.id FROM wanted w JOIN urls u ON u.url = w.url
+),
+fresh AS (
+    SELECT w.* FROM wanted w WHERE NOT EXISTS (SELECT 1 FROM known k WHERE k.n = w.n)
+),
 room AS (
     SELECT h.id, GREATEST($11::BIGINT::NUMERIC - h.url_count
                           - COALESCE((SELECT SUM(n.added) FROM host_news n WHERE n.host_id = h.id), 0),
                           0) AS room
-    FROM hosts h WHERE h.id IN (SELECT host_id FROM wanted)
+    FROM hosts h WHERE h.id IN (SELECT host_id FROM fresh)
 ),
 ranked AS (
     SELECT w.*, row_number() OVER (PARTITION BY w.host_id ORDER BY w.n) <= r.room AS granted
-    FROM wanted w JOIN room r ON r.id = w.host_id
+    FROM fresh w JOIN room r ON r.id = w.host_id
 ),
 inserted AS (
     INSERT INTO urls(url, host_id, state, depth, hops, discovered_from, alias_of, error, prio,
@@ -64,38 +72,67 @@ news AS (
     INSERT INTO host_news(host_id, due, added)
     SELECT host_id, MIN(due_at), COUNT(*) FROM inserted GROUP BY host_id
 )
-SELECT r.n, r.granted, i.id FROM ranked r LEFT JOIN inserted i ON i.url = r.url";
+SELECT r.n, r.granted, i.id, TRUE FROM ranked r LEFT JOIN inserted i ON i.url = r.url
+UNION ALL
+SELECT k.n, TRUE, k.id, FALSE FROM known k";
 
-/// Replaces the links of page `$1` by `$2`, `$3` (targets and labels, each pair once) and
-/// returns, for an anchor update, every target that gains its first link with a label (`$4`:
-/// the target was not new) or loses its last one, unless the target was never visited (its
-/// anchors are read when it is indexed). The links of other pages decide "first" and
-/// "last": the statement's snapshot does not see its own changes, and those are all links
-/// of `$1`. The batch marks the updates when it commits.
+/// Replaces the links of the pages `$1` by `$2`..`$5` (source, target, label, each triple
+/// once, and whether the target was known, in one array each) and returns, for an anchor
+/// update, every target whose labels the batch changed: a label it gained (when the target was
+/// known) or lost, whichever pages carry it, unless the target was never visited (its anchors
+/// are read when it is indexed). Whether a label was there before comes from the statement's
+/// snapshot, which does not see its own changes; whether it is there after, from the links
+/// of pages outside `$1` and the new links. A label that moves from one page of the batch to
+/// another changes nothing (as when the page that gains it is recorded first, one page at a
+/// time). Links are inserted in key order. The batch marks the updates when it commits.
+///
+/// Every row of `links` and `urls` it reads is looked up by index, row by row (lateral
+/// subqueries, `OFFSET 0` so that none is turned into a hash of the whole table): the plan is
+/// prepared once, when the tables may be small, and kept while they grow to millions of rows.
 const REPLACE_LINKS: &str = "
 WITH current AS (
-    SELECT * FROM unnest($2::BIGINT[], $3::TEXT[], $4::BOOLEAN[]) AS c(target, label, known)
+    SELECT * FROM unnest($2::BIGINT[], $3::BIGINT[], $4::TEXT[], $5::BOOLEAN[])
+        AS c(source, target, label, known)
+),
+old AS (
+    SELECT o.* FROM unnest($1::BIGINT[]) AS p(source)
+    CROSS JOIN LATERAL (SELECT ctid AS row, source, target, label FROM links
+                        WHERE source = p.source OFFSET 0) o
 ),
 gone AS (
-    DELETE FROM links l WHERE l.source = $1
-      AND NOT EXISTS (SELECT 1 FROM current c WHERE c.target = l.target AND c.label = l.label)
-    RETURNING l.target, l.label
+    DELETE FROM links WHERE ctid = ANY(ARRAY(
+        SELECT o.row FROM old o
+        WHERE NOT EXISTS (SELECT 1 FROM current c WHERE c.source = o.source
+                            AND c.target = o.target AND c.label = o.label)))
+    RETURNING target, label
 ),
 added AS (
-    INSERT INTO links(source, target, label) SELECT $1, target, label FROM current
+    INSERT INTO links(source, target, label)
+    SELECT source, target, label FROM current ORDER BY source, target, label
     ON CONFLICT DO NOTHING
-    RETURNING target, label
+    RETURNING source, target, label
 ),
 changed AS (
     SELECT target, label FROM gone
-    UNION ALL
-    SELECT a.target, a.label FROM added a JOIN current c USING (target, label) WHERE c.known
+    UNION
+    SELECT a.target, a.label FROM added a JOIN current c USING (source, target, label)
+    WHERE c.known
+),
+kept AS (
+    SELECT DISTINCT target, label FROM current
 )
-SELECT DISTINCT ch.target FROM changed ch JOIN urls u ON u.id = ch.target
+SELECT DISTINCT ch.target FROM changed ch
+CROSS JOIN LATERAL (SELECT state, in_index FROM urls WHERE id = ch.target OFFSET 0) u
+LEFT JOIN kept k ON k.target = ch.target AND k.label = ch.label
 WHERE ch.label != ''
   AND NOT (u.state = 'new' AND NOT u.in_index)
-  AND NOT EXISTS (SELECT 1 FROM links o
-                  WHERE o.target = ch.target AND o.label = ch.label AND o.source != $1)";
+  AND EXISTS (SELECT 1 FROM links o WHERE o.target = ch.target AND o.label = ch.label
+              OFFSET 0)
+      IS DISTINCT FROM
+      (k.target IS NOT NULL
+       OR EXISTS (SELECT 1 FROM links o
+                  WHERE o.target = ch.target AND o.label = ch.label AND o.source != ALL($1)
+                  OFFSET 0))";
 
 impl PgBatch<'_> {
     /// The ids of capsules, creating those that are new, in one statement for all the names
@@ -185,17 +222,6 @@ impl PgBatch<'_> {
             }
         }
         if !unknown.is_empty() {
-            let urls: Vec<&str> = unknown.iter().map(|w| w.new.url).collect();
-            for row in self.side_rows("SELECT id, url FROM urls WHERE url = ANY($1)", &[&urls])? {
-                let (id, url): (i64, String) = (row.get(0), row.get(1));
-                if let Some(slot) = found.get_mut(url.as_str()) {
-                    *slot = Some((id, false));
-                }
-                self.ids.urls.insert(url, id);
-            }
-            unknown.retain(|w| found[w.new.url].is_none());
-        }
-        if !unknown.is_empty() {
             let hosts: Vec<&str> = unknown.iter().map(|w| w.new.host).collect();
             let host_ids = self.host_ids(&hosts)?;
             let mut candidates: Vec<(&Wanted<'_>, i64)> =
@@ -204,6 +230,10 @@ impl PgBatch<'_> {
             // next URLs, which the first round refused.
             while !candidates.is_empty() {
                 let round = self.insert_urls(&candidates, budget)?;
+                for (url, id) in round.known {
+                    self.ids.urls.insert(url.to_string(), id);
+                    found.insert(url, Some((id, false)));
+                }
                 for (url, id) in round.made {
                     self.ids.urls.insert(url.to_string(), id);
                     found.insert(url, Some((id, true)));
@@ -262,18 +292,20 @@ impl PgBatch<'_> {
             ],
         )?;
         let mut round = Round {
+            known: Vec::new(),
             made: Vec::new(),
             conflicted: Vec::new(),
             refused: Vec::new(),
         };
-        let mut rows: Vec<(i64, bool, Option<i64>)> = rows
+        let mut rows: Vec<(i64, bool, Option<i64>, bool)> = rows
             .iter()
-            .map(|r| (r.get(0), r.get(1), r.get(2)))
+            .map(|r| (r.get(0), r.get(1), r.get(2), r.get(3)))
             .collect();
         rows.sort_unstable_by_key(|r| r.0);
-        for (n, granted, id) in rows {
+        for (n, granted, id, made) in rows {
             let candidate = candidates[(n - 1) as usize];
             match (granted, id) {
+                (true, Some(id)) if !made => round.known.push((candidate.0.new.url, id)),
                 (true, Some(id)) => {
                     round.made.push((candidate.0.new.url, id));
                     if let Some((count, _)) = self.ids.counts.get_mut(&candidate.1) {
@@ -288,15 +320,43 @@ impl PgBatch<'_> {
     }
 
     /// Replaces the links of page `source` by these (targets, labels, and whether each target
-    /// was known: [`REPLACE_LINKS`]), in one statement.
+    /// was known): kept until the batch writes the links of all its pages in one statement
+    /// ([`PgBatch::write_links`]). A page recorded again in the batch keeps its last links.
     pub(super) fn replace_links(
         &mut self,
         source: i64,
         targets: &[i64],
         labels: &[&str],
         known: &[bool],
-    ) -> Result<()> {
-        for row in self.rows(REPLACE_LINKS, &[&source, &targets, &labels, &known])? {
+    ) {
+        let links = targets
+            .iter()
+            .zip(labels)
+            .zip(known)
+            .map(|((&target, &label), &known)| (target, label.to_string(), known))
+            .collect();
+        self.links.insert(source, links);
+    }
+
+    /// Writes the links kept by [`PgBatch::replace_links`] ([`REPLACE_LINKS`]), and notes the
+    /// anchor updates they cause, to be marked at commit.
+    pub(super) fn write_links(&mut self) -> Result<()> {
+        if self.links.is_empty() {
+            return Ok(());
+        }
+        let pages = std::mem::take(&mut self.links);
+        let sources: Vec<i64> = pages.keys().copied().collect();
+        let (mut from, mut targets, mut labels, mut known) =
+            (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        for (source, links) in &pages {
+            for (target, label, is_known) in links {
+                from.push(*source);
+                targets.push(*target);
+                labels.push(label.as_str());
+                known.push(*is_known);
+            }
+        }
+        for row in self.rows_now(REPLACE_LINKS, &[&sources, &from, &targets, &labels, &known])? {
             self.anchors.insert(row.get(0), true);
         }
         Ok(())
@@ -305,6 +365,8 @@ impl PgBatch<'_> {
 
 /// What one round of [`INSERT_URLS`] did with its candidates (URL and capsule id).
 struct Round<'w, 'u> {
+    /// Known before, with their ids.
+    known: Vec<(&'u str, i64)>,
     /// Inserted, with their ids.
     made: Vec<(&'u str, i64)>,
     /// Inserted first by another crawler.
