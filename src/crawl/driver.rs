@@ -278,12 +278,22 @@ impl Crawl {
         let mut recorded = 0;
         let gather_until = run.gather_until();
         loop {
+            // Every result ready now, recorded together: the store reads what their contents
+            // are known as in one go.
+            let mut ready = Vec::new();
             while let Some(joined) = next.take() {
                 if let Ok(done) = joined {
-                    self.record(&mut *batch, done, &mut docs)?;
-                    recorded += 1;
+                    ready.push(done);
                 }
                 next = run.fetches.try_join_next();
+            }
+            let hashes: Vec<&str> = ready.iter().filter_map(new_content).collect();
+            if hashes.len() > 1 {
+                batch.expect_contents(&hashes)?;
+            }
+            for done in ready {
+                self.record(&mut *batch, done, &mut docs)?;
+                recorded += 1;
             }
             // After a stall past a renewal (a stopped process, a loaded machine), nothing is
             // dispatched before the leases are renewed: some may have run out and passed to
@@ -546,5 +556,16 @@ impl Crawl {
             tracing::info!(pages = pages.len(), "documents rewritten with new anchors");
         }
         Ok(handled)
+    }
+}
+
+/// The content hash of a page fetched whole, which the duplicate check may ask about.
+fn new_content(done: &Done) -> Option<&str> {
+    let page = done.result.as_ref().ok()?.page.as_ref()?;
+    let hash = page.hash.as_deref()?;
+    match &done.job {
+        // Content found as it was needs no check.
+        DoneJob::Page(url) if url.prior.content_hash.as_deref() != Some(hash) => Some(hash),
+        _ => None,
     }
 }

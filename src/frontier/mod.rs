@@ -523,6 +523,12 @@ pub trait Batch {
     }
     /// Another page holding this content in the index (or on its way there), if any.
     fn same_content(&mut self, hash: &str, except: i64) -> Result<Option<String>>;
+    /// Says which contents [`Batch::same_content`] will be asked about next, so that a store
+    /// that pays a round trip a statement reads them at once. Only a hint: the answers stay
+    /// those of `same_content` asked at its time.
+    fn expect_contents(&mut self, _hashes: &[&str]) -> Result<()> {
+        Ok(())
+    }
     /// The distinct labels of the links that point to a URL, as this transaction sees them.
     fn inbound_labels(&mut self, id: i64, limit: usize) -> Result<Vec<String>>;
     /// Records a visit: what was received, the state, the schedule and the index operation.

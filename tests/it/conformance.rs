@@ -946,13 +946,56 @@ fn duplicates_are_judged_by_the_visits_recorded_earlier_in_the_batch(f: &mut dyn
         redirect_to: None,
     };
     b.record_visit(removed, &removal).unwrap();
-    assert_eq!(b.same_content(&old, c).unwrap(), None, "its content changed");
-    assert_eq!(b.same_content(&gone, c).unwrap(), None, "it leaves the index");
+    // Asked at once, then told first which contents are coming (a store may read them
+    // ahead): the same answers.
+    for told in [false, true] {
+        if told {
+            b.expect_contents(&[&old, &gone, "new content"]).unwrap();
+        }
+        assert_eq!(
+            b.same_content(&old, c).unwrap(),
+            None,
+            "its content changed"
+        );
+        assert_eq!(
+            b.same_content(&gone, c).unwrap(),
+            None,
+            "it leaves the index"
+        );
+        assert_eq!(
+            b.same_content("new content", c).unwrap().as_deref(),
+            Some("gemini://a.test/m")
+        );
+        assert_eq!(b.same_content("new content", moved).unwrap(), None);
+    }
+    // Told ahead, before the visits that change what holds a content.
+    let [p, q] = indexed_pages(&mut *b, ["gemini://a.test/p", "gemini://a.test/q"]);
+    let (hash_p, hash_q) = (format!("hash-{p}"), format!("hash-{q}"));
+    b.commit().unwrap();
+    index(f, &[p, q], 2);
+    let mut b = f.batch(0).unwrap();
+    b.expect_contents(&[&hash_p, &hash_q, "copied"]).unwrap();
     assert_eq!(
-        b.same_content("new content", c).unwrap().as_deref(),
-        Some("gemini://a.test/m")
+        b.same_content(&hash_p, c).unwrap().as_deref(),
+        Some("gemini://a.test/p")
     );
-    assert_eq!(b.same_content("new content", moved).unwrap(), None);
+    let copied = FetchResult {
+        status: Some(20),
+        fetched_at: 3000,
+        content_hash: Some("copied".into()),
+        ..FetchResult::default()
+    };
+    record(&mut *b, q, UrlState::Indexed, &copied, None);
+    assert_eq!(
+        b.same_content(&hash_q, c).unwrap(),
+        None,
+        "its content changed"
+    );
+    assert_eq!(
+        b.same_content("copied", c).unwrap().as_deref(),
+        Some("gemini://a.test/q"),
+        "a page the batch gave the content to"
+    );
     b.commit().unwrap();
     let mut b = f.batch(0).unwrap();
     assert_eq!(b.same_content(&old, c).unwrap(), None);

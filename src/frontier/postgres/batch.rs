@@ -110,7 +110,22 @@ pub struct PgBatch<'a> {
     /// Pages' links kept until they are written together (`batch/links.rs`), by page: the
     /// target, its label and whether the target was known.
     links: std::collections::BTreeMap<i64, Vec<(i64, String, bool)>>,
+    /// The URLs holding contents the crawl said it would ask about
+    /// ([`Batch::expect_contents`]), as the database had them: the first few of each, and
+    /// whether there were more. Forgotten once the batch writes to `urls`.
+    contents: HashMap<String, (Vec<Holder>, bool)>,
 }
+
+/// A URL holding a content, as [`PgBatch::contents`] keeps it.
+struct Holder {
+    id: i64,
+    url: String,
+    in_index: bool,
+    index_op: Option<String>,
+}
+
+/// How many URLs holding one content [`Batch::expect_contents`] reads.
+const HOLDERS_READ: i64 = 8;
 
 /// A response archived by the batch and not yet written.
 struct PendingResponse {
@@ -202,6 +217,7 @@ impl<'a> PgBatch<'a> {
             body_bytes: 0,
             visits: std::collections::BTreeMap::new(),
             links: std::collections::BTreeMap::new(),
+            contents: HashMap::new(),
         }
     }
 
@@ -212,8 +228,37 @@ impl<'a> PgBatch<'a> {
     /// it does when they come after it (and they then only mark an update more, never one
     /// less, when they came first).
     fn flush(&mut self) -> Result<()> {
+        self.contents.clear();
         self.write_visits()?;
         self.write_links()
+    }
+
+    /// What [`Batch::same_content`] answers from the contents read by
+    /// [`Batch::expect_contents`] and the visits kept: `None` when it cannot tell (a content
+    /// not read, a visit kept that gives the content to a URL read as not holding it, or
+    /// more holders than were read and none of those read still holding it).
+    fn known_content(&self, hash: &str, except: i64) -> Option<Option<String>> {
+        let (holders, more) = self.contents.get(hash)?;
+        let holds = |h: &Holder| {
+            let visit = self.visits.get(&h.id);
+            let hash_after = visit.and_then(|v| v.content_hash()).unwrap_or(hash);
+            let op_after = visit.and_then(|v| v.index_op()).or(h.index_op.as_deref());
+            hash_after == hash && ((h.in_index && op_after.is_none()) || op_after == Some("upsert"))
+        };
+        let first = holders
+            .iter()
+            .filter(|h| h.id != except && holds(h))
+            .min_by_key(|h| h.id);
+        let gained = self.visits.iter().any(|(&id, v)| {
+            id != except
+                && v.content_hash() == Some(hash)
+                && !holders.iter().any(|h| h.id == id)
+                && first.is_none_or(|f| id < f.id)
+        });
+        if gained || (first.is_none() && *more) {
+            return None;
+        }
+        Some(first.map(|h| h.url.clone()))
     }
 
     /// Inserts the bodies archived so far, in one statement on the side connection, in hash
@@ -314,6 +359,7 @@ impl<'a> PgBatch<'a> {
     }
 
     /// Runs `sql` in the transaction after the visits and links kept ([`PgBatch::flush`]).
+    /// (Statements that may change `urls` go this way: they forget the contents read.)
     fn exec(&mut self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> Result<u64> {
         self.flush()?;
         self.exec_now(sql, params)
@@ -582,10 +628,53 @@ impl Batch for PgBatch<'_> {
         Ok(())
     }
 
+    /// Reads the first URLs holding each content in one statement, for
+    /// [`Batch::same_content`] to answer from.
+    fn expect_contents(&mut self, hashes: &[&str]) -> Result<()> {
+        let wanted: Vec<&str> = hashes
+            .iter()
+            .copied()
+            .filter(|h| !self.contents.contains_key(*h))
+            .collect::<BTreeSet<&str>>()
+            .into_iter()
+            .collect();
+        if wanted.is_empty() {
+            return Ok(());
+        }
+        let rows = blocking(|| {
+            self.rows_now(
+                "SELECT h, u.id, u.url, u.in_index, u.index_op FROM unnest($1::TEXT[]) AS h
+                 CROSS JOIN LATERAL (SELECT id, url, in_index, index_op FROM urls
+                                     WHERE content_hash = h ORDER BY id LIMIT $2) u",
+                &[&wanted, &HOLDERS_READ],
+            )
+        })?;
+        for hash in wanted {
+            self.contents.insert(hash.to_string(), (Vec::new(), false));
+        }
+        for row in rows {
+            let hash: String = row.get(0);
+            if let Some((holders, more)) = self.contents.get_mut(&hash) {
+                holders.push(Holder {
+                    id: row.get(1),
+                    url: row.get(2),
+                    in_index: row.get(3),
+                    index_op: row.get(4),
+                });
+                *more = holders.len() as i64 >= HOLDERS_READ;
+            }
+        }
+        Ok(())
+    }
+
     /// The first other URL indexed with content `hash`, as it is once the visits the batch
     /// keeps are written: their content hashes and index operations stand in for their rows',
-    /// so that the visits need not be written first (a round trip).
+    /// so that the visits need not be written first (a round trip). Answered without a round
+    /// trip when the content was read before ([`Batch::expect_contents`]).
     fn same_content(&mut self, hash: &str, except: i64) -> Result<Option<String>> {
+        if let Some(known) = self.known_content(hash, except) {
+            return Ok(known);
+        }
         let (mut ids, mut hashes, mut ops) = (Vec::new(), Vec::new(), Vec::new());
         for (&id, visit) in &self.visits {
             ids.push(id);
