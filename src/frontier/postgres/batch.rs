@@ -1,10 +1,14 @@
 //! [`Batch`] on the PostgreSQL store: [`PgBatch`], one write transaction of a crawler, holding
 //! many results, with the meaning of the SQLite store's batch (see `sqlite/batch.rs`): visits,
 //! links, redirects, retries, back-offs, robots.txt answers, certificate pins and archived
-//! responses. Each statement is a round trip to the database, so what SQLite does in a few
-//! statements a visit is one statement here where it can be, and the links of a page are
-//! recorded a page at a time (the statements and the URL ids they need are in
-//! `batch/links.rs`). Each method runs its database work through [`blocking`].
+//! responses. Each statement is a round trip to the database, so the batch writes what it can
+//! a set at a time: its visits, its pages' links, its archived responses and bodies and what
+//! it tells other crawlers are kept in memory and each written in one statement when it
+//! commits (`batch/visits.rs`, `batch/links.rs`), or sooner, before a statement that could
+//! read or change them (`PgBatch::flush`); the duplicate checks of a round of results read
+//! their contents' holders at once ([`Batch::expect_contents`]). What stays a statement a page
+//! is the lookup and insert of the URLs it links to that the batch has no id for. Each method
+//! runs its database work through [`blocking`].
 //!
 //! **No crawler waits for another.** The transaction updates rows of this crawler's own: URLs
 //! it claimed and capsules it leases, in shards it owns (`shard.rs`); a visit to a URL whose
@@ -419,13 +423,19 @@ impl<'a> PgBatch<'a> {
     }
 
     /// Writes what the batch gathered for the rows every crawler shares, in one statement:
-    /// the news of capsules, the anchor updates marked and forgotten (in key order), and the
+    /// the news of capsules, the anchor updates marked and forgotten (in key order), the
     /// bodies no longer needed (only those nothing refers to and not stored again lately: a
-    /// crawler may be about to commit a response that needs one). Anchor updates are written
-    /// in turn with other crawlers' ([`SHARED_ROWS_LOCK`]): two batches each forgetting what
-    /// the other marks would otherwise wait for each other.
+    /// crawler may be about to commit a response that needs one), and the holds on addresses
+    /// gathered by [`Batch::hold_address`] (an address's next request time only moves later,
+    /// on the database's clock). Anchor updates are written in turn with other crawlers'
+    /// ([`SHARED_ROWS_LOCK`]): two batches each forgetting what the other marks would
+    /// otherwise wait for each other.
     fn write_shared(&mut self) -> Result<()> {
-        if self.news.is_empty() && self.anchors.is_empty() && self.forget.is_empty() {
+        if self.news.is_empty()
+            && self.anchors.is_empty()
+            && self.forget.is_empty()
+            && self.holds.is_empty()
+        {
             return Ok(());
         }
         let (mut hosts, mut dues, mut added) = (Vec::new(), Vec::new(), Vec::new());
@@ -443,6 +453,8 @@ impl<'a> PgBatch<'a> {
             }
         }
         let forget: Vec<String> = std::mem::take(&mut self.forget).into_iter().collect();
+        let (ips, waits): (Vec<String>, Vec<i64>) =
+            std::mem::take(&mut self.holds).into_iter().unzip();
         if !mark.is_empty() || !unmark.is_empty() {
             self.exec("SELECT pg_advisory_xact_lock($1)", &[&SHARED_ROWS_LOCK])?;
         }
@@ -460,7 +472,11 @@ impl<'a> PgBatch<'a> {
                      DELETE FROM bodies b WHERE b.hash = ANY($6)
                        AND b.stored_at < {DB_NOW} - $7
                        AND NOT EXISTS (SELECT 1 FROM responses WHERE body_hash = b.hash)
-                       AND NOT EXISTS (SELECT 1 FROM urls WHERE content_hash = b.hash))
+                       AND NOT EXISTS (SELECT 1 FROM urls WHERE content_hash = b.hash)),
+                 held AS (
+                     UPDATE addresses a
+                     SET next_at_ms = GREATEST(COALESCE(a.next_at_ms, 0), {DB_NOW_MS} + w.ms)
+                     FROM unnest($8::TEXT[], $9::BIGINT[]) AS w(ip, ms) WHERE a.ip = w.ip)
                  SELECT 1"
             ),
             &[
@@ -471,26 +487,9 @@ impl<'a> PgBatch<'a> {
                 &unmark,
                 &forget,
                 &BODY_GRACE_SECS,
+                &ips,
+                &waits,
             ],
-        )?;
-        Ok(())
-    }
-
-    /// Writes the holds on addresses gathered by [`Batch::hold_address`]: an address's next
-    /// request time only moves later, on the database's clock.
-    fn write_holds(&mut self) -> Result<()> {
-        if self.holds.is_empty() {
-            return Ok(());
-        }
-        let (ips, waits): (Vec<String>, Vec<i64>) =
-            std::mem::take(&mut self.holds).into_iter().unzip();
-        self.exec_now(
-            &format!(
-                "UPDATE addresses a
-                 SET next_at_ms = GREATEST(COALESCE(a.next_at_ms, 0), {DB_NOW_MS} + w.ms)
-                 FROM unnest($1::TEXT[], $2::BIGINT[]) AS w(ip, ms) WHERE a.ip = w.ip"
-            ),
-            &[&ips, &waits],
         )?;
         Ok(())
     }
@@ -932,7 +931,6 @@ impl Batch for PgBatch<'_> {
             self.write_bodies()?;
             self.write_responses()?;
             self.write_shared()?;
-            self.write_holds()?;
             if self.begun {
                 self.conn.batch_execute("COMMIT")?;
                 self.begun = false;

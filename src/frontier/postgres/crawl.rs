@@ -399,8 +399,17 @@ impl Frontier for PgFrontier {
                 ),
                 &[&*crawler, &*lease_secs],
             )?;
+            // Only the addresses of capsules it leases: one it kept after losing its last
+            // capsule there would otherwise stay its own as long as it runs, and the crawler
+            // that took the capsule over would put it back every few seconds, never to fetch
+            // it (seen in `scripts/check-shared-crawl`: a crawler stopped past its lease).
             tx.execute(
-                &format!("UPDATE addresses SET leased_until = {DB_NOW} + $2 WHERE leased_by = $1"),
+                &format!(
+                    "UPDATE addresses a SET leased_until = {DB_NOW} + $2
+                     WHERE a.leased_by = $1
+                       AND EXISTS (SELECT 1 FROM hosts h
+                                   WHERE h.ip = a.ip AND h.claimed = 1 AND h.leased_by = $1)"
+                ),
                 &[&*crawler, &*lease_secs],
             )?;
             Ok(held)

@@ -1,11 +1,11 @@
 //! The set-based half of [`PgBatch`], for its [`Batch`](crate::frontier::Batch) methods in
-//! `batch.rs`: the ids of capsules and URLs a page links to, many at a time, and the statement
-//! that replaces a page's links. One statement resolves every URL the batch has no id for, one
-//! creates the capsules it never saw, one inserts the unknown URLs within their capsules'
-//! budgets, and one replaces the page's links and finds the anchor updates they cause: a
-//! handful of round trips a page, where one link at a time took several per link. The meaning
-//! is the SQLite store's (`sqlite/batch.rs`), which records the same things one link at a
-//! time; what each statement computes at once is what that sequence of calls leaves behind.
+//! `batch.rs`: the ids of capsules and URLs pages link to, many at a time, and the statement
+//! that replaces pages' links. One statement creates the capsules the batch never saw, one
+//! looks up and inserts a page's URLs (the unknown ones within their capsules' budgets), and
+//! one, when the batch commits, replaces the links of all the pages it recorded and finds the
+//! anchor updates they cause. The meaning is the SQLite store's (`sqlite/batch.rs`), which
+//! records the same things one link at a time; what each statement computes at once is what
+//! that sequence of calls leaves behind (anchor updates: see [`REPLACE_LINKS`]).
 //!
 //! Capsules and URLs are created on the side connection, each statement committed at once and
 //! inserting in key order: rows several crawlers may create at the same moment, whose keys no

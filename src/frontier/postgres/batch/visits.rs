@@ -1,10 +1,11 @@
 //! The visits of a [`PgBatch`], written together: [`Batch::record_visit`](crate::frontier::Batch)
 //! keeps each in memory and the batch writes them in one statement when it commits, or sooner,
 //! before any statement whose answer or effect they could change. A page's visit was a round
-//! trip of its own; a batch of visits is one. The statement means what one update a visit
-//! meant (see `RECORD_VISIT` in the history of `batch.rs`, and the SQLite store's
-//! `record_visit`): the fence on each URL's shard, the content hash each had before (its body
-//! is forgotten at commit if nothing else needs it), a visit to a lost shard refused.
+//! trip of its own; a batch of visits is one. The statement does for each visit what the
+//! SQLite store's `record_visit` does: the state, schedule, content and index operation
+//! written, fenced by the URL's shard (a visit to a shard the crawler lost is refused and
+//! logged), and the content hash the URL had before returned, so that its body is forgotten
+//! at commit if nothing else needs it.
 
 use std::collections::BTreeMap;
 
