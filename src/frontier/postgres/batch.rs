@@ -257,7 +257,7 @@ impl<'a> PgBatch<'a> {
             id != except
                 && v.content_hash() == Some(hash)
                 && !holders.iter().any(|h| h.id == id)
-                && first.is_none_or(|f| id < f.id)
+                && first.map_or(true, |f| id < f.id)
         });
         if gained || (first.is_none() && *more) {
             return None;

@@ -118,12 +118,17 @@ impl PgStore {
             lease_secs: lease.as_secs().max(1) as i64,
         };
         let mut conn = store.connection()?;
-        blocking(|| {
-            if migrate {
+        blocking(move || {
+            let checked = if migrate {
                 migrate::prepare(&mut conn)
             } else {
                 migrate::check(&mut conn)
-            }
+            };
+            // Given back here: the pool closes a connection that failed, a call of the
+            // client, which panics if made on the runtime's thread (seen when a database
+            // ended the session during the migration).
+            drop(conn);
+            checked
         })?;
         Ok(store)
     }
@@ -145,8 +150,14 @@ impl PgStore {
         // No heartbeat here: a crawler registers when it first syncs its shards (its first
         // claim), so that processes that only seed or read never count as live crawlers whose
         // share of the shards the others leave free.
-        let conn = self.connection()?;
-        let side = self.connection()?;
+        let (conn, side) = blocking(|| {
+            let conn = self.pool.get()?;
+            // The first goes back to the pool here if the second cannot be had (see
+            // `connect`).
+            let side = self.pool.get()?;
+            Ok::<_, r2d2::Error>((conn, side))
+        })
+        .map_err(|e| FrontierError::Postgres(e.to_string()))?;
         Ok(PgFrontier {
             conn: ManuallyDrop::new(Mutex::new(conn)),
             side: ManuallyDrop::new(Mutex::new(side)),
