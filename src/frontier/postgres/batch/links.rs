@@ -2,8 +2,8 @@
 //! `batch.rs`: the ids of capsules and URLs pages link to, many at a time, and the statement
 //! that replaces pages' links. One statement creates the capsules the batch never saw, one
 //! looks up and inserts a page's URLs (the unknown ones within their capsules' budgets), and
-//! one, when the batch commits, replaces the links of all the pages it recorded and finds the
-//! anchor updates they cause. The meaning is the SQLite store's (`sqlite/batch.rs`), which
+//! one, when the batch commits (or sooner: see `batch.rs`), replaces the links of all the
+//! pages it recorded and finds the anchor updates they cause. The meaning is the SQLite store's (`sqlite/batch.rs`), which
 //! records the same things one link at a time; what each statement computes at once is what
 //! that sequence of calls leaves behind (anchor updates: see [`REPLACE_LINKS`]).
 //!
