@@ -3,9 +3,10 @@
 //! that replaces pages' links. One statement creates the capsules the batch never saw, one
 //! looks up and inserts a page's URLs (the unknown ones within their capsules' budgets), and
 //! one, when the batch commits (or sooner: see `batch.rs`), replaces the links of all the
-//! pages it recorded and finds the anchor updates they cause. The meaning is the SQLite store's (`sqlite/batch.rs`), which
-//! records the same things one link at a time; what each statement computes at once is what
-//! that sequence of calls leaves behind (anchor updates: see [`REPLACE_LINKS`]).
+//! pages it recorded and finds the anchor updates they cause. The meaning is the SQLite
+//! store's (`sqlite/batch.rs`), which records the same things one link at a time; what each
+//! statement computes at once is what that sequence of calls leaves behind (anchor updates:
+//! see [`REPLACE_LINKS`]).
 //!
 //! Capsules and URLs are created on the side connection, each statement committed at once and
 //! inserting in key order: rows several crawlers may create at the same moment, whose keys no
@@ -36,7 +37,8 @@ pub(in crate::frontier::postgres) struct Wanted<'u> {
 /// each take the room the other does not see yet: a budget holds to within one batch of each.
 /// Rows are inserted in URL order, so that two such statements never wait for each other in a
 /// cycle. (The room is NUMERIC so that an unlimited budget, `i64::MAX`, cannot overflow.)
-/// Each row answered: `n`, granted, the id, and whether this statement made it.
+/// Each row answered: `n`, granted, the id, and whether this statement made it. Known URLs
+/// are looked up one by one by index (a lateral subquery), whatever the plan's statistics.
 const INSERT_URLS: &str = "
 WITH wanted AS (
     SELECT * FROM unnest($1::TEXT[], $2::BIGINT[], $3::TEXT[], $4::TEXT[], $5::BIGINT[],
@@ -45,7 +47,8 @@ WITH wanted AS (
                              alias_of, due_at, n)
 ),
 known AS (
-    SELECT w.n, u.id FROM wanted w JOIN urls u ON u.url = w.url
+    SELECT w.n, u.id FROM wanted w
+    CROSS JOIN LATERAL (SELECT id FROM urls WHERE url = w.url OFFSET 0) u
 ),
 fresh AS (
     SELECT w.* FROM wanted w WHERE NOT EXISTS (SELECT 1 FROM known k WHERE k.n = w.n)
