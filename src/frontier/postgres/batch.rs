@@ -402,11 +402,10 @@ impl<'a> PgBatch<'a> {
         Ok(self.tx()?.query_opt(&statement, params)?)
     }
 
-    /// Forgets the body of the content a URL had before (`before`, a row holding its hash),
-    /// when `new` content replaced it and nothing else needs it (at commit).
-    fn forget_replaced_content(&mut self, before: Option<Row>, new: Option<&str>) {
+    /// Forgets the body of the content a URL had before (`old`, its hash), when `new` content
+    /// replaced it and nothing else needs it (at commit).
+    fn forget_replaced_content(&mut self, old: Option<String>, new: Option<&str>) {
         let Some(new) = new else { return };
-        let old: Option<String> = before.and_then(|r| r.get(0));
         if let Some(old) = old.filter(|old| old != new) {
             self.forget.insert(old);
         }
@@ -728,7 +727,8 @@ impl Batch for PgBatch<'_> {
                     &result.content_meta,
                 ],
             )?;
-            self.forget_replaced_content(before, result.content_hash.as_deref());
+            let old = before.and_then(|r| r.get(0));
+            self.forget_replaced_content(old, result.content_hash.as_deref());
             Ok(())
         })
     }

@@ -179,7 +179,7 @@ impl PgBatch<'_> {
         if self.visits.is_empty() {
             return Ok(());
         }
-        let visits: BTreeMap<i64, PendingVisit> = std::mem::take(&mut self.visits);
+        let mut visits: BTreeMap<i64, PendingVisit> = std::mem::take(&mut self.visits);
         let mut c = Columns::default();
         for (&id, visit) in &visits {
             c.push(id, visit);
@@ -215,19 +215,14 @@ impl PgBatch<'_> {
                 &epochs,
             ],
         )?;
-        let mut recorded = std::collections::BTreeSet::new();
         for row in rows {
             let id: i64 = row.get(0);
-            let before: Option<String> = row.get(1);
-            recorded.insert(id);
-            let new = visits.get(&id).and_then(PendingVisit::content_hash);
-            if let (Some(old), Some(new)) = (before, new) {
-                if old != new {
-                    self.forget.insert(old);
-                }
+            if let Some(visit) = visits.remove(&id) {
+                self.forget_replaced_content(row.get(1), visit.content_hash());
             }
         }
-        for id in visits.keys().filter(|id| !recorded.contains(id)) {
+        // What is left was not recorded.
+        for id in visits.keys() {
             // Its shard is another crawler's now (or the URL is gone): the visit is refused.
             tracing::warn!(url_id = id, "visit not recorded: its shard was lost");
         }
