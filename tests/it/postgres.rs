@@ -1604,6 +1604,64 @@ fn indexed_in(url: &str, dir: &std::path::Path) -> (std::collections::BTreeSet<S
     (urls.into_iter().collect(), index.num_docs())
 }
 
+/// A crawler of a shared crawl whose share is one capsule that is down ends its run as a
+/// success with a warning (run 55 of a loop of 60: the second crawler got only `dead.test`);
+/// one that tried five, none answering, fails as a run without network would.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_shared_crawler_whose_few_capsules_are_down_does_not_fail_its_run() {
+    let Some(cluster) = Cluster::start("a_shared_crawler_whose_few_capsules_are_down") else {
+        return;
+    };
+    let dirs = tempfile::tempdir().unwrap();
+    let closed = |n: u8| {
+        std::net::TcpListener::bind(format!("127.0.1.{}:0", 60 + n))
+            .unwrap()
+            .local_addr()
+            .unwrap()
+    };
+    let args = |n: u8| {
+        let mut args = vec!["--min-delay-ms".to_string(), "20".to_string()];
+        for i in 0..n {
+            args.extend([
+                "--seed".to_string(),
+                format!("gemini://down{i}.test/"),
+                "--resolve".to_string(),
+                format!("down{i}.test={}", closed(i)),
+            ]);
+        }
+        args
+    };
+    let one = shared_crawler(&cluster.database("one"), &dirs.path().join("one"), &args(1));
+    let out = tokio::task::spawn_blocking(move || one.wait_with_output())
+        .await
+        .unwrap()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(
+        err.contains("not one of the 1 capsules of this crawler's share answered"),
+        "{err}"
+    );
+    let summary: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(summary["capsules_answered"], 0);
+
+    let five = shared_crawler(
+        &cluster.database("five"),
+        &dirs.path().join("five"),
+        &args(5),
+    );
+    let out = tokio::task::spawn_blocking(move || five.wait_with_output())
+        .await
+        .unwrap()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("not one of the 5 capsules tried answered: is the network or DNS down?"),
+        "{err}"
+    );
+}
+
 /// The recrawl schedule on PostgreSQL: the changing geminispace of `recrawl.rs`, crawled by
 /// two crawlers sharing the store, indexed by `geode index`, changed, and crawled and indexed
 /// again. Changed pages carry their new text only, dead ones are gone, new ones are found,
