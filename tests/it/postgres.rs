@@ -594,8 +594,15 @@ fn an_address_passes_to_the_next_crawler_with_the_wait_left() {
     let first = PgStore::connect(&url, lease, true).unwrap();
     let mut a = first.frontier().unwrap();
     assert_eq!(a.lease_address("127.0.1.9").unwrap(), Some(Duration::ZERO));
+    // An address with a zone, whose text the batch does not write as a literal: its last
+    // statement then goes as a prepared one.
+    let zoned = "fe80::1%lo";
+    assert_eq!(a.lease_address(zoned).unwrap(), Some(Duration::ZERO));
     let held_at = Instant::now();
     let mut batch = Frontier::batch(&mut a, 1).unwrap();
+    batch
+        .hold_address(zoned, Duration::from_millis(1500))
+        .unwrap();
     batch
         .hold_address("127.0.1.9", Duration::from_millis(300))
         .unwrap();
@@ -616,11 +623,17 @@ fn an_address_passes_to_the_next_crawler_with_the_wait_left() {
         .lease_address("127.0.1.9")
         .unwrap()
         .expect("let go by the crawler that ended");
+    let zoned_wait = b.lease_address(zoned).unwrap().expect("let go");
     // What has passed since is measured, so that a slow machine does not fail the test.
     let since = held_at.elapsed();
     assert!(
         wait <= Duration::from_millis(1500) && wait + since >= Duration::from_millis(1400),
         "the longest wait asked for, less the time since ({since:?}): {wait:?}"
+    );
+    assert!(
+        zoned_wait <= Duration::from_millis(1500)
+            && zoned_wait + since >= Duration::from_millis(1400),
+        "{zoned}: {zoned_wait:?} after {since:?}"
     );
     assert_eq!(
         b.lease_address("127.0.1.10").unwrap(),

@@ -4,7 +4,8 @@
 //! responses. Each statement is a round trip to the database, so the batch writes what it can
 //! a set at a time: its visits, its pages' links, its archived responses and bodies and what
 //! it tells other crawlers are kept in memory and each written in one statement when it
-//! commits (`batch/visits.rs`, `batch/links.rs`), or sooner, before a statement that could
+//! commits (`batch/visits.rs`, `batch/links.rs`, `batch/shared.rs`, whose last statement
+//! goes with the COMMIT in one message), or sooner, before a statement that could
 //! read or change them (`PgBatch::flush`); the duplicate checks of a round of results read
 //! their contents' holders at once ([`Batch::expect_contents`]). What stays a statement a page
 //! is the lookup and insert of the URLs it links to that the batch has no id for. Each method
@@ -26,6 +27,7 @@ use postgres::types::ToSql;
 use postgres::{Client, Row, Statement};
 
 mod links;
+mod shared;
 mod visits;
 
 use links::Wanted;
@@ -33,7 +35,7 @@ use visits::PendingVisit;
 
 use super::claim::release;
 use super::index_log::inbound_labels;
-use super::{blocking, earliest, Conn, Result, DB_NOW, DB_NOW_MS, SHARED_ROWS_LOCK};
+use super::{blocking, earliest, Conn, Result, DB_NOW};
 use crate::frontier::backoff_end;
 use crate::frontier::{
     ArchiveRecord, Batch, FetchResult, LinkReport, NewUrl, PageLinks, Pin, Stored, VisitRecord,
@@ -417,78 +419,6 @@ impl<'a> PgBatch<'a> {
         self.exec_now(
             "UPDATE hosts SET backoff_until = $2, held_reason = $3 WHERE id = $1",
             &[&host_id, &until, &reason],
-        )?;
-        Ok(())
-    }
-
-    /// Writes what the batch gathered for the rows every crawler shares, in one statement:
-    /// the news of capsules, the anchor updates marked and forgotten (in key order), the
-    /// bodies no longer needed (only those nothing refers to and not stored again lately: a
-    /// crawler may be about to commit a response that needs one), and the holds on addresses
-    /// gathered by [`Batch::hold_address`] (an address's next request time only moves later,
-    /// on the database's clock). Anchor updates are written in turn with other crawlers'
-    /// ([`SHARED_ROWS_LOCK`]): two batches each forgetting what the other marks would
-    /// otherwise wait for each other.
-    fn write_shared(&mut self) -> Result<()> {
-        if self.news.is_empty()
-            && self.anchors.is_empty()
-            && self.forget.is_empty()
-            && self.holds.is_empty()
-        {
-            return Ok(());
-        }
-        let (mut hosts, mut dues, mut added) = (Vec::new(), Vec::new(), Vec::new());
-        for (host, news) in std::mem::take(&mut self.news) {
-            hosts.push(host);
-            dues.push(news.due);
-            added.push(news.added);
-        }
-        let (mut mark, mut unmark) = (Vec::new(), Vec::new());
-        for (id, on) in std::mem::take(&mut self.anchors) {
-            if on {
-                mark.push(id);
-            } else {
-                unmark.push(id);
-            }
-        }
-        let forget: Vec<String> = std::mem::take(&mut self.forget).into_iter().collect();
-        let (ips, waits): (Vec<String>, Vec<i64>) =
-            std::mem::take(&mut self.holds).into_iter().unzip();
-        if !mark.is_empty() || !unmark.is_empty() {
-            self.exec("SELECT pg_advisory_xact_lock($1)", &[&SHARED_ROWS_LOCK])?;
-        }
-        self.exec(
-            &format!(
-                "WITH news AS (
-                     INSERT INTO host_news(host_id, due, added)
-                     SELECT * FROM unnest($1::BIGINT[], $2::BIGINT[], $3::BIGINT[])),
-                 unmarked AS (
-                     DELETE FROM anchor_updates WHERE url_id = ANY($5)),
-                 marked AS (
-                     INSERT INTO anchor_updates(url_id) SELECT unnest($4::BIGINT[]) ORDER BY 1
-                     ON CONFLICT (url_id) DO UPDATE SET seq = anchor_updates.seq + 1),
-                 unused AS (
-                     DELETE FROM bodies b WHERE b.hash = ANY($6)
-                       AND b.stored_at < {DB_NOW} - $7
-                       AND NOT EXISTS (SELECT 1 FROM responses WHERE body_hash = b.hash)
-                       AND NOT EXISTS (SELECT 1 FROM urls WHERE content_hash = b.hash)),
-                 held AS (
-                     UPDATE addresses a
-                     SET next_at_ms = GREATEST(COALESCE(a.next_at_ms, 0), {DB_NOW_MS} + w.ms)
-                     FROM unnest($8::TEXT[], $9::BIGINT[]) AS w(ip, ms) WHERE a.ip = w.ip)
-                 SELECT 1"
-            ),
-            &[
-                &hosts,
-                &dues,
-                &added,
-                &mark,
-                &unmark,
-                &forget,
-                &BODY_GRACE_SECS,
-                &ips,
-                &waits,
-            ],
         )?;
         Ok(())
     }
@@ -930,12 +860,7 @@ impl Batch for PgBatch<'_> {
             self.flush()?;
             self.write_bodies()?;
             self.write_responses()?;
-            self.write_shared()?;
-            if self.begun {
-                self.conn.batch_execute("COMMIT")?;
-                self.begun = false;
-            }
-            Ok(())
+            self.write_shared_and_commit()
         })
     }
 }
