@@ -10,8 +10,10 @@
 //! operation on a URL clears its tag, so an operation that changed while it was being applied
 //! is not confirmed, and is applied again in the next round. Operations tagged but not
 //! confirmed when the writer died are applied again (documents are upserted by URL). When no
-//! operation is left: anchor updates are applied, and link authority is computed from the
-//! store's link graph, as at the end of a crawl.
+//! operation is left, anchor updates are applied, a commit for each thousand, with the
+//! operations that came meanwhile applied between them (a crawl marks nearly every page's
+//! anchors, and the pages fetched since would otherwise wait for all of them). At the end,
+//! link authority is computed from the store's link graph, as at the end of a crawl.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -65,12 +67,20 @@ pub fn apply(
     // Operations the last commit holds, if the writer died before confirming them.
     frontier.mark_committed(seq)?;
     let mut summary = ApplySummary::default();
+    // Where a pass over the anchor updates is, while one is under way: it goes a chunk at a
+    // time, and operations that came meanwhile are applied between chunks, so that a crawl's
+    // worth of anchor updates does not hold back the pages fetched since.
+    let mut anchors_after = None;
     loop {
         let applied = apply_round(&mut *frontier, &mut indexer, &mut seq, &mut summary)?;
         if applied {
             continue;
         }
-        refresh_anchors(&mut *frontier, &mut indexer, &mut seq, &mut summary)?;
+        let after = anchors_after.unwrap_or(0);
+        anchors_after = refresh_anchors(&mut *frontier, &mut indexer, seq, after, &mut summary)?;
+        if anchors_after.is_some() && !(follow && stop()) {
+            continue;
+        }
         if !follow || stop() {
             break;
         }
@@ -173,48 +183,45 @@ fn apply_round(
     Ok(true)
 }
 
-/// Rewrites the committed documents whose inbound link labels changed, then forgets the
-/// updates once that is committed.
+/// Rewrites the committed documents of the next chunk of anchor updates after URL id
+/// `after`, whose inbound link labels changed, then forgets those updates once that is
+/// committed. Returns where the next chunk starts, `None` when there was none.
 fn refresh_anchors(
     frontier: &mut dyn Frontier,
     indexer: &mut Indexer,
-    seq: &mut u64,
+    seq: u64,
+    after: i64,
     summary: &mut ApplySummary,
-) -> Result<(), WriteError> {
-    let mut handled = Vec::new();
-    let mut after = 0;
-    loop {
-        let updates = frontier.anchor_updates(after, CHUNK)?;
-        let Some(last) = updates.last() else { break };
-        after = last.dirty_id;
-        let mut ids: Vec<i64> = updates
-            .iter()
-            .filter_map(|u| u.page.as_ref().map(|p| p.id))
-            .collect();
-        ids.sort_unstable();
-        ids.dedup();
-        let mut inbound = frontier.inbound_labels_of(&ids, document::MAX_ANCHORS)?;
-        let mut own = frontier.own_labels_of(&ids)?;
-        for update in updates {
-            handled.push(update.dirty_id);
-            let Some(page) = update.page else { continue };
-            // Several dirty URLs may stand for one page: its labels serve the first.
-            let Some(anchors) = inbound.remove(&page.id) else {
-                continue;
-            };
-            let anchors = anchors.join("\n");
-            let labels = own.remove(&page.id).unwrap_or_default().join("\n");
-            let body = document::refreshed_body(&page, &anchors);
-            if indexer.refresh(&page.url, &anchors, &labels, body.as_deref())? {
-                summary.refreshed += 1;
-            }
+) -> Result<Option<i64>, WriteError> {
+    let updates = frontier.anchor_updates(after, CHUNK)?;
+    let Some(last) = updates.last().map(|u| u.dirty_id) else {
+        return Ok(None);
+    };
+    let mut ids: Vec<i64> = updates
+        .iter()
+        .filter_map(|u| u.page.as_ref().map(|p| p.id))
+        .collect();
+    ids.sort_unstable();
+    ids.dedup();
+    let mut inbound = frontier.inbound_labels_of(&ids, document::MAX_ANCHORS)?;
+    let mut own = frontier.own_labels_of(&ids)?;
+    let mut handled = Vec::with_capacity(updates.len());
+    for update in updates {
+        handled.push(update.dirty_id);
+        let Some(page) = update.page else { continue };
+        // Several dirty URLs may stand for one page: its labels serve the first.
+        let Some(anchors) = inbound.remove(&page.id) else {
+            continue;
+        };
+        let anchors = anchors.join("\n");
+        let labels = own.remove(&page.id).unwrap_or_default().join("\n");
+        let body = document::refreshed_body(&page, &anchors);
+        if indexer.refresh(&page.url, &anchors, &labels, body.as_deref())? {
+            summary.refreshed += 1;
         }
     }
-    if handled.is_empty() {
-        return Ok(());
-    }
     // The same sequence number again: no operation is tagged with it.
-    indexer.commit(*seq)?;
+    indexer.commit(seq)?;
     frontier.clear_anchor_updates(&handled)?;
-    Ok(())
+    Ok(Some(last))
 }

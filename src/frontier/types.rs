@@ -202,6 +202,7 @@ pub struct IndexedPage {
 
 /// What the store has of one URL on the way from a page to the indexed page it stands for
 /// ([`IndexedPage::through_redirects`]).
+#[derive(Debug, Clone)]
 pub(crate) struct ChainStep {
     pub url: String,
     /// The index holds a document under it, and no operation on it is pending.

@@ -82,24 +82,56 @@ fn labels_by_id(ids: &[i64], rows: &[Row]) -> HashMap<i64, Vec<String>> {
     labels
 }
 
-/// The indexed page URL `id` stands for: itself, or the page its redirects lead to.
-fn indexed_page_for(db: &mut postgres::Client, id: i64) -> Result<Option<IndexedPage>> {
-    IndexedPage::through_redirects(id, |id| {
-        let row = db.query_opt(
-            "SELECT url, in_index AND index_op IS NULL, redirect_to, status, mime,
+/// The indexed page each URL of `ids` stands for: itself, or the page its redirects lead to
+/// ([`IndexedPage::through_redirects`]), `None` when none.
+fn indexed_pages_for(
+    db: &mut postgres::Client,
+    ids: &[i64],
+) -> Result<HashMap<i64, Option<IndexedPage>>> {
+    // The steps of every chain, read a level at a time for all of them: as many statements
+    // as the longest chain has steps, not one a step.
+    let mut steps: HashMap<i64, Option<ChainStep>> = HashMap::new();
+    let mut wanted: Vec<i64> = ids.to_vec();
+    for _ in 0..=MAX_REDIRECT_CHAIN {
+        wanted.sort_unstable();
+        wanted.dedup();
+        wanted.retain(|id| !steps.contains_key(id));
+        if wanted.is_empty() {
+            break;
+        }
+        for row in db.query(
+            "SELECT id, url, in_index AND index_op IS NULL, redirect_to, status, mime,
                     content_hash IS NULL
-             FROM urls WHERE id = $1",
-            &[&id],
-        )?;
-        Ok(row.map(|row| ChainStep {
-            url: row.get(0),
-            indexed: row.get(1),
-            redirect_to: row.get(2),
-            status: row.get(3),
-            mime: row.get(4),
-            no_hash: row.get(5),
-        }))
-    })
+             FROM urls WHERE id = ANY($1)",
+            &[&wanted],
+        )? {
+            let step = ChainStep {
+                url: row.get(1),
+                indexed: row.get(2),
+                redirect_to: row.get(3),
+                status: row.get(4),
+                mime: row.get(5),
+                no_hash: row.get(6),
+            };
+            steps.insert(row.get(0), Some(step));
+        }
+        let read = std::mem::take(&mut wanted);
+        for id in read {
+            match steps.entry(id).or_insert(None) {
+                Some(step) if !step.indexed && matches!(step.status, Some(30..=39)) => {
+                    wanted.extend(step.redirect_to);
+                }
+                _ => {}
+            }
+        }
+    }
+    ids.iter()
+        .map(|&id| {
+            let page =
+                IndexedPage::through_redirects(id, |id| Ok(steps.get(&id).cloned().flatten()))?;
+            Ok((id, page))
+        })
+        .collect()
 }
 
 /// A page as the index holds it, from the columns `u.id, u.url, h.name, u.content_hash,
@@ -176,14 +208,15 @@ impl IndexLog for PgFrontier {
                 .lock()
                 .unwrap_or_else(|poisoned| poisoned.into_inner())
                 .extend(marks.iter().copied());
-            let mut updates = Vec::with_capacity(marks.len());
-            for (dirty_id, _) in marks {
-                updates.push(AnchorUpdate {
+            let ids: Vec<i64> = marks.iter().map(|&(id, _)| id).collect();
+            let mut pages = indexed_pages_for(&mut db, &ids)?;
+            Ok(ids
+                .into_iter()
+                .map(|dirty_id| AnchorUpdate {
                     dirty_id,
-                    page: indexed_page_for(&mut db, dirty_id)?,
-                });
-            }
-            Ok(updates)
+                    page: pages.remove(&dirty_id).flatten(),
+                })
+                .collect())
         })
     }
 
