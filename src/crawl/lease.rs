@@ -224,8 +224,9 @@ impl Crawl {
 
     /// Lets go of the capsules and addresses whose leases another crawler of a shared store
     /// took over after this one let them run out (a stalled or overloaded machine): their
-    /// queued URLs are the other crawler's now, and a request from here to an address it
-    /// holds would be a second connection there. Requests in flight finish.
+    /// queued URLs are the other crawler's now, or were (it may have fetched them and let the
+    /// capsule go), and a request from here to an address it holds would be a second
+    /// connection there. Requests in flight finish.
     pub(super) fn let_go_of_lost_leases(
         &mut self,
         frontier: &mut dyn Frontier,
@@ -238,7 +239,7 @@ impl Crawl {
             tracing::warn!(
                 host_id,
                 urls = dropped.len(),
-                "another crawler took over a capsule whose lease ran out here; its URLs are left to it"
+                "a capsule whose lease ran out here was taken over or let go: its queue here is dropped, and its URLs are claimed afresh"
             );
         }
         if lost_ips.is_empty() {

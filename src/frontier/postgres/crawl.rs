@@ -417,8 +417,10 @@ impl Frontier for PgFrontier {
     }
 
     /// Of these capsules and addresses, those this crawler lost: capsules in shards it no
-    /// longer owns (another crawler adopted them while this one did not renew) or leased by
-    /// another, addresses leased by another.
+    /// longer owns (another crawler adopted them while this one did not renew) or that it no
+    /// longer leases (another crawler leases them, or took them over and let them go: what it
+    /// had claimed there was fetched, and its queue of them is stale, even where it adopted
+    /// the shard again), addresses leased by another.
     fn lost_leases(&mut self, capsules: &[i64], ips: &[String]) -> Result<(Vec<i64>, Vec<String>)> {
         let lost_shards = self.owned.take_lost();
         if !lost_shards.is_empty() {
@@ -431,7 +433,7 @@ impl Frontier for PgFrontier {
         blocking(|| {
             let hosts = self.column(
                 "SELECT id FROM hosts WHERE id = ANY($1)
-                   AND (NOT (shard = ANY($3)) OR (claimed = 1 AND leased_by <> $2))",
+                   AND (NOT (shard = ANY($3)) OR claimed = 0 OR leased_by IS DISTINCT FROM $2)",
                 &[&capsules, &self.crawler, &shards],
             )?;
             let addresses = self.column(
