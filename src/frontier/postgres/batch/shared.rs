@@ -33,7 +33,11 @@ impl SharedRows {
     }
 
     /// The statement, its values written by `arg` (each a typed SQL expression): `$n`
-    /// placeholders, or literals.
+    /// placeholders, or literals. It appends the news of capsules, marks and forgets anchor
+    /// updates (in key order), deletes the bodies no longer needed (only those nothing refers
+    /// to and not stored again lately: a crawler may be about to commit a response that needs
+    /// one), and holds addresses (an address's next request time only moves later, on the
+    /// database's clock).
     fn sql(arg: [&str; 9]) -> String {
         let [hosts, dues, added, mark, unmark, forget, grace, ips, waits] = arg;
         format!(
@@ -58,7 +62,8 @@ impl SharedRows {
         )
     }
 
-    /// The statement with its values as placeholders, for [`SharedRows::params`].
+    /// The statement with its values as placeholders, bound to parameters in the order of
+    /// [`SharedRows::sql`]'s arguments.
     fn prepared_sql() -> String {
         Self::sql([
             "$1::BIGINT[]",
@@ -166,9 +171,10 @@ impl PgBatch<'_> {
     pub(super) fn write_shared_and_commit(&mut self) -> Result<()> {
         let rows = self.take_shared();
         if let Some(sql) = rows.as_ref().and_then(SharedRows::literal_sql) {
-            let lock = match rows.as_ref().is_some_and(SharedRows::locks) {
-                true => format!("SELECT pg_advisory_xact_lock({SHARED_ROWS_LOCK});\n"),
-                false => String::new(),
+            let lock = if rows.as_ref().is_some_and(SharedRows::locks) {
+                format!("SELECT pg_advisory_xact_lock({SHARED_ROWS_LOCK});\n")
+            } else {
+                String::new()
             };
             let begin = if self.begun { "" } else { "BEGIN;\n" };
             // Begun from here on: a failure below leaves a transaction to roll back.
