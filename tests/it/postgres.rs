@@ -225,6 +225,58 @@ fn visit(batch: &mut dyn Batch, id: i64, at: i64) {
     batch.record_visit(id, &record).unwrap();
 }
 
+/// A database of schema 4 is upgraded to 5 when a crawler connects: the foreign keys of
+/// `links` go, and the links stay.
+#[test]
+fn a_schema_4_database_is_upgraded_and_its_links_lose_their_foreign_keys() {
+    let Some(cluster) = Cluster::start("schema_4_to_5") else {
+        return;
+    };
+    let url = cluster.database("upgrade");
+    let lease = Duration::from_secs(300);
+    drop(PgStore::connect(&url, lease, true).expect("create"));
+    let mut client = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    // Schema 4 as it was: the same tables, with the two foreign keys, and one link.
+    client
+        .batch_execute(
+            "ALTER TABLE links ADD CONSTRAINT links_source_fkey
+                 FOREIGN KEY (source) REFERENCES urls(id);
+             ALTER TABLE links ADD CONSTRAINT links_target_fkey
+                 FOREIGN KEY (target) REFERENCES urls(id);
+             UPDATE meta SET value = '4' WHERE key = 'schema_version';
+             INSERT INTO hosts(name, shard) VALUES ('a.test', 0);
+             INSERT INTO urls(url, host_id, state, depth)
+                 SELECT 'gemini://a.test/' || n, h.id, 'new', 0
+                 FROM generate_series(1, 2) AS n, hosts h;
+             INSERT INTO links(source, target, label)
+                 SELECT MIN(id), MAX(id), 'next' FROM urls;",
+        )
+        .unwrap();
+    let keys = |client: &mut postgres::Client| -> i64 {
+        client
+            .query_one(
+                "SELECT COUNT(*) FROM pg_constraint
+                 WHERE conrelid = 'links'::regclass AND contype = 'f'",
+                &[],
+            )
+            .unwrap()
+            .get(0)
+    };
+    assert_eq!(keys(&mut client), 2);
+    drop(PgStore::connect(&url, lease, true).expect("upgrade"));
+    assert_eq!(keys(&mut client), 0, "no foreign key left on links");
+    let version: String = client
+        .query_one("SELECT value FROM meta WHERE key = 'schema_version'", &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(version, "5");
+    let links: i64 = client
+        .query_one("SELECT COUNT(*) FROM links", &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(links, 1, "the link stays");
+}
+
 /// Three crawlers (three stores: three crawler ids) claim from one database at once: each
 /// capsule goes to exactly one of them, and every due URL is claimed once.
 #[test]

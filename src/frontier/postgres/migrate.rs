@@ -7,14 +7,16 @@
 //! 2 (`addresses.next_at_ms`: the earliest next request to an address, across crawlers);
 //! 3 (capsules' crawl budgets: `hosts.held_reason`, `pages`, `linkers`); 4 (shards: `shards`,
 //! `hosts.shard` and `hosts.ip`, `host_news`, the function `geode_shard`, `bodies.stored_at`,
-//! `anchor_updates.seq`).
+//! `anchor_updates.seq`); 5 (`links` without foreign keys: a shared store never deletes a
+//! URL, and the two checks cost each link written two lookups, a fifth of the database's
+//! work on `scripts/bench-shared-crawl`).
 
 use postgres::Client;
 
 use super::{FrontierError, Result};
 
 /// The version this geode reads and writes.
-pub const CURRENT: i64 = 4;
+pub const CURRENT: i64 = 5;
 
 /// The advisory lock that migrations take in turn.
 const MIGRATE_LOCK: i64 = 0x6765_6f64_6530; // "geode0"
@@ -26,7 +28,12 @@ ALTER TABLE hosts ADD COLUMN ip TEXT;
 ALTER TABLE bodies ADD COLUMN stored_at BIGINT NOT NULL DEFAULT 0;
 ALTER TABLE anchor_updates ADD COLUMN seq BIGINT NOT NULL DEFAULT 0;";
 
-/// Creates the schema in an empty database, or refuses a newer one.
+/// Version 4 to 5: the foreign keys of `links` go (their names as PostgreSQL made them).
+const TO_LINKS_WITHOUT_KEYS: &str = "
+ALTER TABLE links DROP CONSTRAINT IF EXISTS links_source_fkey;
+ALTER TABLE links DROP CONSTRAINT IF EXISTS links_target_fkey;";
+
+/// Creates the schema in an empty database, upgrades an older one, or refuses a newer one.
 pub(super) fn prepare(conn: &mut Client) -> Result<()> {
     let mut tx = conn.transaction()?;
     tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATE_LOCK])?;
@@ -47,7 +54,7 @@ pub(super) fn prepare(conn: &mut Client) -> Result<()> {
                 supported: CURRENT,
             })
         }
-        Some(found @ 1..=3) => {
+        Some(found @ 1..=4) => {
             if found < 2 {
                 tx.batch_execute("ALTER TABLE addresses ADD COLUMN next_at_ms BIGINT")?;
             }
@@ -58,12 +65,15 @@ pub(super) fn prepare(conn: &mut Client) -> Result<()> {
                      ALTER TABLE hosts ADD COLUMN linkers BIGINT NOT NULL DEFAULT 0;",
                 )?;
             }
-            tx.batch_execute(TO_SHARDS)?;
-            tx.batch_execute(include_str!("shards.sql"))?;
-            tx.batch_execute(
-                "UPDATE hosts SET shard = geode_shard(name);
-                 ALTER TABLE hosts ALTER COLUMN shard SET NOT NULL;",
-            )?;
+            if found < 4 {
+                tx.batch_execute(TO_SHARDS)?;
+                tx.batch_execute(include_str!("shards.sql"))?;
+                tx.batch_execute(
+                    "UPDATE hosts SET shard = geode_shard(name);
+                     ALTER TABLE hosts ALTER COLUMN shard SET NOT NULL;",
+                )?;
+            }
+            tx.batch_execute(TO_LINKS_WITHOUT_KEYS)?;
             tx.execute(
                 "UPDATE meta SET value = $1 WHERE key = 'schema_version'",
                 &[&CURRENT.to_string()],

@@ -1,4 +1,4 @@
--- The shared crawl database on PostgreSQL, schema version 4 (meta key 'schema_version'). The
+-- The shared crawl database on PostgreSQL, schema version 5 (meta key 'schema_version'). The
 -- same tables as the SQLite store's schema.sql, in PostgreSQL's types, with leases in place of
 -- one crawl's claim marks: several crawlers share this database, so every claim says who holds
 -- it and until when, and a crawler that dies loses its claims when their lease runs out.
@@ -88,9 +88,11 @@ CREATE INDEX urls_redirected ON urls(redirect_to) WHERE redirect_to IS NOT NULL;
 CREATE INDEX urls_web_waiting ON urls(id)
     WHERE state = 'excluded' AND error IN ('web', 'not-fetchable');
 
+-- No foreign keys (schema 5): a shared store never deletes a URL, and each link written
+-- would pay two lookups in `urls` for them.
 CREATE TABLE links (
-    source BIGINT NOT NULL REFERENCES urls(id),
-    target BIGINT NOT NULL REFERENCES urls(id),
+    source BIGINT NOT NULL,
+    target BIGINT NOT NULL,
     label  TEXT NOT NULL DEFAULT '',
     PRIMARY KEY (source, target, label)
 );
