@@ -10,7 +10,12 @@
 //! `Indexer`) and into a TSV file that PostgreSQL's `COPY` reads, so both engines hold the same
 //! text and the same language (detected once per corpus page by geode's detector; `anchors` stay
 //! empty, as PostgreSQL has no counterpart). `check` tells whether an existing index can be reused (same schema, same document count)
-//! and `query` times `SearchIndex::search` on the benchmark's query list.
+//! and `query` times `SearchIndex::search` on the benchmark's query list, or, with `--model`,
+//! the hybrid search a user with a model gets (the query embedded, its nearest pages found in
+//! the vectors, both rankings fused). `vectors` gives the N documents vectors for that: each
+//! corpus page is embedded with the model, and each copy of it gets its page's vector plus
+//! Gaussian noise (embedding 500,000 pages on 2 cores would take hours; the noise stands for the
+//! copies' perturbed words).
 //!
 //! This is a measuring tool, not part of the library: nothing here is used by geode itself.
 
@@ -23,7 +28,9 @@ use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand};
-use geode::index::{Indexer, PageDoc, SearchIndex};
+use geode::embed::store::Writer;
+use geode::embed::{Embedder, Semantic};
+use geode::index::{Indexer, PageDoc, SearchIndex, SearchOptions};
 use serde::Serialize;
 
 #[path = "common/corpus.rs"]
@@ -62,6 +69,25 @@ enum Command {
         #[arg(long)]
         docs: u64,
     },
+    /// Gives the documents of `generate` vectors of a model: each corpus page embedded, each
+    /// copy of it its page's vector plus noise. Prints one JSON object of figures.
+    Vectors {
+        #[arg(long)]
+        corpus: PathBuf,
+        #[arg(long, default_value_t = 500_000)]
+        docs: u64,
+        #[arg(long, default_value_t = 6)]
+        seed: u64,
+        /// The directory whose `vectors/` receives them (the data directory of a search).
+        #[arg(long)]
+        data: PathBuf,
+        #[arg(long)]
+        model: PathBuf,
+        /// The standard deviation of the noise added to each dimension of a copy's vector
+        /// (0.017: a copy's cosine to its page about 0.95).
+        #[arg(long, default_value_t = 0.017)]
+        noise: f32,
+    },
     /// Times the queries of a queries file; writes one JSON record per query.
     Query {
         #[arg(long)]
@@ -75,6 +101,12 @@ enum Command {
         limit: usize,
         #[arg(long)]
         out: PathBuf,
+        /// Search by meaning too, with this model and the vectors in `--vectors`.
+        #[arg(long, requires = "vectors")]
+        model: Option<PathBuf>,
+        /// The directory whose `vectors/` `vectors` wrote.
+        #[arg(long)]
+        vectors: Option<PathBuf>,
     },
 }
 
@@ -89,13 +121,33 @@ fn main() -> ExitCode {
             tsv,
         } => generate(&corpus, docs, seed, &index, &tsv).map(|()| ExitCode::SUCCESS),
         Command::Check { index, docs } => Ok(check(&index, docs)),
+        Command::Vectors {
+            corpus,
+            docs,
+            seed,
+            data,
+            model,
+            noise,
+        } => vectors(&corpus, docs, seed, &data, &model, noise).map(|()| ExitCode::SUCCESS),
         Command::Query {
             index,
             queries,
             rounds,
             limit,
             out,
-        } => query(&index, &queries, rounds, limit, &out).map(|()| ExitCode::SUCCESS),
+            model,
+            vectors,
+        } => {
+            let semantic = match (model, vectors) {
+                (Some(model), Some(data)) => Some(open_semantic(&model, &data)),
+                _ => None,
+            };
+            match semantic.transpose() {
+                Ok(semantic) => query(&index, &queries, rounds, limit, &out, semantic.as_ref())
+                    .map(|()| ExitCode::SUCCESS),
+                Err(e) => Err(e),
+            }
+        }
     };
     match result {
         Ok(code) => code,
@@ -570,6 +622,10 @@ struct QueryRecord {
     hits: Option<usize>,
     top_url: Option<String>,
     warmup_ms: f64,
+    /// With a model: the share of the query's exact 20 nearest pages that the binary codes'
+    /// shortlist finds too.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    shortlist_recall: Option<f64>,
     times_ms: Vec<f64>,
     /// The CPU time of the searching thread per round: unlike wall time, it hardly moves when
     /// another process shares the cores.
@@ -597,7 +653,135 @@ struct QueryReport {
     queries: Vec<QueryRecord>,
 }
 
-fn query(index: &Path, queries: &Path, rounds: usize, limit: usize, out: &Path) -> Result<()> {
+fn open_semantic(model: &Path, data: &Path) -> Result<Semantic> {
+    let embedder = Embedder::load(model)?;
+    let semantic = Semantic::open(embedder, data)?;
+    if semantic.is_empty() {
+        bail!("no vectors of this model in {}", data.display());
+    }
+    Ok(semantic)
+}
+
+/// One search as a user runs it: by words alone, or by words and meaning with a model.
+fn search_once(
+    si: &SearchIndex,
+    semantic: Option<&Semantic>,
+    text: &str,
+    limit: usize,
+) -> Result<geode::index::SearchResults> {
+    let Some(semantic) = semantic else {
+        return Ok(si.search(text, limit, 0)?);
+    };
+    let parsed = geode::query::parse(text).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let options = SearchOptions {
+        limit,
+        ..SearchOptions::default()
+    };
+    let near = semantic.neighbours(si, text, &parsed, &options)?;
+    Ok(si.search_hybrid(text, &parsed, &options, near.as_deref())?)
+}
+
+/// Gaussian noise (Box-Muller) of standard deviation `sigma`.
+fn gaussian(rng: &mut Rng, sigma: f32) -> f32 {
+    let u1 = rng.unit().max(1e-12);
+    let u2 = rng.unit();
+    ((-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos()) as f32 * sigma
+}
+
+#[derive(Serialize)]
+struct VectorReport {
+    corpus_pages: usize,
+    embed_s: f64,
+    pages_per_second: f64,
+    docs: u64,
+    write_s: f64,
+    bytes: u64,
+    bytes_per_page: f64,
+    noise: f32,
+    peak_rss_bytes: u64,
+}
+
+fn vectors(
+    corpus: &Path,
+    docs: u64,
+    seed: u64,
+    data: &Path,
+    model: &Path,
+    noise: f32,
+) -> Result<()> {
+    let sources = load_corpus(corpus)?;
+    if sources.is_empty() {
+        bail!("no pages found under {}", corpus.display());
+    }
+    let embedder = Embedder::load(model)?;
+    let started = Instant::now();
+    let texts: Vec<String> = sources
+        .iter()
+        .map(|s| geode::embed::input::page_text(&s.title, &s.headings, &s.body))
+        .collect();
+    let mut base = Vec::with_capacity(texts.len());
+    for (i, chunk) in texts.chunks(64).enumerate() {
+        let refs: Vec<&str> = chunk.iter().map(String::as_str).collect();
+        base.extend(embedder.embed(&refs)?);
+        if i % 10 == 9 {
+            eprintln!(
+                "bench_search: {} of {} corpus pages embedded ({:.1} pages/s)",
+                base.len(),
+                texts.len(),
+                base.len() as f64 / started.elapsed().as_secs_f64()
+            );
+        }
+    }
+    let embed_s = started.elapsed().as_secs_f64();
+    let written = Instant::now();
+    let _ = std::fs::remove_dir_all(geode::datadir::vectors_path(data));
+    let mut writer = Writer::open(data, embedder.fingerprint(), embedder.dim())?;
+    let pages = sources.len() as u64;
+    for id in 0..docs {
+        let source = &sources[(id % pages) as usize];
+        let copy = id / pages;
+        let host = match copy {
+            0 => source.host.clone(),
+            k => format!("c{k}.{}", source.host),
+        };
+        let url = format!("gemini://{host}/{}", source.path);
+        let mut v = base[(id % pages) as usize].clone();
+        if copy > 0 {
+            let mut rng = Rng::new(seed ^ 0x005E_ED0F_7EC7, id);
+            for x in v.iter_mut() {
+                *x += gaussian(&mut rng, noise);
+            }
+            let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt().max(1e-12);
+            v.iter_mut().for_each(|x| *x /= norm);
+        }
+        let mut key = [0u8; geode::embed::input::KEY_BYTES];
+        key[..8].copy_from_slice(&id.to_le_bytes());
+        writer.put(&url, &key, &v)?;
+    }
+    writer.sync()?;
+    let report = VectorReport {
+        corpus_pages: sources.len(),
+        embed_s,
+        pages_per_second: sources.len() as f64 / embed_s,
+        docs,
+        write_s: written.elapsed().as_secs_f64(),
+        bytes: writer.bytes(),
+        bytes_per_page: writer.bytes() as f64 / docs as f64,
+        noise,
+        peak_rss_bytes: geode::embed::peak_rss(),
+    };
+    println!("{}", serde_json::to_string(&report)?);
+    Ok(())
+}
+
+fn query(
+    index: &Path,
+    queries: &Path,
+    rounds: usize,
+    limit: usize,
+    out: &Path,
+    semantic: Option<&Semantic>,
+) -> Result<()> {
     let lines = read_queries(queries)?;
     let opened = Instant::now();
     let si = SearchIndex::open(index)?;
@@ -608,7 +792,7 @@ fn query(index: &Path, queries: &Path, rounds: usize, limit: usize, out: &Path) 
         .iter()
         .map(|q| {
             let t = Instant::now();
-            let result = si.search(&q.text, limit, 0);
+            let result = search_once(&si, semantic, &q.text, limit);
             let warmup_ms = t.elapsed().as_secs_f64() * 1e3;
             let (error, total, hits, top_url) = match result {
                 Ok(r) => (
@@ -619,7 +803,18 @@ fn query(index: &Path, queries: &Path, rounds: usize, limit: usize, out: &Path) 
                 ),
                 Err(e) => (Some(e.to_string()), None, None, None),
             };
+            let shortlist_recall = semantic.and_then(|semantic| {
+                let k = geode::index::FUSION.depth;
+                let fast = semantic.nearest(&q.text, k).ok()?;
+                let exact = semantic.nearest_exact(&q.text, k).ok()?;
+                let found = exact
+                    .iter()
+                    .filter(|n| fast.iter().any(|f| f.url == n.url))
+                    .count();
+                Some(found as f64 / exact.len().max(1) as f64)
+            });
             QueryRecord {
+                shortlist_recall,
                 kind: q.kind.clone(),
                 query: q.text.clone(),
                 error,
@@ -637,7 +832,7 @@ fn query(index: &Path, queries: &Path, rounds: usize, limit: usize, out: &Path) 
     for _ in 0..rounds {
         for record in records.iter_mut().filter(|r| r.error.is_none()) {
             let (t, cpu) = (Instant::now(), thread_cpu_ms());
-            let result = si.search(&record.query, limit, 0);
+            let result = search_once(&si, semantic, &record.query, limit);
             let ms = t.elapsed().as_secs_f64() * 1e3;
             let cpu_ms = thread_cpu_ms() - cpu;
             std::hint::black_box(&result);
@@ -650,7 +845,11 @@ fn query(index: &Path, queries: &Path, rounds: usize, limit: usize, out: &Path) 
         }
     }
     let report = QueryReport {
-        engine: "geode",
+        engine: if semantic.is_some() {
+            "geode-hybrid"
+        } else {
+            "geode"
+        },
         docs: si.num_docs(),
         open_ms,
         rounds,

@@ -5,8 +5,9 @@ first, listed under each URL it has; grade 1: other good answers). URLs that dif
 trailing `index.gmi` are the same page. A line `#kind: NAME` sets the kind of the queries after
 it (the natural set has kinds; the others have none, and count as one kind, "all").
 
-Three rankings are scored on every query's top 10:
-- `geode`: `geode search --ranking full` as a user runs it;
+Three rankings are scored on every query's top 10, four with `--model DIR`:
+- `geode`: `geode search --ranking full --no-model`, by words alone;
+- `hybrid` (with `--model`): `geode search --ranking full --model DIR`, words and meaning fused;
 - `bm25`: `geode search --ranking bm25` (geode's own matching, text relevance only);
 - `bm25-or`: a plain BM25 (k1 1.2, b 0.75) computed here, in Python, over the raw text of the
   same pages geode indexed (read from the corpus, one field, no stemming, no field weights), any
@@ -63,9 +64,10 @@ def load_set(path):
     return queries
 
 
-def search(geode, data, query, ranking):
+def search(geode, data, query, ranking, model=None):
+    how = ["--model", model] if model else ["--no-model"]
     out = subprocess.run(
-        [geode, "search", "--data", data, "--json", "--limit", "10", "--ranking", ranking, "--", query],
+        [geode, "search", "--data", data, "--json", "--limit", "10", "--ranking", ranking, *how, "--", query],
         capture_output=True,
         text=True,
     )
@@ -181,9 +183,13 @@ def main():
     ap.add_argument("--data", required=True)
     ap.add_argument("--set", required=True)
     ap.add_argument("--corpus", default=str(Path(__file__).resolve().parents[2] / "shared" / "corpus"))
+    ap.add_argument("--model", help="also score the hybrid ranking with this embedding model")
     ap.add_argument("--verbose", action="store_true")
     ap.add_argument("--summary", action="store_true", help="print the tables only, no query text")
     args = ap.parse_args()
+    global RANKINGS
+    if args.model:
+        RANKINGS = ("geode", "hybrid", "bm25", "bm25-or")
 
     queries = load_set(args.set)
     baseline = Bm25Or(args.corpus, args.data)
@@ -191,12 +197,14 @@ def main():
     totals = {}
     errors = Counter()
     if not args.summary:
-        print(f"{'geode':>6} {'bm25':>5} {'or':>5}  kind          query")
+        print("".join(f"{r[:6]:>7}" for r in RANKINGS) + "  kind          query")
     for kind, query, judged in queries:
         cells, tops = [], {}
         for ranking in RANKINGS:
             if ranking == "bm25-or":
                 urls, error = baseline.search(query), None
+            elif ranking == "hybrid":
+                urls, error = search(args.geode, args.data, query, "full", args.model)
             else:
                 urls, error = search(args.geode, args.data, query, "full" if ranking == "geode" else "bm25")
             t = totals.setdefault(kind, {}).setdefault(ranking, [0.0, 0.0, 0, 0])
@@ -213,7 +221,7 @@ def main():
             cells.append(str(rank) if rank else "-")
             tops[ranking] = urls[:3]
         if not args.summary:
-            print(f"{cells[0]:>6} {cells[1]:>5} {cells[2]:>5}  {kind:<13} {query}")
+            print("".join(f"{c:>7}" for c in cells) + f"  {kind:<13} {query}")
         if args.verbose and not args.summary:
             want = [u for u, g in judged.items() if g == 2][0]
             print(f"{'':>20}want {want}")

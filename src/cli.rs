@@ -64,6 +64,15 @@ pub enum Command {
     /// `geode serve` keep working meanwhile. Pages crawled before the archive existed cannot be
     /// rebuilt; the next crawl fetches them.
     Reindex(ReindexArgs),
+    /// Give every indexed page a vector of a sentence-embedding model, for search by meaning.
+    ///
+    /// With a model (--model DIR, or DIR/model/ in the data directory: a folder with
+    /// config.json, tokenizer.json and model.safetensors, e.g. from scripts/fetch-model),
+    /// `geode search` and `geode serve` also find pages that say what a query means in other
+    /// words. Run it after each crawl (or reindex): pages whose text did not change keep their
+    /// vectors, so only new and changed pages are embedded. It stops at --max-pages or
+    /// --max-duration and goes on from there the next time; interrupting it loses nothing.
+    Embed(EmbedArgs),
     /// Write the index of a shared crawl: apply what crawlers of `--frontier` recorded.
     ///
     /// Crawlers sharing a PostgreSQL database index nothing themselves; this is the one index
@@ -239,6 +248,40 @@ pub struct IndexArgs {
     pub json: bool,
 }
 
+/// The embedding model of a search: `--model DIR`, else the data directory's `model/`.
+#[derive(Debug, Args)]
+pub struct ModelArg {
+    /// A sentence-embedding model (a folder with config.json, tokenizer.json and
+    /// model.safetensors, e.g. all-MiniLM-L6-v2 from scripts/fetch-model) to also search by
+    /// meaning; default: DIR/model/ in the data directory when it exists. Pages need vectors
+    /// of the same model (`geode embed`).
+    #[arg(long, value_name = "DIR", env = "GEODE_MODEL")]
+    pub model: Option<PathBuf>,
+    /// Search by words alone, even with a model at hand.
+    #[arg(long, conflicts_with = "model")]
+    pub no_model: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct EmbedArgs {
+    #[command(flatten)]
+    pub data: DataDir,
+    /// The model (default: DIR/model/ in the data directory).
+    #[arg(long, value_name = "DIR", env = "GEODE_MODEL")]
+    pub model: Option<PathBuf>,
+    /// Embed at most this many pages, then stop (pages that reuse a vector do not count).
+    #[arg(long, value_name = "N")]
+    pub max_pages: Option<u64>,
+    /// Stop embedding after this long (90s, 15m, 2h); the next run goes on.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub max_duration: Option<Duration>,
+    /// Print the summary as one JSON object: pages, up_to_date, reused, embedded, left,
+    /// removed, seconds, pages_per_second, vectors, bytes, bytes_per_page, compacted,
+    /// peak_rss_bytes, model, fingerprint.
+    #[arg(long)]
+    pub json: bool,
+}
+
 #[derive(Debug, Args)]
 pub struct ReindexArgs {
     #[command(flatten)]
@@ -351,6 +394,8 @@ pub struct SearchArgs {
     /// bm25 (text relevance only, for comparison).
     #[arg(long, value_name = "MODE", default_value = "full", value_parser = ["full", "bm25"])]
     pub ranking: String,
+    #[command(flatten)]
+    pub model: ModelArg,
     /// Results to show.
     #[arg(long, value_name = "N", default_value_t = 10)]
     pub limit: usize,
@@ -406,6 +451,8 @@ pub struct ServeArgs {
     /// HTML, and `/api/search?q=...` as JSON. Repeatable; beside or instead of --listen.
     #[arg(long, value_name = "ADDR:PORT")]
     pub http: Vec<std::net::SocketAddr>,
+    #[command(flatten)]
+    pub model: ModelArg,
     /// A web proxy of Gemini pages (e.g. https://portal.example/gemini/): the web pages' results
     /// also link to PREFIX followed by the result's URL without `gemini://`.
     #[arg(long, value_name = "PREFIX", value_parser = parse_proxy_prefix)]
@@ -468,6 +515,11 @@ impl ServeArgs {
             per_second: self.rate_limit,
             burst: self.rate_burst,
         });
+        config.model = match (&self.model.model, self.model.no_model) {
+            (_, true) => geode::serve::ModelChoice::Off,
+            (Some(dir), false) => geode::serve::ModelChoice::Folder(dir.clone()),
+            (None, false) => geode::serve::ModelChoice::InDataDir,
+        };
         config
     }
 }

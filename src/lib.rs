@@ -21,6 +21,7 @@ pub mod crawl;
 pub mod datadir;
 pub mod digest;
 pub mod document;
+pub mod embed;
 pub mod feed;
 pub mod fetch;
 pub mod from_archive;

@@ -29,7 +29,11 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let default_level = if matches!(
         cli.command,
-        Command::Crawl(_) | Command::Serve(_) | Command::Reindex(_) | Command::Index(_)
+        Command::Crawl(_)
+            | Command::Serve(_)
+            | Command::Reindex(_)
+            | Command::Index(_)
+            | Command::Embed(_)
     ) {
         "info"
     } else {
@@ -51,6 +55,7 @@ fn main() -> ExitCode {
         Command::Seed(args) => cmd::seed::seed(args),
         Command::Reindex(args) => cmd::archive::reindex(args),
         Command::Index(args) => cmd::crawl::index(args),
+        Command::Embed(args) => cmd::embed::embed(args),
         Command::Show(args) => cmd::archive::show(args),
         Command::Export(args) => cmd::archive::export(args),
         Command::Serve(args) => cmd::serve::serve(args),

@@ -28,9 +28,16 @@ pub(crate) fn search(args: SearchArgs) -> Result<(), Failure> {
         strict: args.strict,
         all: args.all,
     };
+    let semantic = crate::cmd::semantic(&args.model, &args.data.data)?;
     let started = Instant::now();
+    let near = match &semantic {
+        Some(semantic) => semantic
+            .neighbours(&index, &query, &parsed, &options)
+            .map_err(|e| Failure::Runtime(e.into()))?,
+        None => None,
+    };
     let results = index
-        .search_parsed(&query, &parsed, &options)
+        .search_hybrid(&query, &parsed, &options, near.as_deref())
         .map_err(index_failure)?;
     let took = started.elapsed();
     let mut out = std::io::stdout().lock();

@@ -8,6 +8,8 @@
 //! | `tantivy.reindex/` | an index being rebuilt by `geode reindex` ([`crate::reindex`]) |
 //! | `crawl.lock` | held by the one crawl (or reindex) at work here ([`lock`]) |
 //! | `serve/` | `geode serve`'s self-signed certificate and key |
+//! | `model/` | optional: the sentence-embedding model used when no `--model` is given |
+//! | `vectors/` | the pages' embedding vectors, a pair of files per model ([`crate::embed`]) |
 //!
 //! Paths only: nothing here opens or creates anything, but the lock ([`lock`]) that one crawl or
 //! reindex at a time holds on the directory.
@@ -39,4 +41,14 @@ pub fn lock_path(data_dir: &Path) -> PathBuf {
 /// `geode serve`'s own files (its certificate).
 pub fn serve_path(data_dir: &Path) -> PathBuf {
     data_dir.join("serve")
+}
+
+/// The embedding model used when no `--model` is given, if the operator put one there.
+pub fn model_path(data_dir: &Path) -> PathBuf {
+    data_dir.join("model")
+}
+
+/// The pages' embedding vectors (`geode embed`), one pair of files per model.
+pub fn vectors_path(data_dir: &Path) -> PathBuf {
+    data_dir.join("vectors")
 }

@@ -69,7 +69,9 @@ mod writer;
 mod compile;
 
 pub use authority::url_hash;
-pub use search::{Hit, Ranking, ScoreParts, SearchIndex, SearchOptions, SearchResults};
+pub use search::{
+    meaning_applies, Hit, Ranking, ScoreParts, SearchIndex, SearchOptions, SearchResults, FUSION,
+};
 pub use writer::{compact_or_warn, page_language, Indexer};
 
 /// A page as the index stores it.

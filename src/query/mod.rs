@@ -165,6 +165,16 @@ impl Query {
         }
     }
 
+    /// Whether the query is bare words and nothing else: no phrase, filter, operator or
+    /// exclusion.
+    pub fn is_bare_words(&self) -> bool {
+        match self {
+            Query::Term { .. } => true,
+            Query::And(parts) => parts.iter().all(|p| matches!(p, Query::Term { .. })),
+            _ => false,
+        }
+    }
+
     /// Whether a `similar:` filter lists a cluster of near-duplicates somewhere in the query.
     pub fn has_similar_filter(&self) -> bool {
         match self {

@@ -86,6 +86,8 @@ pub struct Backend {
     snapshot: Mutex<Option<(Instant, Arc<Snapshot>)>>,
     /// Held by the one thread counting a new snapshot.
     refreshing: Mutex<()>,
+    /// The model and vectors searches also rank by, if any.
+    semantic: Option<crate::embed::Semantic>,
 }
 
 #[derive(Default)]
@@ -108,7 +110,14 @@ impl Backend {
             index: Mutex::new(IndexSlot::default()),
             snapshot: Mutex::new(None),
             refreshing: Mutex::new(()),
+            semantic: None,
         }
+    }
+
+    /// Searches also rank by meaning, with this model and its vectors.
+    pub fn with_semantic(mut self, semantic: Option<crate::embed::Semantic>) -> Backend {
+        self.semantic = semantic;
+        self
     }
 
     /// A reader of the crawl state.
@@ -169,7 +178,7 @@ impl Backend {
                 }
             };
             let started = Instant::now();
-            match index.search(query, limit, offset) {
+            match self.search_in(&index, query, limit, offset) {
                 Ok(results) => {
                     return SearchOutcome::Found {
                         results,
@@ -186,10 +195,42 @@ impl Backend {
         SearchOutcome::Failed(last_error)
     }
 
+    /// A search in `index`, by meaning too when a model is at hand and the query is one that
+    /// meaning may answer. A model that fails on a query leaves it to words alone.
+    fn search_in(
+        &self,
+        index: &SearchIndex,
+        query: &str,
+        limit: usize,
+        offset: usize,
+    ) -> Result<crate::index::SearchResults, IndexError> {
+        let parsed = crate::query::parse(query).map_err(|e| IndexError::Query(e.to_string()))?;
+        let options = crate::index::SearchOptions {
+            limit,
+            offset,
+            ..crate::index::SearchOptions::default()
+        };
+        let near = match &self.semantic {
+            Some(semantic) => match semantic.neighbours(index, query, &parsed, &options) {
+                Ok(near) => near,
+                Err(e) => {
+                    tracing::warn!("searching {query:?} by words alone: {e}");
+                    None
+                }
+            },
+            None => None,
+        };
+        index.search_hybrid(query, &parsed, &options, near.as_deref())
+    }
+
     /// The index's version ([`SearchIndex::version`]); `None` without a readable index.
+    /// With a model, the vectors' state counts too: `geode embed` changes what a search finds.
     pub fn version(&self) -> Option<u64> {
         match self.index(false) {
-            Ok(Some(index)) => Some(index.version()),
+            Ok(Some(index)) => Some(match &self.semantic {
+                Some(semantic) => index.version() ^ semantic.version().rotate_left(17),
+                None => index.version(),
+            }),
             _ => None,
         }
     }

@@ -105,6 +105,21 @@ pub struct ServeConfig {
     /// Searches and database reads running at once.
     pub blocking_slots: usize,
     pub timeouts: Timeouts,
+    /// The sentence-embedding model searches also rank by (`--model`); by default the data
+    /// directory's `model/` when it holds one.
+    pub model: ModelChoice,
+}
+
+/// Which embedding model, if any, searches use besides words.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum ModelChoice {
+    /// The data directory's `model/` when it holds one, else none.
+    #[default]
+    InDataDir,
+    /// This folder (an error when it holds no usable model).
+    Folder(PathBuf),
+    /// Words alone.
+    Off,
 }
 
 /// Time limits of one connection.
@@ -171,8 +186,27 @@ impl ServeConfig {
                 .map(|n| n.get() * 2)
                 .unwrap_or(4),
             timeouts: Timeouts::default(),
+            model: ModelChoice::default(),
         }
     }
+}
+
+/// The model and vectors searches use besides words, as `config.model` says.
+fn semantic(config: &ServeConfig) -> Result<Option<crate::embed::Semantic>, ServeError> {
+    let explicit = match &config.model {
+        ModelChoice::Off => return Ok(None),
+        ModelChoice::Folder(dir) => Some(dir.as_path()),
+        ModelChoice::InDataDir => None,
+    };
+    let model = |e: crate::embed::EmbedError| ServeError::Model(e.to_string());
+    let Some(embedder) = crate::embed::Embedder::find(explicit, &config.data_dir).map_err(model)?
+    else {
+        return Ok(None);
+    };
+    tracing::info!(model = %embedder.dir().display(), "searching by meaning too");
+    crate::embed::Semantic::open(embedder, &config.data_dir)
+        .map(Some)
+        .map_err(model)
 }
 
 /// Errors that stop the server from starting. Causes are part of the messages and never also
@@ -192,6 +226,8 @@ pub enum ServeError {
     NoListener,
     #[error("starting: {0}")]
     Start(String),
+    #[error("{0}")]
+    Model(String),
 }
 
 impl From<CertError> for ServeError {
@@ -292,7 +328,10 @@ impl Server {
             hostname: config.hostname.clone(),
             acceptor,
             web: web::Settings::new(&config),
-            backend: Arc::new(Backend::new(&config.data_dir, config.shared.clone())),
+            backend: Arc::new(
+                Backend::new(&config.data_dir, config.shared.clone())
+                    .with_semantic(semantic(&config)?),
+            ),
             limiter: RateLimiter::new(config.rate_limit),
             per_client: ConnectionCounter::new(config.max_connections_per_client),
             pending: PendingConnections::new(config.max_pending_connections),

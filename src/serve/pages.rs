@@ -631,6 +631,7 @@ pub(crate) mod tests {
                 authority: 0.25,
                 prior: 1.0,
                 coverage: 1.0,
+                semantic: None,
             },
             host: "a.test".to_string(),
             mime: "text/gemini".to_string(),

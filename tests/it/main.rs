@@ -13,6 +13,7 @@ mod fuzz;
 mod gspace;
 mod hostile;
 mod http;
+mod meaning;
 mod memory;
 mod polite;
 mod postgres;

@@ -19,14 +19,14 @@ use tokio::net::TcpStream;
 use crate::support;
 
 /// A `geode serve` with an HTTP listener (and a Gemini one, to show both run side by side).
-struct WebServing {
+pub(crate) struct WebServing {
     child: Child,
-    http: SocketAddr,
+    pub(crate) http: SocketAddr,
     gemini: Option<SocketAddr>,
 }
 
 impl WebServing {
-    fn start(data: &Path, extra: &[&str]) -> WebServing {
+    pub(crate) fn start(data: &Path, extra: &[&str]) -> WebServing {
         let mut command = Command::new(support::geode_bin());
         command
             .args(["serve", "--data"])
@@ -69,7 +69,7 @@ impl Drop for WebServing {
     }
 }
 
-fn runtime() -> tokio::runtime::Runtime {
+pub(crate) fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -92,15 +92,15 @@ struct Client {
 
 /// One response.
 #[derive(Debug)]
-struct Reply {
-    status: u16,
+pub(crate) struct Reply {
+    pub(crate) status: u16,
     /// Lower-case names; the last value of each.
     headers: BTreeMap<String, String>,
     body: Vec<u8>,
 }
 
 impl Reply {
-    fn text(&self) -> String {
+    pub(crate) fn text(&self) -> String {
         String::from_utf8_lossy(&self.body).into_owned()
     }
 
@@ -204,7 +204,7 @@ fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
     haystack.windows(needle.len()).position(|w| w == needle)
 }
 
-async fn get(addr: SocketAddr, target: &str) -> Reply {
+pub(crate) async fn get(addr: SocketAddr, target: &str) -> Reply {
     Client::connect(addr, fresh_source())
         .await
         .get(target, &[])

@@ -200,6 +200,9 @@ const DOMAIN: &[&str] = &[
     "human",
     "warc",
     "digest",
+    "embed::input",
+    "embed::quant",
+    "index::search::fuse",
 ];
 
 /// What a pure module may not name: I/O, the clock, the async runtime, the index or the

@@ -23,6 +23,7 @@
 //! best pages only), `diversity` (capsules taking turns).
 
 mod diversity;
+mod fuse;
 mod lexicon;
 mod priors;
 mod proximity;
@@ -30,6 +31,8 @@ mod score;
 #[cfg(test)]
 mod tests;
 mod walk;
+
+pub use fuse::FUSION;
 
 use diversity::{diversify, diversify_head, BLOCK, DIVERSITY_WINDOW, FIRST_WINDOW, PER_CAPSULE};
 use lexicon::{IndexLexicon, SnapshotCache};
@@ -159,6 +162,10 @@ pub struct ScoreParts {
     pub prior: f32,
     /// Share of the query's weight (its words' idf) the page holds: 1 when it has every word.
     pub coverage: f32,
+    /// The cosine of the page's vector and the query's, when the search used a model and the
+    /// page was among the query's nearest (`score` is then the fused one, see `fuse.rs`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub semantic: Option<f32>,
 }
 
 /// One result.
@@ -236,6 +243,9 @@ enum Matcher<'a> {
 /// What [`SearchIndex::rank`] is asked for.
 struct RankRequest<'a> {
     matcher: Matcher<'a>,
+    /// The pages nearest the query by meaning, nearest first, with their cosines: fused with
+    /// the ranking by words when given.
+    near: Option<&'a [(String, f32)]>,
     full: bool,
     collapse: bool,
     /// The results that must come out as from the whole window: those up to the end of the
@@ -304,6 +314,27 @@ impl SearchIndex {
         self.reader.searcher().num_docs()
     }
 
+    /// Calls `each` with the URL, title, headings and body of every page of the index as it is
+    /// now (one snapshot), until it returns false: what `geode embed` reads.
+    pub fn each_page(
+        &self,
+        mut each: impl FnMut(&str, &str, &str, &str) -> bool,
+    ) -> Result<(), IndexError> {
+        let searcher = self.reader.searcher();
+        let f = &self.fields;
+        for segment in searcher.segment_readers() {
+            let store = segment.get_store_reader(4)?;
+            for doc in store.iter::<TantivyDocument>(segment.alive_bitset()) {
+                let doc = doc?;
+                let text = |field| first_str(&doc, field).unwrap_or_default();
+                if !each(text(f.url), text(f.title), text(f.headings), text(f.body)) {
+                    return Ok(());
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// A number that changes whenever what a search can return changes: a hash of the
     /// segments the reader sees now and of their deletions. Equal numbers mean equal answers
     /// (the web frontend's `ETag`s rest on it); a commit that changes nothing may still change it.
@@ -364,6 +395,36 @@ impl SearchIndex {
         parsed: &query::Query,
         options: &SearchOptions,
     ) -> Result<SearchResults, IndexError> {
+        self.search_hybrid(text, parsed, options, None)
+    }
+
+    /// The query with each word the index does not know replaced by its likeliest spelling
+    /// there ("nvme drivr haiku" to "nvme driver haiku"), or `None` when every word is known or
+    /// has no likely spelling: what a model should read of a query with a typo, since it
+    /// cannot match words as the index does.
+    pub fn respelled(&self, text: &str, parsed: &query::Query) -> Option<String> {
+        let searcher = self.reader.searcher();
+        let lexicon = IndexLexicon {
+            searcher: &searcher,
+            fields: &self.fields,
+            cache: &self.cache,
+        };
+        let relaxed = relax(parsed, &self.fields, &lexicon, query::explicit_and(text))?;
+        // Known words stay: `suggestion` replaces only unknown ones when some page holds all.
+        suggestion(text, &relaxed, usize::MAX)
+    }
+
+    /// Runs a parsed query, its ranking by words fused with `near`, the pages nearest to it by
+    /// meaning (nearest first, with their cosines), when given and when the query is one that
+    /// meaning may answer ([`meaning_applies`]).
+    pub fn search_hybrid(
+        &self,
+        text: &str,
+        parsed: &query::Query,
+        options: &SearchOptions,
+        near: Option<&[(String, f32)]>,
+    ) -> Result<SearchResults, IndexError> {
+        let near = near.filter(|_| meaning_applies(text, parsed, options));
         let searcher = self.reader.searcher();
         let lexicon = IndexLexicon {
             searcher: &searcher,
@@ -427,6 +488,7 @@ impl SearchIndex {
         };
         let ask = RankRequest {
             matcher,
+            near,
             full,
             collapse,
             settle: end,
@@ -454,6 +516,7 @@ impl SearchIndex {
         // the essential ones.
         let may_lack = |r: &Ranked| match &relaxed {
             None => false,
+            Some(_) if found_by_meaning_alone(r) => true,
             Some(_) if covered => r.parts.coverage < 1.0,
             Some(rel) => rel.words.iter().any(|w| !w.essential),
         };
@@ -464,7 +527,10 @@ impl SearchIndex {
             Some(r) if shown.iter().any(|(ranked, _)| may_lack(ranked)) => {
                 // Without coverage every page holds the essential words: only the others are
                 // in question.
-                let checks = WordChecks::new(&searcher, r, !covered)?;
+                // A page found by meaning alone may lack any word.
+                let optional_only =
+                    !covered && !shown.iter().any(|(r, _)| found_by_meaning_alone(r));
+                let checks = WordChecks::new(&searcher, r, optional_only)?;
                 let lacking: Vec<DocAddress> = shown
                     .iter()
                     .filter(|(ranked, _)| may_lack(ranked))
@@ -568,6 +634,10 @@ impl SearchIndex {
             let best = ranked.len().min(PROXIMITY_WINDOW);
             rescore(searcher, proximity, &mut ranked[..best], ask.full)?;
         }
+        let mut total = total;
+        if let Some(near) = ask.near {
+            total += self.fuse(searcher, &mut ranked, near)?;
+        }
         // The best-ranked member of a cluster of near-duplicates stands for it; then no capsule
         // takes more than its share of each block.
         annotate(searcher, &mut ranked)?;
@@ -605,6 +675,89 @@ impl SearchIndex {
             ranked,
             covered,
         }))
+    }
+
+    /// Fuses the ranking by words (`ranked`, best first) with the pages nearest by meaning
+    /// ([`FUSION`]): every page's score becomes its fused score, the pages found by meaning
+    /// alone join, and all are ordered again. Returns how many joined.
+    fn fuse(
+        &self,
+        searcher: &Searcher,
+        ranked: &mut Vec<(Ranked, DocAddress)>,
+        near: &[(String, f32)],
+    ) -> Result<usize, IndexError> {
+        let similarities: Vec<f32> = near.iter().map(|(_, s)| *s).collect();
+        let fusion = FUSION;
+        let counted = fusion.counted(&similarities);
+        let mut by_meaning: HashMap<DocAddress, (usize, f32)> = HashMap::new();
+        for (url, similarity) in &near[..counted] {
+            if let Some(address) = self.address_of(searcher, url)? {
+                let rank = by_meaning.len();
+                by_meaning.entry(address).or_insert((rank, *similarity));
+            }
+        }
+        // A page holding every word, ranked clearly first by them, stays first: meaning
+        // reorders what the words leave open.
+        let clear_winner = match ranked.as_slice() {
+            [(first, address), rest @ ..] => Some(*address).filter(|_| {
+                fusion.keeps_first(
+                    first.parts.coverage,
+                    first.score,
+                    rest.first().map(|(r, _)| r.score),
+                )
+            }),
+            [] => None,
+        };
+        for (rank, (r, address)) in ranked.iter_mut().enumerate() {
+            let meaning = by_meaning.remove(address);
+            r.parts.semantic = meaning.map(|(_, similarity)| similarity);
+            r.score = fusion.score(Some(rank), meaning.map(|(rank, _)| rank));
+        }
+        let joined = by_meaning.len();
+        for (address, (rank, similarity)) in by_meaning {
+            let parts = ScoreParts {
+                prior: 1.0,
+                semantic: Some(similarity),
+                ..ScoreParts::default()
+            };
+            let score = fusion.score(None, Some(rank));
+            let (capsule, cluster) = (0, 0);
+            ranked.push((
+                Ranked {
+                    score,
+                    parts,
+                    capsule,
+                    cluster,
+                },
+                address,
+            ));
+        }
+        ranked.sort_by(|(a, x), (b, y)| b.score.total_cmp(&a.score).then_with(|| x.cmp(y)));
+        if let Some(winner) = clear_winner {
+            if let Some(at) = ranked.iter().position(|(_, a)| *a == winner) {
+                ranked[..=at].rotate_right(1);
+            }
+        }
+        Ok(joined)
+    }
+
+    /// The live document of `url`, if the index holds it.
+    fn address_of(&self, searcher: &Searcher, url: &str) -> Result<Option<DocAddress>, IndexError> {
+        let term = Term::from_field_text(self.fields.url, url);
+        for (ord, segment) in searcher.segment_readers().iter().enumerate() {
+            let index = segment.inverted_index(self.fields.url)?;
+            let Some(mut postings) = index.read_postings(&term, IndexRecordOption::Basic)? else {
+                continue;
+            };
+            let mut doc = postings.doc();
+            while doc != tantivy::TERMINATED {
+                if !segment.is_deleted(doc) {
+                    return Ok(Some(DocAddress::new(ord as u32, doc)));
+                }
+                doc = postings.advance();
+            }
+        }
+        Ok(None)
     }
 
     /// The stems kept from earlier queries, or none while another query holds them.
@@ -685,6 +838,21 @@ impl SearchIndex {
     fn text(&self, doc: &TantivyDocument, field: tantivy::schema::Field) -> String {
         first_str(doc, field).unwrap_or_default().to_string()
     }
+}
+
+/// Whether a query may be answered by meaning as well as by words: a relaxed query of bare
+/// words, ranked in full. Phrases, filters, `AND`, `OR`, exclusions, `--strict` and the plain
+/// BM25 ranking keep their lexical meaning.
+pub fn meaning_applies(text: &str, parsed: &query::Query, options: &SearchOptions) -> bool {
+    options.ranking == Ranking::Full
+        && !options.strict
+        && parsed.is_bare_words()
+        && !query::explicit_and(text)
+}
+
+/// A page that holds none of the query's words and was found by its meaning.
+fn found_by_meaning_alone(r: &Ranked) -> bool {
+    r.parts.semantic.is_some() && r.parts.text == 0.0
 }
 
 /// "Did you mean": the query text with each unknown word (or, when no page holds all the

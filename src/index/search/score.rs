@@ -207,6 +207,7 @@ impl SegmentCollector for SegmentRanker {
             authority,
             prior,
             coverage: 1.0,
+            semantic: None,
         };
         // Coverage is at most 1: a page that cannot enter the best even with all the words
         // is passed over before its words are looked up.
@@ -494,6 +495,7 @@ mod tests {
                 authority: max_authority * unit(),
                 prior: 1.0 + W_HOME / (1.0 + (unit() * 5.0).floor()),
                 coverage: if unit() < 0.5 { 1.0 } else { unit() },
+                semantic: None,
             };
             let score = final_score(&parts, true);
             let bound = score_bound(text, max_authority);
