@@ -94,8 +94,8 @@ impl LoopState {
             retry_at: None,
             renew_every,
             next_renew: renew_every.map_or(far, |every| now + every),
-            // A shared store's write transactions hold a lock every crawler takes turns on:
-            // short.
+            // Shorter with a shared store: a crawler's round waits on the database's round
+            // trips, and what it records reaches the other crawlers and the index writer later.
             gather: if config.shared.is_some() {
                 BATCH_GATHER_SHARED
             } else {
