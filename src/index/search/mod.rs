@@ -20,7 +20,8 @@
 //! Not here: query parsing (`crate::query`), compiling a query (`compile`), writing. Here and
 //! below: `score` (the per-document score and its parts, coverage of relaxed queries), `lexicon`
 //! (the index as the query compiler sees it), `proximity` (the words near each other, at the
-//! best pages only), `diversity` (capsules taking turns).
+//! best pages only), `diversity` (capsules taking turns), `fuse` (the ranking by words fused
+//! with the pages nearest by meaning, when the caller brings them: [`SearchIndex::search_hybrid`]).
 
 mod diversity;
 mod fuse;
@@ -721,6 +722,7 @@ impl SearchIndex {
                 ..ScoreParts::default()
             };
             let score = fusion.score(None, Some(rank));
+            // Read with the others' by `annotate`, after the fusion.
             let (capsule, cluster) = (0, 0);
             ranked.push((
                 Ranked {
