@@ -118,8 +118,8 @@ impl Embedder {
         })
     }
 
-    /// The model in the data directory's `model/`, or in `explicit` when given; `None` when
-    /// neither is there (an explicit folder that does not exist is an error).
+    /// The model in `explicit` when given (a folder that holds none is an error), else the one
+    /// in the data directory's `model/`; `None` when there is none there.
     pub fn find(explicit: Option<&Path>, data_dir: &Path) -> Result<Option<Embedder>, EmbedError> {
         match explicit {
             Some(dir) => Embedder::load(dir).map(Some),
