@@ -262,6 +262,18 @@ pub struct ModelArg {
     pub no_model: bool,
 }
 
+impl ModelArg {
+    /// The model the flags choose.
+    pub fn choice(&self) -> geode::embed::ModelChoice {
+        use geode::embed::ModelChoice;
+        match (&self.model, self.no_model) {
+            (_, true) => ModelChoice::Off,
+            (Some(dir), false) => ModelChoice::Folder(dir.clone()),
+            (None, false) => ModelChoice::InDataDir,
+        }
+    }
+}
+
 #[derive(Debug, Args)]
 pub struct EmbedArgs {
     #[command(flatten)]
@@ -515,11 +527,7 @@ impl ServeArgs {
             per_second: self.rate_limit,
             burst: self.rate_burst,
         });
-        config.model = match (&self.model.model, self.model.no_model) {
-            (_, true) => geode::serve::ModelChoice::Off,
-            (Some(dir), false) => geode::serve::ModelChoice::Folder(dir.clone()),
-            (None, false) => geode::serve::ModelChoice::InDataDir,
-        };
+        config.model = self.model.choice();
         config
     }
 }

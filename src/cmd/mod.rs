@@ -94,23 +94,3 @@ impl crate::cli::ReadStore {
         read_frontier(&self.data.data, self.frontier.as_deref())
     }
 }
-
-/// The model a search uses, with the vectors `geode embed` stored for it: `--model DIR`, else
-/// the data directory's `model/`; none with `--no-model` or when neither is there. A model that
-/// cannot be loaded is an error, not a silent fall-back to words alone.
-pub(crate) fn semantic(
-    model: &crate::cli::ModelArg,
-    data_dir: &std::path::Path,
-) -> Result<Option<geode::embed::Semantic>, crate::Failure> {
-    if model.no_model {
-        return Ok(None);
-    }
-    let Some(embedder) = geode::embed::Embedder::find(model.model.as_deref(), data_dir)
-        .map_err(|e| crate::Failure::Runtime(e.into()))?
-    else {
-        return Ok(None);
-    };
-    geode::embed::Semantic::open(embedder, data_dir)
-        .map(Some)
-        .map_err(|e| crate::Failure::Runtime(e.into()))
-}

@@ -28,7 +28,8 @@ pub(crate) fn search(args: SearchArgs) -> Result<(), Failure> {
         strict: args.strict,
         all: args.all,
     };
-    let semantic = crate::cmd::semantic(&args.model, &args.data.data)?;
+    let semantic = geode::embed::Semantic::load(&args.model.choice(), &args.data.data)
+        .map_err(|e| Failure::Runtime(e.into()))?;
     let started = Instant::now();
     let near = match &semantic {
         Some(semantic) => semantic

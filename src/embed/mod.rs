@@ -204,6 +204,18 @@ fn safetensors_header(path: &Path) -> Result<Vec<u8>, String> {
     Ok(header)
 }
 
+/// Which model, if any, a search uses besides words (`--model`, `--no-model`, or neither).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum ModelChoice {
+    /// The data directory's `model/` when it holds one, else none.
+    #[default]
+    InDataDir,
+    /// This folder (an error when it holds no usable model).
+    Folder(PathBuf),
+    /// Words alone.
+    Off,
+}
+
 /// A query's nearest pages: the model and the vectors of one data directory.
 pub struct Semantic {
     embedder: Embedder,
@@ -247,6 +259,21 @@ impl Semantic {
             .ok_or_else(|| EmbedError::Run("no vector for the query".to_string()))
     }
 
+    /// The model `choice` names and the vectors stored for it in `data_dir`, for `geode
+    /// search` and `geode serve`; `None` when the choice is words alone or no model is there. A
+    /// model that cannot be loaded is an error, never a silent fall-back to words.
+    pub fn load(choice: &ModelChoice, data_dir: &Path) -> Result<Option<Semantic>, EmbedError> {
+        let explicit = match choice {
+            ModelChoice::Off => return Ok(None),
+            ModelChoice::Folder(dir) => Some(dir.as_path()),
+            ModelChoice::InDataDir => None,
+        };
+        match Embedder::find(explicit, data_dir)? {
+            Some(embedder) => Semantic::open(embedder, data_dir).map(Some),
+            None => Ok(None),
+        }
+    }
+
     /// The pages nearest to a query by meaning, as [`crate::index::SearchIndex::search_hybrid`]
     /// takes them; `None` when meaning does not apply: a query that is not bare words
     /// ([`crate::index::meaning_applies`]), or one in a script the model was not trained on
@@ -281,6 +308,11 @@ impl Semantic {
     /// rest on.
     pub fn version(&self) -> u64 {
         self.vectors.version()
+    }
+
+    /// Where the model was loaded from.
+    pub fn model_dir(&self) -> &Path {
+        self.embedder.dir()
     }
 
     /// How many pages have a vector.

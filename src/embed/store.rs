@@ -51,6 +51,9 @@ const DEAD: u8 = 1;
 /// The longest URL a row records (longer ones are not given vectors).
 const MAX_URL: usize = 4096;
 
+/// Rows a writer reads at once when it loads the rows' headers.
+const LOAD_CHUNK_ROWS: u64 = 4096;
+
 /// Rows scanned per thread before a scan is split across threads.
 const ROWS_PER_THREAD: usize = 50_000;
 
@@ -621,13 +624,21 @@ impl Writer {
     /// left by a crash between an append and its mark, dies now) and a row for each key.
     fn load(&mut self, url_bytes: &[u8]) -> Result<(), EmbedError> {
         let path = self.rows_path();
-        let mut all = vec![0u8; (self.count * self.row_size()) as usize];
-        self.rows
-            .read_exact_at(&mut all, HEADER as u64)
-            .map_err(|e| store_error(&path, e))?;
         let size = self.row_size() as usize;
+        // Rows are read a chunk at a time: only their headers are wanted, and the whole file
+        // is the size of every vector (208 MB at 500,000 rows).
+        let mut chunk = Vec::new();
+        let mut first = 0u64;
         for row in 0..self.count {
-            let head = RowHead::parse(&all[row as usize * size..]);
+            if row == first + (chunk.len() / size) as u64 {
+                first = row;
+                let rows = (self.count - row).min(LOAD_CHUNK_ROWS);
+                chunk.resize(rows as usize * size, 0);
+                self.rows
+                    .read_exact_at(&mut chunk, HEADER as u64 + row * size as u64)
+                    .map_err(|e| store_error(&path, e))?;
+            }
+            let head = RowHead::parse(&chunk[(row - first) as usize * size..]);
             self.by_key.insert(head.key, row);
             if head.dead {
                 continue;
@@ -805,9 +816,28 @@ impl Writer {
         let size = self.row_size();
         let mut live: Vec<(String, Known)> = self.live.drain().collect();
         live.sort_by_key(|(_, k)| k.row);
-        let mut urls = Vec::new();
-        let mut codes = Vec::new();
-        let mut rows = header_bytes(self.dim, generation).to_vec();
+        // The new files are written through buffers as the live rows are read: at 500,000
+        // rows the rows file alone is 208 MB, which need not be held whole.
+        let create = |path: &Path| -> Result<std::io::BufWriter<File>, EmbedError> {
+            let file = OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create(true)
+                .truncate(true)
+                .open(path)
+                .map_err(|e| store_error(path, e))?;
+            Ok(std::io::BufWriter::with_capacity(1 << 20, file))
+        };
+        let finish = |path: &Path, out: std::io::BufWriter<File>| -> Result<File, EmbedError> {
+            let file = out.into_inner().map_err(|e| store_error(path, e.error()))?;
+            file.sync_all().map_err(|e| store_error(path, e))?;
+            Ok(file)
+        };
+        let bpath = bits_path(&self.dir, &self.fingerprint, generation);
+        let (mut urls, mut codes, mut rows) = (create(&upath)?, create(&bpath)?, create(&tmp)?);
+        rows.write_all(&header_bytes(self.dim, generation))
+            .map_err(|e| store_error(&tmp, e))?;
+        let mut urls_len = 0u64;
         let mut row = vec![0u8; size as usize];
         let mut code = vec![0u8; self.code_size() as usize];
         for (url, known) in &live {
@@ -817,29 +847,20 @@ impl Writer {
             self.bits
                 .read_exact_at(&mut code, known.row * self.code_size())
                 .map_err(|e| store_error(&self.rows_path(), e))?;
-            codes.extend_from_slice(&code);
             let mut head = RowHead::parse(&row);
-            head.url_off = urls.len() as u64;
+            head.url_off = urls_len;
             head.url_len = url.len() as u32;
-            urls.extend_from_slice(url.as_bytes());
-            rows.extend_from_slice(&head.bytes());
-            rows.extend_from_slice(&row[ROW_HEADER..]);
+            urls_len += url.len() as u64;
+            codes.write_all(&code).map_err(|e| store_error(&bpath, e))?;
+            urls.write_all(url.as_bytes())
+                .map_err(|e| store_error(&upath, e))?;
+            rows.write_all(&head.bytes())
+                .and_then(|()| rows.write_all(&row[ROW_HEADER..]))
+                .map_err(|e| store_error(&tmp, e))?;
         }
-        let write = |path: &Path, bytes: &[u8]| -> Result<File, EmbedError> {
-            let mut f = OpenOptions::new()
-                .read(true)
-                .write(true)
-                .create(true)
-                .truncate(true)
-                .open(path)
-                .map_err(|e| store_error(path, e))?;
-            f.write_all(bytes).map_err(|e| store_error(path, e))?;
-            f.sync_all().map_err(|e| store_error(path, e))?;
-            Ok(f)
-        };
-        let new_urls = write(&upath, &urls)?;
-        let new_bits = write(&bits_path(&self.dir, &self.fingerprint, generation), &codes)?;
-        let mut new_rows = write(&tmp, &rows)?;
+        let new_urls = finish(&upath, urls)?;
+        let new_bits = finish(&bpath, codes)?;
+        let mut new_rows = finish(&tmp, rows)?;
         // SAFETY: flock on a descriptor this function owns; taken before the new file
         // replaces the old, so that no second writer slips in between.
         if unsafe { libc::flock(new_rows.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
@@ -858,7 +879,7 @@ impl Writer {
         self.urls = new_urls;
         self.bits = new_bits;
         self.generation = generation;
-        self.urls_len = urls.len() as u64;
+        self.urls_len = urls_len;
         self.count = live.len() as u64;
         self.by_key.clear();
         for (i, (url, known)) in live.into_iter().enumerate() {
@@ -971,6 +992,11 @@ mod tests {
             same += fast.iter().filter(|n| exact.contains(n)).count();
         }
         assert!(same >= 36, "{same} of the exact 40 found");
+        // A writer reopening the store reads every row's header, a chunk at a time.
+        drop(w);
+        let w = Writer::open(dir.path(), "fp", dim).unwrap();
+        assert_eq!((w.rows(), w.live()), (rows as u64, rows));
+        assert!(w.is_current("gemini://a/54999", &[0; KEY_BYTES]));
     }
 
     #[test]

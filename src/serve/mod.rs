@@ -107,19 +107,7 @@ pub struct ServeConfig {
     pub timeouts: Timeouts,
     /// The sentence-embedding model searches also rank by (`--model`); by default the data
     /// directory's `model/` when it holds one.
-    pub model: ModelChoice,
-}
-
-/// Which embedding model, if any, searches use besides words.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub enum ModelChoice {
-    /// The data directory's `model/` when it holds one, else none.
-    #[default]
-    InDataDir,
-    /// This folder (an error when it holds no usable model).
-    Folder(PathBuf),
-    /// Words alone.
-    Off,
+    pub model: crate::embed::ModelChoice,
 }
 
 /// Time limits of one connection.
@@ -186,27 +174,19 @@ impl ServeConfig {
                 .map(|n| n.get() * 2)
                 .unwrap_or(4),
             timeouts: Timeouts::default(),
-            model: ModelChoice::default(),
+            model: crate::embed::ModelChoice::default(),
         }
     }
 }
 
 /// The model and vectors searches use besides words, as `config.model` says.
 fn semantic(config: &ServeConfig) -> Result<Option<crate::embed::Semantic>, ServeError> {
-    let explicit = match &config.model {
-        ModelChoice::Off => return Ok(None),
-        ModelChoice::Folder(dir) => Some(dir.as_path()),
-        ModelChoice::InDataDir => None,
-    };
-    let model = |e: crate::embed::EmbedError| ServeError::Model(e.to_string());
-    let Some(embedder) = crate::embed::Embedder::find(explicit, &config.data_dir).map_err(model)?
-    else {
-        return Ok(None);
-    };
-    tracing::info!(model = %embedder.dir().display(), "searching by meaning too");
-    crate::embed::Semantic::open(embedder, &config.data_dir)
-        .map(Some)
-        .map_err(model)
+    let semantic = crate::embed::Semantic::load(&config.model, &config.data_dir)
+        .map_err(|e| ServeError::Model(e.to_string()))?;
+    if let Some(semantic) = &semantic {
+        tracing::info!(model = %semantic.model_dir().display(), "searching by meaning too");
+    }
+    Ok(semantic)
 }
 
 /// Errors that stop the server from starting. Causes are part of the messages and never also
