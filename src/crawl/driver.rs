@@ -15,15 +15,16 @@ use tokio::task::{JoinError, JoinSet};
 
 use super::hold::{self, Held};
 use super::indexing::IndexMsg;
+use super::record::new_content;
 use super::scheduler::Job;
 use super::state::Crawl;
 use super::task::{fetch, lookup, Done, DoneJob};
 use super::{
     CrawlConfig, CrawlError, StopReason, ANCHOR_CHUNK, BATCH_GATHER, BATCH_GATHER_SHARED,
-    BATCH_RESULTS, CAPSULES_PER_SLOT,
+    BATCH_RESULTS, CAPSULES_PER_SLOT, CLAIM_PAUSE_SHARED, CLAIM_STEP_SHARED, SHARED_SETTLE,
 };
 use crate::clock::unix_now;
-use crate::fetch::{dns, FetchError};
+use crate::fetch::{dns, FetchError, Outcome};
 use crate::frontier::{Batch, Frontier};
 use crate::urlnorm;
 
@@ -37,15 +38,26 @@ const TRIM_EVERY: Duration = Duration::from_secs(1);
 /// How often a progress snapshot is published, for displays that watch the crawl.
 const SNAPSHOT_EVERY: Duration = Duration::from_millis(200);
 
+/// A capsule's id and what the lookup of its address found.
+type Looked = (i64, Result<SocketAddr, FetchError>);
+
 /// The loop's own state: the tasks it runs, whether it may start more, and when it has
 /// something to do besides recording their results.
 struct LoopState {
     fetches: JoinSet<Done>,
-    lookups: JoinSet<(i64, Result<SocketAddr, FetchError>)>,
+    lookups: JoinSet<Looked>,
     /// Capsules whose address is being looked up.
     resolving: HashSet<i64>,
     /// A claim may find more capsules due.
     frontier_has_more: bool,
+    /// When a claim may be made again after one found no more due, the pause after such a
+    /// claim and the fewest capsules a claim is made for, unless the crawl is idle (see
+    /// [`CLAIM_PAUSE_SHARED`]).
+    next_claim: Instant,
+    claim_pause: Duration,
+    claim_step: usize,
+    /// Before then, no shard is taken and no claim made (see [`SHARED_SETTLE`]).
+    settled_at: Instant,
     /// New requests may start: not after `--max-pages`, `--max-duration` or a signal.
     dispatching: bool,
     /// A signal came: the next one is not waited for.
@@ -83,6 +95,22 @@ impl LoopState {
             lookups: JoinSet::new(),
             resolving: HashSet::new(),
             frontier_has_more: true,
+            next_claim: now,
+            settled_at: if config.shared.is_some() {
+                now + SHARED_SETTLE
+            } else {
+                now
+            },
+            claim_pause: if config.shared.is_some() {
+                CLAIM_PAUSE_SHARED
+            } else {
+                Duration::ZERO
+            },
+            claim_step: if config.shared.is_some() {
+                CLAIM_STEP_SHARED
+            } else {
+                1
+            },
             // `--max-pages 0` asks for no request at all: not even robots.txt or DNS.
             dispatching: config.max_pages != Some(0),
             interrupted: false,
@@ -110,6 +138,41 @@ impl LoopState {
     /// No request and no lookup is running.
     fn idle(&self) -> bool {
         self.fetches.is_empty() && self.lookups.is_empty()
+    }
+
+    /// Whether to claim now: the frontier may have more and this crawl has room for more
+    /// capsules; unless it is idle (nothing queued, nothing in flight), room for a step of
+    /// them, and the pause after a dry claim is over.
+    fn claim_due(&self, leased: usize, queued: usize) -> bool {
+        let idle = queued == 0 && self.fetches.is_empty();
+        self.settled()
+            && self.frontier_has_more
+            && leased < self.max_capsules
+            && (idle
+                || (leased + self.claim_step <= self.max_capsules
+                    && Instant::now() >= self.next_claim))
+    }
+
+    /// A claim was made; `more` says whether it found as many capsules as it asked for.
+    fn claimed(&mut self, more: bool) {
+        self.frontier_has_more = more;
+        if !more {
+            self.next_claim = Instant::now() + self.claim_pause;
+        }
+    }
+
+    /// When the loop must wake to claim, if a claim waits for its pause to end.
+    fn claim_wake(&self, leased: usize) -> Option<Instant> {
+        if !self.settled() {
+            return Some(self.settled_at);
+        }
+        (self.frontier_has_more && leased + self.claim_step <= self.max_capsules)
+            .then_some(self.next_claim)
+    }
+
+    /// Whether the wait after the start for the other crawlers of a shared store is over.
+    fn settled(&self) -> bool {
+        Instant::now() >= self.settled_at
     }
 
     fn renewal_due(&self) -> bool {
@@ -198,12 +261,17 @@ impl Crawl {
                 run.renewed();
             }
             if run.dispatching {
+                if run.settled() {
+                    frontier.keep_share()?;
+                }
                 run.frontier_has_more |= self.follow_up(frontier)?;
-                if run.frontier_has_more && self.scheduler.leased() < run.max_capsules {
-                    run.frontier_has_more = self.claim_capsules(frontier, run.max_capsules)?;
+                if run.claim_due(self.scheduler.leased(), self.scheduler.queued()) {
+                    let more = self.claim_capsules(frontier, run.max_capsules)?;
+                    run.claimed(more);
                 }
                 run.look_up(self.scheduler.unresolved(), &self.config.resolve);
             }
+            self.take_addresses(frontier, &mut run, None)?;
 
             let mut batch = frontier.batch(unix_now())?;
             let mut docs = Vec::new();
@@ -234,16 +302,16 @@ impl Crawl {
                 }
             }
 
-            let wake = self.chores(&mut run);
+            let mut wake = self.chores(&mut run);
+            if let Some(at) = run.claim_wake(self.scheduler.leased()) {
+                wake = wake.min(at.max(Instant::now()));
+            }
             tokio::select! {
                 Some(joined) = run.fetches.join_next(), if !run.fetches.is_empty() => {
                     self.record_results(frontier, &mut run, joined, shutdown.as_mut()).await?;
                 }
                 Some(joined) = run.lookups.join_next(), if !run.lookups.is_empty() => {
-                    if let Ok((host_id, result)) = joined {
-                        run.resolving.remove(&host_id);
-                        self.take_address(frontier, host_id, result)?;
-                    }
+                    self.take_addresses(frontier, &mut run, Some(joined))?;
                 }
                 _ = tokio::time::sleep_until(wake.into()) => {}
                 _ = tokio::time::sleep_until(run.next_renew.into()) => {}
@@ -262,9 +330,38 @@ impl Crawl {
         Ok(())
     }
 
+    /// Takes the address of `first`'s capsule and of every other whose lookup is done: all at
+    /// once, for the loop takes one branch at a time, and each of its turns waits a round of
+    /// results (with a shared store, 60 of the 64 capsules a crawler leased waited for their
+    /// address, one a turn).
+    fn take_addresses(
+        &mut self,
+        frontier: &mut dyn Frontier,
+        run: &mut LoopState,
+        first: Option<Result<Looked, JoinError>>,
+    ) -> Result<(), CrawlError> {
+        let mut next = first.or_else(|| run.lookups.try_join_next());
+        while let Some(joined) = next.take() {
+            if let Ok((host_id, result)) = joined {
+                run.resolving.remove(&host_id);
+                self.take_address(frontier, host_id, result)?;
+            }
+            next = run.lookups.try_join_next();
+        }
+        Ok(())
+    }
+
     /// Records `first`, every other result that is ready and those arriving for a while after
     /// it, in one transaction: fewer, larger transactions rewrite fewer database pages.
     /// Requests keep starting meanwhile, so the wait costs no throughput.
+    ///
+    /// With a shared store, whose every statement is a round trip, the pages that answered
+    /// with content or a plain failure are recorded together at the end ([`Crawl::record_answers`]):
+    /// their requests' ends are taken at once ([`Crawl::request_ended`]: the slot, the address's
+    /// gap), so the next requests start as before, but what they found waits for the
+    /// transaction's end. What changes the schedule (robots.txt, a 44, an error, a 41) is
+    /// recorded at once. A capsule's budget hears of the pages that wait only then: on default
+    /// flags (a second between two requests to an address) that is at most one request more.
     async fn record_results(
         &mut self,
         frontier: &mut dyn Frontier,
@@ -276,6 +373,8 @@ impl Crawl {
         let mut docs = Vec::new();
         let mut next = Some(first);
         let mut recorded = 0;
+        let mut later = Vec::new();
+        let defer = self.config.shared.is_some();
         let gather_until = run.gather_until();
         loop {
             // Every result ready now, recorded together: the store reads what their contents
@@ -287,11 +386,18 @@ impl Crawl {
                 }
                 next = run.fetches.try_join_next();
             }
-            let hashes: Vec<&str> = ready.iter().filter_map(new_content).collect();
+            let (wait, at_once): (Vec<Done>, Vec<Done>) =
+                ready.into_iter().partition(|done| defer && can_wait(done));
+            for done in &wait {
+                self.request_ended(&mut *batch, done)?;
+            }
+            recorded += wait.len();
+            later.extend(wait);
+            let hashes: Vec<&str> = at_once.iter().filter_map(new_content).collect();
             if hashes.len() > 1 {
                 batch.expect_contents(&hashes)?;
             }
-            for done in ready {
+            for done in at_once {
                 self.record(&mut *batch, done, &mut docs)?;
                 recorded += 1;
             }
@@ -302,20 +408,35 @@ impl Crawl {
                 self.dispatch(&mut *batch, run, &mut docs)?;
             }
             let now = Instant::now();
-            if recorded >= BATCH_RESULTS
-                || run.renewal_due()
-                || run.fetches.is_empty()
-                || now >= gather_until
-            {
+            if recorded >= BATCH_RESULTS || run.renewal_due() || now >= gather_until {
                 break;
             }
             // Wake for the next result, or when the scheduler allows the next request,
             // whichever comes first.
             let can_start = run.dispatching && self.scheduler.in_flight() < self.config.concurrency;
-            let wake = match self.scheduler.next_wakeup() {
-                Some(at) if can_start => at.max(now + Duration::from_millis(1)).min(gather_until),
-                _ => gather_until,
+            let start_at = self.scheduler.next_wakeup().filter(|_| can_start);
+            let wake = match start_at {
+                Some(at) => at.max(now + Duration::from_millis(1)).min(gather_until),
+                None => gather_until,
             };
+            if run.fetches.is_empty() {
+                // Nothing in flight. With a shared store, whose transaction costs round trips
+                // however few results it holds, the round goes on while a request may start
+                // before its end (an address's gap about to pass) and no capsule waits for a
+                // claim (made once the round is committed); otherwise it ends here.
+                let soon = start_at.is_some_and(|at| at < gather_until);
+                if !defer || !soon || self.scheduler.wants_more() {
+                    break;
+                }
+                tokio::select! {
+                    _ = tokio::time::sleep_until(wake.into()) => {}
+                    _ = shutdown.as_mut(), if !run.interrupted => {
+                        self.stop(run, StopReason::Signal);
+                        break;
+                    }
+                }
+                continue;
+            }
             tokio::select! {
                 joined = tokio::time::timeout_at(wake.into(), run.fetches.join_next()) => {
                     match joined {
@@ -330,6 +451,7 @@ impl Crawl {
                 }
             }
         }
+        self.record_answers(&mut *batch, later, &mut docs)?;
         self.release_held(&mut *batch, &mut docs, false, usize::MAX)?;
         self.commit(batch, &mut docs)
     }
@@ -559,13 +681,16 @@ impl Crawl {
     }
 }
 
-/// The content hash of a page fetched whole, which the duplicate check may ask about.
-fn new_content(done: &Done) -> Option<&str> {
-    let page = done.result.as_ref().ok()?.page.as_ref()?;
-    let hash = page.hash.as_deref()?;
-    match &done.job {
-        // Content found as it was needs no check.
-        DoneJob::Page(url) if url.prior.content_hash.as_deref() != Some(hash) => Some(hash),
-        _ => None,
+/// Whether what a request found may be recorded at the end of its transaction
+/// ([`Crawl::record_results`]): a page's answer other than a 44 (which slows its address down)
+/// or a 41 (which sets its capsule aside). Errors and robots.txt answers change the schedule,
+/// and are recorded at once.
+fn can_wait(done: &Done) -> bool {
+    match (&done.job, &done.result) {
+        (DoneJob::Page(_), Ok(fetched)) => !matches!(
+            fetched.response.outcome,
+            Outcome::TemporaryFailure { code: 41 | 44, .. }
+        ),
+        _ => false,
     }
 }

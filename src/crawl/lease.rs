@@ -2,6 +2,7 @@
 //! the summary), kept fed while they have more and let go once done, the address of each in a
 //! shared store, and the leases another crawler took over. [`super::driver`] decides when.
 
+use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
@@ -139,11 +140,21 @@ impl Crawl {
             let claimed = self.timed_claim(|f, now| f.claim_ids(&hubs, now), frontier)?;
             self.take_claimed(frontier, claimed, true)?;
         }
-        for host_id in self.scheduler.wanting_more() {
-            let urls =
-                self.timed_claim(|f, now| f.claim_more(host_id, PER_CAPSULE, now), frontier)?;
-            self.scheduler
-                .set_exhausted(host_id, urls.len() < PER_CAPSULE);
+        // Every capsule whose queue ran dry gets more in one claim.
+        let wanting = self.scheduler.wanting_more();
+        if !wanting.is_empty() {
+            let urls = self.timed_claim(
+                |f, now| f.claim_more_of(&wanting, PER_CAPSULE, now),
+                frontier,
+            )?;
+            let mut got: HashMap<i64, usize> = HashMap::new();
+            for url in &urls {
+                *got.entry(url.host_id).or_default() += 1;
+            }
+            for host_id in wanting {
+                let got = got.get(&host_id).copied().unwrap_or(0);
+                self.scheduler.set_exhausted(host_id, got < PER_CAPSULE);
+            }
             self.take_claimed(frontier, urls, false)?;
         }
         for host_id in self.scheduler.take_finished() {

@@ -193,6 +193,14 @@ impl<T: Queued> Scheduler<T> {
             .collect()
     }
 
+    /// Whether a leased capsule ran out of queued URLs and may have more due
+    /// ([`Self::wanting_more`] is not empty).
+    pub fn wants_more(&self) -> bool {
+        self.capsules
+            .values()
+            .any(|c| c.leased && !c.exhausted && c.urls.is_empty())
+    }
+
     /// Records that the frontier had nothing more due for a capsule (`true`), or may have again
     /// (`false`: new URLs or a finished request).
     pub fn set_exhausted(&mut self, host_id: i64, exhausted: bool) {

@@ -67,6 +67,9 @@ pub(super) struct ExtractedPage {
     /// The body's share of the fetcher's memory budget: what it took is held until the page is
     /// recorded and dropped, since the page extracted from it takes about as much.
     pub(super) memory: BodyLease,
+    /// The page's links as the frontier records them, once worked out (see
+    /// `Crawl::record_answers`).
+    pub(super) links_out: Option<Vec<crate::frontier::LinkOut>>,
 }
 
 /// Resolves a capsule key ([`urlnorm::capsule_key`]) to the address it is fetched from.
@@ -177,6 +180,7 @@ pub(super) fn extract(url: &Url, meta: &str, body: &[u8]) -> ExtractedPage {
         hash: read.then(|| crate::digest::sha256_hex(body)),
         zstd: read.then(|| crate::frontier::archive::compress(body)),
         memory: BodyLease::none(),
+        links_out: None,
     }
 }
 

@@ -215,6 +215,15 @@ pub trait Frontier: IndexLog + Reader + Send {
     fn claim_capsules(&mut self, ask: &ClaimRequest, now: i64) -> Result<(Vec<QueuedUrl>, usize)>;
     /// Claims up to `n` more due URLs of a capsule this crawl leases.
     fn claim_more(&mut self, host_id: i64, n: usize, now: i64) -> Result<Vec<QueuedUrl>>;
+    /// [`Frontier::claim_more`] for each of these capsules, their URLs capsule by capsule in
+    /// the order given: in one statement, for a store that pays a round trip for each.
+    fn claim_more_of(&mut self, host_ids: &[i64], n: usize, now: i64) -> Result<Vec<QueuedUrl>> {
+        let mut urls = Vec::new();
+        for &host_id in host_ids {
+            urls.extend(self.claim_more(host_id, n, now)?);
+        }
+        Ok(urls)
+    }
     /// Claims these URLs, if they are free and due: entries new in a feed, taken ahead of the
     /// rest of a leased capsule's queue.
     fn claim_ids(&mut self, ids: &[i64], now: i64) -> Result<Vec<QueuedUrl>>;
@@ -249,6 +258,13 @@ pub trait Frontier: IndexLog + Reader + Send {
     /// Keeps this crawler's leases from running out; called well within the lease while it
     /// works. Returns how many capsules it holds (SQLite: 0, its leases never run out).
     fn renew_leases(&mut self) -> Result<u64>;
+    /// For a store shared by several crawlers: about once a second, renews this crawler's
+    /// share of the work and adopts or gives back what keeps the shares fair (a crawler that
+    /// joins gets its share while this one is busy and claims nothing). Nothing for a store of
+    /// one crawler.
+    fn keep_share(&mut self) -> Result<()> {
+        Ok(())
+    }
     /// Of the capsules and IP addresses this crawler works on, those whose lease another
     /// crawler took over: this one let its lease run out (a stalled or overloaded machine),
     /// and its queued URLs there are the other's now. SQLite: none (one crawler).
@@ -458,6 +474,23 @@ pub struct PageLinks<'a> {
     pub held: &'a (dyn Fn(i64) -> bool + Sync),
 }
 
+/// A page whose links [`Batch::expect_links`] is told of.
+#[derive(Clone, Copy)]
+pub struct ExpectedLinks<'a> {
+    /// The page (its URL id) the links are on.
+    pub source: i64,
+    /// The page's link depth: its links are one deeper.
+    pub depth: u32,
+    /// Every link of the page.
+    pub links: &'a [LinkOut],
+    /// The page's content hash, when its body was read: a page whose content another URL
+    /// holds records no links.
+    pub content: Option<&'a str>,
+    /// The URL the page's content is indexed under (the page's own, or the one a temporary
+    /// redirect keeps canonical).
+    pub doc_id: i64,
+}
+
 /// One write transaction of the crawl, holding many results. Dropping it without
 /// [`Batch::commit`] rolls everything back.
 pub trait Batch {
@@ -527,6 +560,15 @@ pub trait Batch {
     /// that pays a round trip a statement reads them at once. Only a hint: the answers stay
     /// those of `same_content` asked at its time.
     fn expect_contents(&mut self, _hashes: &[&str]) -> Result<()> {
+        Ok(())
+    }
+    /// Says which pages' links [`Batch::set_links_holding`] will be given next, in that
+    /// order, so that a store that pays a round trip a statement looks up and inserts their
+    /// URLs at once, after [`Batch::expect_contents`] for the pages' contents. Only a hint:
+    /// the reports stay those of `set_links_holding` called at its time. A page it was told
+    /// of whose links are then not recorded (its capsule filled up, its content turned out to
+    /// be another URL's) may leave the URLs it links to in the frontier, uncounted.
+    fn expect_links(&mut self, _pages: &[ExpectedLinks<'_>], _budget: u64) -> Result<()> {
         Ok(())
     }
     /// The distinct labels of the links that point to a URL, as this transaction sees them.

@@ -18,9 +18,9 @@ use std::sync::OnceLock;
 use std::time::Duration;
 
 use geode::frontier::{
-    Batch, CertificateChange, ClaimRequest, FetchResult, Frontier, HeldCapsule, IndexOp, LinkOut,
-    Location, NewUrl, PageLinks, PgStore, Pin, QueuedUrl, Standing, Suggested, UrlState,
-    VisitRecord,
+    Batch, CertificateChange, ClaimRequest, ExpectedLinks, FetchResult, Frontier, HeldCapsule,
+    IndexOp, LinkOut, Location, NewUrl, PageLinks, PgStore, Pin, QueuedUrl, Standing, Suggested,
+    UrlState, VisitRecord,
 };
 use geode::revisit::Priority;
 
@@ -64,6 +64,7 @@ conformance! {
     standings_are_stored_per_capsule_and_pages_reset_for_those_not_listed,
     links_are_replaced_and_anchor_changes_marked,
     many_links_of_a_page_are_all_recorded_and_replaced,
+    links_told_ahead_are_reported_as_if_recorded_page_by_page,
     a_held_page_gains_labels_unmarked_and_loses_them_marked,
     anchor_updates_resolve_through_redirects_to_indexed_pages,
     inbound_labels_gather_a_redirect_chain_in_label_order_within_the_limit,
@@ -680,6 +681,83 @@ fn many_links_of_a_page_are_all_recorded_and_replaced(f: &mut dyn Frontier) {
     assert_eq!(f.own_labels(page).unwrap().len(), 37);
     let gone = url_id(f, "gemini://b.test/0");
     assert!(f.inbound_labels(gone, 10).unwrap().is_empty());
+}
+
+/// A store may look up and insert the URLs of a round's pages at once when told of them ahead
+/// (`Batch::expect_links`; PostgreSQL does): each page's report says what it would have said
+/// recorded alone, capsules' room goes to the pages in their order, and a page whose content
+/// another URL holds (which the crawl records as a duplicate, without its links) adds nothing.
+fn links_told_ahead_are_reported_as_if_recorded_page_by_page(f: &mut dyn Frontier) {
+    let mut b = f.batch(0).unwrap();
+    let [original] = indexed_pages(&mut *b, ["gemini://a.test/original"]);
+    let copy = id_of(&mut *b, "gemini://a.test/copy");
+    let [one, two] = [
+        id_of(&mut *b, "gemini://a.test/1"),
+        id_of(&mut *b, "gemini://a.test/2"),
+    ];
+    b.commit().unwrap();
+    index(f, &[original], 1);
+    let copied = format!("hash-{original}");
+    let first = [
+        link("gemini://c.test/x"),
+        link("gemini://c.test/y"),
+        link("gemini://b.test/1"),
+    ];
+    let second = [
+        link("gemini://c.test/y"),
+        link("gemini://c.test/z"),
+        link("gemini://b.test/2"),
+    ];
+    let of_copy = [link("gemini://d.test/copy")];
+    let page = |source, links, content| ExpectedLinks {
+        source,
+        depth: 0,
+        links,
+        content,
+        doc_id: source,
+    };
+    // Each capsule stores two URLs at most.
+    let budget = 2;
+    let mut b = f.batch(0).unwrap();
+    b.expect_contents(&[&copied, "content 1", "content 2"])
+        .unwrap();
+    b.expect_links(
+        &[
+            page(one, &first[..], Some("content 1")),
+            page(two, &second[..], Some("content 2")),
+            page(copy, &of_copy[..], Some(copied.as_str())),
+        ],
+        budget,
+    )
+    .unwrap();
+    assert!(b.same_content(&copied, copy).unwrap().is_some());
+    let report = b.set_links(one, 0, &first, budget).unwrap();
+    assert_eq!(report.added, 3, "c.test/x, c.test/y, b.test/1");
+    let mut counts: Vec<u64> = report.hosts_with_new.values().copied().collect();
+    counts.sort_unstable();
+    assert_eq!(counts, [1, 2]);
+    let report = b.set_links(two, 0, &second, budget).unwrap();
+    assert_eq!(
+        report.added, 1,
+        "b.test/2: c.test/y is known, c.test/z finds no room"
+    );
+    assert_eq!(
+        report.hosts_with_new.values().copied().collect::<Vec<_>>(),
+        [1]
+    );
+    b.commit().unwrap();
+    for (url, known) in [
+        ("gemini://c.test/x", true),
+        ("gemini://c.test/y", true),
+        ("gemini://c.test/z", false),
+        ("gemini://b.test/2", true),
+        ("gemini://d.test/copy", false),
+    ] {
+        assert_eq!(f.knows(url).unwrap(), known, "{url}");
+    }
+    let links_of = |url| f.url_details(url).unwrap().unwrap().links_out.len();
+    assert_eq!(links_of("gemini://a.test/1"), 3);
+    assert_eq!(links_of("gemini://a.test/2"), 2);
 }
 
 fn a_held_page_gains_labels_unmarked_and_loses_them_marked(f: &mut dyn Frontier) {

@@ -21,8 +21,8 @@ use super::verdict::{robots_verdict, verdict, Body, Heard, Retries, RobotsVerdic
 use super::{unix_now, CrawlError, UNREACHABLE_CHUNK};
 use crate::fetch::{FetchError, Outcome};
 use crate::frontier::{
-    ArchiveRecord, ArchivedBody, Batch, FetchResult, Frontier, IndexOp, LinkOut, Pin, QueuedUrl,
-    UrlState, VisitRecord,
+    ArchiveRecord, ArchivedBody, Batch, ExpectedLinks, FetchResult, Frontier, IndexOp, LinkOut,
+    Pin, QueuedUrl, UrlState, VisitRecord,
 };
 use crate::revisit::{Change, Memory, Priority, Visit};
 use crate::urlnorm;
@@ -60,6 +60,18 @@ impl Crawl {
         done: Done,
         docs: &mut Vec<IndexMsg>,
     ) -> Result<(), CrawlError> {
+        self.request_ended(batch, &done)?;
+        self.record_answer(batch, done, docs)
+    }
+
+    /// The half of [`Self::record`] that the next requests depend on, done as soon as a
+    /// request ends: its slot is free again and its address's gap runs from its start (the
+    /// other crawlers of a shared store keep the gap too).
+    pub(in crate::crawl) fn request_ended(
+        &mut self,
+        batch: &mut dyn Batch,
+        done: &Done,
+    ) -> Result<(), CrawlError> {
         self.scheduler
             .finished(done.ip, done.host_id, done.began, done.took);
         // A slow answer stretched the gap: the other crawlers of a shared store keep it too.
@@ -68,6 +80,76 @@ impl Crawl {
         if done.result.is_ok() {
             self.answered.insert(done.host_id);
         }
+        Ok(())
+    }
+
+    /// Records together results whose requests ended earlier ([`Self::request_ended`]). The
+    /// store is told first what it will be asked: the contents the pages hold, and the links of
+    /// the pages that will record theirs, so that a store paying a round trip a statement
+    /// reads and writes them a set at a time instead of a page at a time.
+    pub(in crate::crawl) fn record_answers(
+        &mut self,
+        batch: &mut dyn Batch,
+        mut dones: Vec<Done>,
+        docs: &mut Vec<IndexMsg>,
+    ) -> Result<(), CrawlError> {
+        let hashes: Vec<&str> = dones.iter().filter_map(new_content).collect();
+        if hashes.len() > 1 {
+            batch.expect_contents(&hashes)?;
+        }
+        let retries = Retries {
+            base: self.config.retry_base,
+            max_attempts: self.config.max_attempts,
+        };
+        let budget = self.config.capsule_budget;
+        for done in &mut dones {
+            let (DoneJob::Page(url), Ok(fetched)) = (&done.job, &mut done.result) else {
+                continue;
+            };
+            let indexed = matches!(
+                verdict(Ok(heard(fetched)), url, retries).then,
+                Then::Index { .. }
+            );
+            if !indexed || batch.capsule_full(url.host_id, budget)? {
+                continue;
+            }
+            if let Some(page) = &mut fetched.page {
+                page.links_out = Some(self.links_out(&page.extracted, url.depth));
+            }
+        }
+        let expected: Vec<ExpectedLinks<'_>> = dones
+            .iter()
+            .filter_map(|done| {
+                let (DoneJob::Page(url), Ok(fetched)) = (&done.job, &done.result) else {
+                    return None;
+                };
+                let page = fetched.page.as_ref()?;
+                Some(ExpectedLinks {
+                    source: url.id,
+                    depth: url.depth,
+                    links: page.links_out.as_deref()?,
+                    content: page.hash.as_deref(),
+                    doc_id: url.canonical.as_ref().map_or(url.id, |c| c.id),
+                })
+            })
+            .collect();
+        if !expected.is_empty() {
+            batch.expect_links(&expected, budget)?;
+        }
+        for done in dones {
+            self.record_answer(batch, done, docs)?;
+        }
+        Ok(())
+    }
+
+    /// The other half of [`Self::record`], once [`Self::request_ended`] was done: what the
+    /// answer means for the URL, its capsule and the index.
+    pub(in crate::crawl) fn record_answer(
+        &mut self,
+        batch: &mut dyn Batch,
+        done: Done,
+        docs: &mut Vec<IndexMsg>,
+    ) -> Result<(), CrawlError> {
         let answer = Answer {
             ip: done.ip,
             at: done.fetched_at,
@@ -376,6 +458,17 @@ impl Crawl {
             },
         )?;
         Ok(())
+    }
+}
+
+/// The content hash of a page fetched whole, which the duplicate check may ask about.
+pub(in crate::crawl) fn new_content(done: &Done) -> Option<&str> {
+    let page = done.result.as_ref().ok()?.page.as_ref()?;
+    let hash = page.hash.as_deref()?;
+    match &done.job {
+        // Content found as it was needs no check.
+        DoneJob::Page(url) if url.prior.content_hash.as_deref() != Some(hash) => Some(hash),
+        _ => None,
     }
 }
 

@@ -6,6 +6,7 @@
 use std::time::Instant;
 
 use super::*;
+use crate::content::Extracted;
 use crate::crawl::budget::Content;
 use crate::crawl::hold::Held;
 use crate::crawl::verdict::Follow;
@@ -30,6 +31,7 @@ impl Crawl {
             extracted,
             size,
             hash,
+            links_out,
             ..
         } = page;
         let feed = extracted.feed;
@@ -64,20 +66,7 @@ impl Crawl {
             });
             self.note_content(&url.host, content)
         };
-        let links: Vec<LinkOut> = extracted
-            .links
-            .iter()
-            .map(|l| {
-                let hub = feed && l.entry;
-                LinkOut {
-                    url: l.url.to_string(),
-                    host: urlnorm::capsule_key(&l.url),
-                    label: l.label.clone(),
-                    excluded: self.config.policy.verdict(&l.url, url.depth + 1),
-                    prio: Priority::of(&l.url, false, hub),
-                }
-            })
-            .collect();
+        let links = links_out.unwrap_or_else(|| self.links_out(&extracted, url.depth));
         // A capsule holding its full budget of URLs is no longer expanded: its pages are
         // indexed, their links are not recorded (a link bomb stops at the budget).
         let report = if batch.capsule_full(url.host_id, self.config.capsule_budget)? {
@@ -128,6 +117,25 @@ impl Crawl {
         };
         self.hold.add(url.host_id, held, Instant::now());
         Ok(())
+    }
+
+    /// The links of a page at `depth` as the frontier records them: each with its capsule, its
+    /// priority, and why it may not be fetched, if it may not.
+    pub(super) fn links_out(&self, extracted: &Extracted, depth: u32) -> Vec<LinkOut> {
+        extracted
+            .links
+            .iter()
+            .map(|l| {
+                let hub = extracted.feed && l.entry;
+                LinkOut {
+                    url: l.url.to_string(),
+                    host: urlnorm::capsule_key(&l.url),
+                    label: l.label.clone(),
+                    excluded: self.config.policy.verdict(&l.url, depth + 1),
+                    prio: Priority::of(&l.url, false, hub),
+                }
+            })
+            .collect()
     }
 
     /// A 30 or 31: the target joins the frontier (a known target is not fetched again, which

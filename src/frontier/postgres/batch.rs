@@ -7,8 +7,10 @@
 //! commits (`batch/visits.rs`, `batch/links.rs`, `batch/shared.rs`, whose last statement
 //! goes with the COMMIT in one message), or sooner, before a statement that could
 //! read or change them (`PgBatch::flush`); the duplicate checks of a round of results read
-//! their contents' holders at once ([`Batch::expect_contents`]). What stays a statement a page
-//! is the lookup and insert of the URLs it links to that the batch has no id for. Each method
+//! their contents' holders at once ([`Batch::expect_contents`]), and the URLs their pages
+//! link to are looked up and inserted at once ([`Batch::expect_links`]); returned URLs are
+//! written together too. What stays a statement a page is the lookup and insert of the URLs a
+//! page links to that the batch was not told of and has no id for. Each method
 //! runs its database work through [`blocking`].
 //!
 //! **No crawler waits for another.** The transaction updates rows of this crawler's own: URLs
@@ -38,7 +40,8 @@ use super::index_log::inbound_labels;
 use super::{blocking, earliest, Conn, Result, DB_NOW};
 use crate::frontier::backoff_end;
 use crate::frontier::{
-    ArchiveRecord, Batch, FetchResult, LinkReport, NewUrl, PageLinks, Pin, Stored, VisitRecord,
+    ArchiveRecord, Batch, ExpectedLinks, FetchResult, LinkReport, NewUrl, PageLinks, Pin, Stored,
+    VisitRecord,
 };
 
 /// Ids of capsules and URLs by name, as rows of the store have them.
@@ -120,6 +123,13 @@ pub struct PgBatch<'a> {
     /// ([`Batch::expect_contents`]), as the database had them: the first few of each, and
     /// whether there were more. Forgotten once the batch writes to `urls`.
     contents: HashMap<String, (Vec<Holder>, bool)>,
+    /// URLs [`Batch::expect_links`] inserted and no page's links reported as new yet: the
+    /// first page to link to one reports it, as if its own statement had inserted it.
+    made: std::collections::HashSet<String>,
+    /// Claimed URLs returned to the frontier ([`Batch::requeue`]), written together before the
+    /// next statement that reads or changes `urls` (a capsule put back returns up to a claim's
+    /// worth at once).
+    requeued: Vec<i64>,
 }
 
 /// A URL holding a content, as [`PgBatch::contents`] keeps it.
@@ -224,6 +234,8 @@ impl<'a> PgBatch<'a> {
             visits: std::collections::BTreeMap::new(),
             links: std::collections::BTreeMap::new(),
             contents: HashMap::new(),
+            made: std::collections::HashSet::new(),
+            requeued: Vec::new(),
         }
     }
 
@@ -236,7 +248,21 @@ impl<'a> PgBatch<'a> {
     fn flush(&mut self) -> Result<()> {
         self.contents.clear();
         self.write_visits()?;
+        self.write_requeued()?;
         self.write_links()
+    }
+
+    /// Writes the URLs [`Batch::requeue`] returned, in one statement.
+    fn write_requeued(&mut self) -> Result<()> {
+        if self.requeued.is_empty() {
+            return Ok(());
+        }
+        let ids = std::mem::take(&mut self.requeued);
+        self.exec_now(
+            "UPDATE urls SET claimed = 0, claimed_by = NULL WHERE id = ANY($1) AND claimed = 1",
+            &[&ids],
+        )?;
+        Ok(())
     }
 
     /// What [`Batch::same_content`] answers from the contents read by
@@ -556,6 +582,40 @@ impl Batch for PgBatch<'_> {
         Ok(())
     }
 
+    /// Looks up and inserts the URLs the pages will link to, in one statement (two when
+    /// capsules are new), for [`Batch::set_links_holding`] to find them known: a page whose
+    /// content is another URL's, as far as the contents read by [`Batch::expect_contents`]
+    /// tell (or an earlier page's here), records no links, and is left out, as is one whose
+    /// content was not read. Capsules' room goes to the URLs in the order of the pages.
+    fn expect_links(&mut self, pages: &[ExpectedLinks<'_>], budget: u64) -> Result<()> {
+        let mut contents: BTreeSet<&str> = BTreeSet::new();
+        let mut wanted: Vec<Wanted<'_>> = Vec::new();
+        for page in pages {
+            if let Some(hash) = page.content {
+                let first = contents.insert(hash);
+                if !first || self.known_content(hash, page.doc_id) != Some(None) {
+                    continue;
+                }
+            }
+            wanted.extend(page.links.iter().map(|link| Wanted {
+                new: link.as_new(page.source, page.depth),
+                excluded: link.excluded,
+            }));
+        }
+        if wanted.is_empty() {
+            return Ok(());
+        }
+        blocking(|| {
+            let resolved = self.ensure_urls(&wanted, budget)?;
+            for (w, resolved) in wanted.iter().zip(resolved) {
+                if let Some((_, true)) = resolved {
+                    self.made.insert(w.new.url.to_string());
+                }
+            }
+            Ok(())
+        })
+    }
+
     /// Reads the first URLs holding each content in one statement, for
     /// [`Batch::same_content`] to answer from.
     fn expect_contents(&mut self, hashes: &[&str]) -> Result<()> {
@@ -731,13 +791,10 @@ impl Batch for PgBatch<'_> {
         Ok(())
     }
 
+    /// Kept, and written with the others returned before the next statement that could tell
+    /// ([`PgBatch::flush`]).
     fn requeue(&mut self, id: i64) -> Result<()> {
-        blocking(|| {
-            self.exec(
-                "UPDATE urls SET claimed = 0, claimed_by = NULL WHERE id = $1 AND claimed = 1",
-                &[&id],
-            )
-        })?;
+        self.requeued.push(id);
         Ok(())
     }
 

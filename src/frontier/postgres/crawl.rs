@@ -62,9 +62,22 @@ impl Frontier for PgFrontier {
     /// leases from before (a crawler keeps its id across runs on one data directory), and
     /// those of crawlers whose leases ran out. Index operations are not this crawler's to
     /// settle: the one index writer (`geode index`) applies and confirms them, and a crash of
-    /// the writer loses none (they stay recorded until confirmed). Returns (0, 0).
+    /// the writer loses none (they stay recorded until confirmed). Then the crawler says it
+    /// is alive, before it takes any shard: crawlers started together count each other when
+    /// they first take their shares (see `crawl::SHARED_SETTLE`). Returns (0, 0).
     fn recover(&mut self, _committed_seq: u64, _now: i64) -> Result<(usize, usize)> {
         self.end_run()?;
+        let (crawler, lease_secs) = (&self.crawler, self.lease_secs);
+        blocking(|| {
+            self.db().execute(
+                &format!(
+                    "INSERT INTO crawlers(id, seen_at, lease_secs) VALUES ($1, {DB_NOW}, $2)
+                     ON CONFLICT (id) DO UPDATE SET seen_at = excluded.seen_at,
+                                                    lease_secs = excluded.lease_secs"
+                ),
+                &[crawler, &lease_secs],
+            )
+        })?;
         Ok((0, 0))
     }
 
@@ -196,6 +209,14 @@ impl Frontier for PgFrontier {
     /// Claims up to `n` more due URLs of a capsule this crawler leases, renewing the lease.
     /// Nothing comes back for a capsule whose lease this crawler lost.
     fn claim_more(&mut self, host_id: i64, n: usize, now: i64) -> Result<Vec<QueuedUrl>> {
+        self.claim_more_of(&[host_id], n, now)
+    }
+
+    /// Claims more of each capsule in one statement ([`claim_held`]).
+    fn claim_more_of(&mut self, host_ids: &[i64], n: usize, now: i64) -> Result<Vec<QueuedUrl>> {
+        if host_ids.is_empty() {
+            return Ok(Vec::new());
+        }
         let (crawler, lease_secs) = (&self.crawler, self.lease_secs);
         let draining = self.owned.draining();
         blocking(|| {
@@ -203,7 +224,7 @@ impl Frontier for PgFrontier {
                 &mut **self.db(),
                 crawler,
                 lease_secs,
-                &[host_id],
+                host_ids,
                 n,
                 now,
                 draining,
@@ -376,6 +397,18 @@ impl Frontier for PgFrontier {
                 "SELECT name FROM hosts WHERE held_reason = ANY($1)",
                 &[&reasons],
             )
+        })
+    }
+
+    /// Syncs the shards ([`shard::sync`]) when the last sync is a second old: claims sync too,
+    /// but a crawler busy with the capsules it leases claims seldom.
+    fn keep_share(&mut self) -> Result<()> {
+        if !self.owned.stale() {
+            return Ok(());
+        }
+        let (crawler, lease_secs, owned) = (&self.crawler, self.lease_secs, &mut self.owned);
+        write_own(&self.conn, |tx| {
+            shard::sync(tx, crawler, lease_secs, owned).map(|_| ())
         })
     }
 

@@ -5,15 +5,18 @@
 //! or of their name until a crawler resolved it (`geode_shard` in `shards.sql`; a capsule whose
 //! address changes moves shard with it, [`place`]). The `shards` table names each shard's owner,
 //! the end of its lease on the database's clock, and an epoch that grows at every change of
-//! owner. A crawler syncs ([`sync`]) when it starts, about every second while it claims, and
-//! when it renews its leases: one statement renews its heartbeat and every shard it owns and
-//! counts the live crawlers; then it adopts shards nobody holds (free, or whose owner stopped
-//! renewing) up to its fair share (the shards over the live crawlers, rounded up), letting go
-//! of what the dead owner had claimed there, or gives back what it has over its share: shards
-//! where it leases no capsule at once, the others once drained (it claims nothing more there,
-//! [`Owned::working`], until their capsules run dry), so that a crawler that joins gets shards
-//! with work. Shards with work that nobody took for a few seconds are adopted beyond the share. Only the owner claims a shard's capsules, so claims read
-//! and mark the crawler's own rows and take no global lock.
+//! owner. A crawler says it is alive when it starts (`recover`), and syncs ([`sync`]) when it
+//! first claims (half a second later, so that crawlers started together count each other),
+//! about every second while it runs (`keep_share`, and its claims), and when it renews its
+//! leases: one statement renews its heartbeat and every shard it owns and counts the live
+//! crawlers; then it adopts shards nobody holds (free, or whose owner stopped renewing; those
+//! with work first) up to its fair share (the shards over the live crawlers, rounded up),
+//! letting go of what the dead owner had claimed there, or gives back what it has over its
+//! share: shards where it leases no capsule at once (those with work first), the others once
+//! drained (it claims nothing more there, [`Owned::working`], until their capsules run dry), so
+//! that a crawler that joins gets shards with work. Shards with work that nobody took for a few
+//! seconds are adopted beyond the share. Only the owner claims a shard's capsules, so claims
+//! read and mark the crawler's own rows and take no global lock.
 //!
 //! **Fencing.** A crawler that stopped renewing (SIGSTOP, a stalled machine) loses its shards
 //! when their lease runs out; when it runs again, its next sync finds them gone or their epoch
@@ -231,9 +234,10 @@ fn adopt(
         Wanted::Share(n) => (n, false),
         Wanted::Orphans => (ORPHANS_AT_ONCE, true),
     };
-    // In an order of the crawler's own, so that crawlers adopting at once mostly want
-    // different shards (those another is taking are skipped, not waited for). A shard given
-    // back or lapsed holds the moment it did in `leased_until`.
+    // Shards with work first, so that a crawler that joins while another holds every shard
+    // gets work, not empty shards; then in an order of the crawler's own, so that crawlers
+    // adopting at once mostly want different shards (those another is taking are skipped,
+    // not waited for). A shard given back or lapsed holds the moment it did in `leased_until`.
     let adopted: Vec<(i32, i64)> = tx
         .query(
             &format!(
@@ -243,7 +247,10 @@ fn adopt(
                        AND (NOT $4 OR (leased_until < {DB_NOW} - $5
                             AND EXISTS (SELECT 1 FROM hosts h
                                         WHERE h.shard = s.id AND {work})))
-                     ORDER BY md5(id::TEXT || $1) LIMIT $3
+                     ORDER BY EXISTS (SELECT 1 FROM hosts h WHERE h.shard = s.id AND {work})
+                                  DESC,
+                              md5(id::TEXT || $1)
+                     LIMIT $3
                      FOR UPDATE SKIP LOCKED)
                  UPDATE shards s SET owner = $1, epoch = s.epoch + 1,
                         leased_until = {DB_NOW} + $2
@@ -292,8 +299,10 @@ fn adopt(
     Ok(adopted)
 }
 
-/// Gives back up to `n` shards where this crawler leases no capsule, at a new epoch, those it
-/// was draining first. Returns them.
+/// Gives back up to `n` shards where this crawler leases no capsule, at a new epoch: those it
+/// was draining first, then those with work (a crawler that held every shard when others
+/// joined keeps the shards where it works, and lets the rest of the work go to them, rather
+/// than empty shards). Returns them.
 fn give_back(
     tx: &mut impl GenericClient,
     crawler: &str,
@@ -308,8 +317,12 @@ fn give_back(
                      SELECT s.id FROM shards s WHERE s.owner = $1
                        AND NOT EXISTS (SELECT 1 FROM hosts h WHERE h.shard = s.id
                                          AND h.claimed != 0 AND h.leased_by = $1)
-                     ORDER BY s.id = ANY($3) DESC, md5(s.id::TEXT || $1) DESC LIMIT $2)
-                 RETURNING id"
+                     ORDER BY s.id = ANY($3) DESC,
+                              EXISTS (SELECT 1 FROM hosts h WHERE h.shard = s.id AND {work}) DESC,
+                              md5(s.id::TEXT || $1) DESC
+                     LIMIT $2)
+                 RETURNING id",
+                work = has_work("h", DB_NOW)
             ),
             &[&crawler, &n, &draining],
         )?

@@ -1,12 +1,12 @@
 //! The set-based half of [`PgBatch`], for its [`Batch`](crate::frontier::Batch) methods in
 //! `batch.rs`: the ids of capsules and URLs pages link to, many at a time, and the statement
 //! that replaces pages' links. One statement creates the capsules the batch never saw, one
-//! looks up and inserts a page's URLs (the unknown ones within their capsules' budgets), and
-//! one, when the batch commits (or sooner: see `batch.rs`), replaces the links of all the
-//! pages it recorded and finds the anchor updates they cause. The meaning is the SQLite
-//! store's (`sqlite/batch.rs`), which records the same things one link at a time; what each
-//! statement computes at once is what that sequence of calls leaves behind (anchor updates:
-//! see [`REPLACE_LINKS`]).
+//! looks up and inserts a page's URLs, or a round's pages' told ahead by `expect_links` (the
+//! unknown ones within their capsules' budgets), and one, when the batch commits (or sooner:
+//! see `batch.rs`), replaces the links of all the pages it recorded and finds the anchor
+//! updates they cause. The meaning is the SQLite store's (`sqlite/batch.rs`), which records the
+//! same things one link at a time; what each statement computes at once is what that sequence
+//! of calls leaves behind (anchor updates: see [`REPLACE_LINKS`]).
 //!
 //! Capsules and URLs are created on the side connection, each statement committed at once and
 //! inserting in key order: rows several crawlers may create at the same moment, whose keys no
@@ -216,7 +216,9 @@ impl PgBatch<'_> {
             }
             match self.cached_url(w.new.url) {
                 Some(id) => {
-                    found.insert(w.new.url, Some((id, false)));
+                    // Inserted by `expect_links` for this page, or an earlier one of the batch.
+                    let made = self.made.remove(w.new.url);
+                    found.insert(w.new.url, Some((id, made)));
                 }
                 None => {
                     found.insert(w.new.url, None);
