@@ -27,7 +27,7 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
-use clap::{Parser, Subcommand};
+use clap::{Args, Parser, Subcommand};
 use geode::embed::store::Writer;
 use geode::embed::{Embedder, Semantic};
 use geode::index::{Indexer, PageDoc, SearchIndex, SearchOptions};
@@ -43,18 +43,26 @@ struct Cli {
     command: Command,
 }
 
+/// The documents `generate` makes from the corpus, and `vectors` gives vectors (the same
+/// arguments make the same documents).
+#[derive(Args)]
+struct Made {
+    /// The corpus' capsule directory: `<host>/<path>` files.
+    #[arg(long)]
+    corpus: PathBuf,
+    /// How many documents to produce.
+    #[arg(long, default_value_t = 500_000)]
+    docs: u64,
+    #[arg(long, default_value_t = 6)]
+    seed: u64,
+}
+
 #[derive(Subcommand)]
 enum Command {
     /// Builds the geode index and the PostgreSQL TSV from the corpus.
     Generate {
-        /// The corpus' capsule directory: `<host>/<path>` files.
-        #[arg(long)]
-        corpus: PathBuf,
-        /// How many documents to produce.
-        #[arg(long, default_value_t = 500_000)]
-        docs: u64,
-        #[arg(long, default_value_t = 6)]
-        seed: u64,
+        #[command(flatten)]
+        made: Made,
         /// The geode index directory to create (must not hold an index).
         #[arg(long)]
         index: PathBuf,
@@ -72,12 +80,8 @@ enum Command {
     /// Gives the documents of `generate` vectors of a model: each corpus page embedded, each
     /// copy of it its page's vector plus noise. Prints one JSON object of figures.
     Vectors {
-        #[arg(long)]
-        corpus: PathBuf,
-        #[arg(long, default_value_t = 500_000)]
-        docs: u64,
-        #[arg(long, default_value_t = 6)]
-        seed: u64,
+        #[command(flatten)]
+        made: Made,
         /// The directory whose `vectors/` receives them (the data directory of a search).
         #[arg(long)]
         data: PathBuf,
@@ -113,22 +117,17 @@ enum Command {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Generate {
-            corpus,
-            docs,
-            seed,
-            index,
-            tsv,
-        } => generate(&corpus, docs, seed, &index, &tsv).map(|()| ExitCode::SUCCESS),
+        Command::Generate { made, index, tsv } => {
+            generate(&made.corpus, made.docs, made.seed, &index, &tsv).map(|()| ExitCode::SUCCESS)
+        }
         Command::Check { index, docs } => Ok(check(&index, docs)),
         Command::Vectors {
-            corpus,
-            docs,
-            seed,
+            made,
             data,
             model,
             noise,
-        } => vectors(&corpus, docs, seed, &data, &model, noise).map(|()| ExitCode::SUCCESS),
+        } => vectors(&made.corpus, made.docs, made.seed, &data, &model, noise)
+            .map(|()| ExitCode::SUCCESS),
         Command::Query {
             index,
             queries,

@@ -24,7 +24,7 @@ use super::{
     BATCH_RESULTS, CAPSULES_PER_SLOT, CLAIM_PAUSE_SHARED, CLAIM_STEP_SHARED, SHARED_SETTLE,
 };
 use crate::clock::unix_now;
-use crate::fetch::{dns, FetchError, Outcome};
+use crate::fetch::{dns, FetchError};
 use crate::frontier::{Batch, Frontier};
 use crate::urlnorm;
 
@@ -386,8 +386,9 @@ impl Crawl {
                 }
                 next = run.fetches.try_join_next();
             }
-            let (wait, at_once): (Vec<Done>, Vec<Done>) =
-                ready.into_iter().partition(|done| defer && can_wait(done));
+            let (wait, at_once): (Vec<Done>, Vec<Done>) = ready
+                .into_iter()
+                .partition(|done| defer && self.can_wait(done));
             for done in &wait {
                 self.request_ended(&mut *batch, done)?;
             }
@@ -678,19 +679,5 @@ impl Crawl {
             tracing::info!(pages = pages.len(), "documents rewritten with new anchors");
         }
         Ok(handled)
-    }
-}
-
-/// Whether what a request found may be recorded at the end of its transaction
-/// ([`Crawl::record_results`]): a page's answer other than a 44 (which slows its address down)
-/// or a 41 (which sets its capsule aside). Errors and robots.txt answers change the schedule,
-/// and are recorded at once.
-fn can_wait(done: &Done) -> bool {
-    match (&done.job, &done.result) {
-        (DoneJob::Page(_), Ok(fetched)) => !matches!(
-            fetched.response.outcome,
-            Outcome::TemporaryFailure { code: 41 | 44, .. }
-        ),
-        _ => false,
     }
 }

@@ -97,19 +97,12 @@ impl Crawl {
         if hashes.len() > 1 {
             batch.expect_contents(&hashes)?;
         }
-        let retries = Retries {
-            base: self.config.retry_base,
-            max_attempts: self.config.max_attempts,
-        };
         let budget = self.config.capsule_budget;
         for done in &mut dones {
             let (DoneJob::Page(url), Ok(fetched)) = (&done.job, &mut done.result) else {
                 continue;
             };
-            let indexed = matches!(
-                verdict(Ok(heard(fetched)), url, retries).then,
-                Then::Index { .. }
-            );
+            let indexed = matches!(self.verdict_of(url, Ok(fetched)).then, Then::Index { .. });
             if !indexed || batch.capsule_full(url.host_id, budget)? {
                 continue;
             }
@@ -140,6 +133,30 @@ impl Crawl {
             self.record_answer(batch, done, docs)?;
         }
         Ok(())
+    }
+
+    /// What an answer to a page's request means ([`verdict`]), with this crawl's retries.
+    fn verdict_of(&self, url: &QueuedUrl, answer: Result<&Fetched, &FetchError>) -> Verdict {
+        let retries = Retries {
+            base: self.config.retry_base,
+            max_attempts: self.config.max_attempts,
+        };
+        verdict(answer.map(heard), url, retries)
+    }
+
+    /// Whether what a request found may be recorded at the end of its round
+    /// ([`Self::record_answers`]): a page's answer whose verdict changes no schedule. Errors
+    /// and robots.txt answers may back a capsule off or unblock its queue, a slow-down (44)
+    /// pauses its address and a capsule set aside (41) leaves the queue: those are recorded at
+    /// once.
+    pub(in crate::crawl) fn can_wait(&self, done: &Done) -> bool {
+        match (&done.job, &done.result) {
+            (DoneJob::Page(url), Ok(fetched)) => !matches!(
+                self.verdict_of(url, Ok(fetched)).then,
+                Then::SlowDown { .. } | Then::SetAside
+            ),
+            _ => false,
+        }
     }
 
     /// The other half of [`Self::record`], once [`Self::request_ended`] was done: what the
@@ -174,11 +191,7 @@ impl Crawl {
         docs: &mut Vec<IndexMsg>,
     ) -> Result<(), CrawlError> {
         self.summary.fetched += 1;
-        let retries = Retries {
-            base: self.config.retry_base,
-            max_attempts: self.config.max_attempts,
-        };
-        let verdict = verdict(answer.result.as_ref().map(heard), &url, retries);
+        let verdict = self.verdict_of(&url, answer.result.as_ref());
         let mut result = FetchResult {
             fetched_at: answer.at,
             ..FetchResult::default()
