@@ -9,7 +9,10 @@
 //! that number, then confirm the tagged operations in the store. A visit that records a new
 //! operation on a URL clears its tag, so an operation that changed while it was being applied
 //! is not confirmed, and is applied again in the next round. Operations tagged but not
-//! confirmed when the writer died are applied again (documents are upserted by URL). When no
+//! confirmed when the writer died are applied again (documents are upserted by URL). A page
+//! of a capsule a live crawler leases waits until the crawler lets it go (the store leaves it
+//! out, up to `frontier::HOLD_MAX_AGE`), so that its capsule's links to it are known when its
+//! document is written, and its pending anchor updates are forgotten with that commit. When no
 //! operation is left, anchor updates are applied, a commit for each thousand, with the
 //! operations that came meanwhile applied between them (a crawl marks nearly every page's
 //! anchors, and the pages fetched since would otherwise wait for all of them). At the end,
@@ -44,8 +47,10 @@ pub struct ApplySummary {
 /// Operations applied per commit.
 const CHUNK: usize = 1000;
 
-/// How long `--follow` waits when nothing is pending.
-const IDLE: Duration = Duration::from_secs(2);
+/// How long `--follow` waits when nothing is pending, or nothing it may apply yet: the pages of
+/// a capsule a crawler leases become applicable when it lets the capsule go, and a shorter
+/// wait is a shorter lag (a poll is two indexed reads).
+const IDLE: Duration = Duration::from_millis(500);
 
 /// Applies the pending index operations of the store at `location` to the index in
 /// `data_dir`, until none is left, or, with `follow`, until `stop` says so. An error stops the
@@ -143,6 +148,9 @@ fn apply_round(
         .filter(|op| op.op == IndexOp::Upsert)
         .map(|op| op.page.id)
         .collect();
+    // Their pending anchor updates are read before their labels: a document written with
+    // labels read after a mark owes that mark nothing, and a mark made again meanwhile stays.
+    let marked = frontier.anchor_marks_of(&upserts)?;
     let mut anchors = frontier.inbound_labels_of(&upserts, document::MAX_ANCHORS)?;
     let next = *seq + 1;
     let ids: Vec<i64> = ready.iter().map(|op| op.page.id).collect();
@@ -164,6 +172,9 @@ fn apply_round(
     }
     indexer.commit(next)?;
     frontier.mark_committed(next)?;
+    if !marked.is_empty() {
+        frontier.clear_anchor_updates(&marked)?;
+    }
     *seq = next;
     summary.commits += 1;
     // The lag: how long the oldest page of the round waited since its fetch.

@@ -78,6 +78,9 @@ pub enum Command {
     /// Crawlers sharing a PostgreSQL database index nothing themselves; this is the one index
     /// writer. It applies the pending pages to the index in --data and exits, or keeps going
     /// with --follow. Search and serve that index as usual (`geode search --data DIR`).
+    /// A page of a capsule a crawler still leases waits for it to let the capsule go (at most
+    /// ten minutes from its fetch), so that its document is written once, with the labels of
+    /// the links its capsule's other pages make to it.
     Index(IndexArgs),
     /// Show everything geode knows about a URL: state, schedule, response, links in and out,
     /// and the text that was indexed.

@@ -333,22 +333,27 @@ impl Crawl {
     /// Takes the address of `first`'s capsule and of every other whose lookup is done: all at
     /// once, for the loop takes one branch at a time, and each of its turns waits a round of
     /// results (with a shared store, 60 of the 64 capsules a crawler leased waited for their
-    /// address, one a turn).
+    /// address, one a turn), and in one go ([`Crawl::take_found_addresses`]: a few statements
+    /// for all of them).
     fn take_addresses(
         &mut self,
         frontier: &mut dyn Frontier,
         run: &mut LoopState,
         first: Option<Result<Looked, JoinError>>,
     ) -> Result<(), CrawlError> {
+        let mut found = Vec::new();
         let mut next = first.or_else(|| run.lookups.try_join_next());
         while let Some(joined) = next.take() {
             if let Ok((host_id, result)) = joined {
                 run.resolving.remove(&host_id);
-                self.take_address(frontier, host_id, result)?;
+                found.push((host_id, result));
             }
             next = run.lookups.try_join_next();
         }
-        Ok(())
+        if found.is_empty() {
+            return Ok(());
+        }
+        self.take_found_addresses(frontier, found)
     }
 
     /// Records `first`, every other result that is ready and those arriving for a while after

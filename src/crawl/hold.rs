@@ -24,7 +24,7 @@ use crate::index::PageDoc;
 /// 10,000 pages of the bench farm hold 29 MB of text; the largest holdings go first).
 pub(super) const MAX_BYTES: usize = 16 << 20;
 /// How long a capsule's first held document may wait.
-pub(super) const MAX_AGE: Duration = Duration::from_secs(600);
+pub(super) const MAX_AGE: Duration = crate::frontier::HOLD_MAX_AGE;
 /// Held documents sent when a signal stops the crawl: as many as the indexing thread's queue
 /// holds (what could be waiting there anyway), so that the stop stays quick.
 pub(super) const SENT_ON_SIGNAL: usize = 1024;

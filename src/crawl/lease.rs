@@ -66,19 +66,29 @@ impl Crawl {
         first: bool,
     ) -> Result<(), CrawlError> {
         let now = Instant::now();
+        // What the store knows of the capsules new to this crawl, read at once.
+        let mut new_capsules: Vec<i64> = claimed
+            .iter()
+            .map(|url| url.host_id)
+            .filter(|&host_id| !self.scheduler.knows(host_id))
+            .collect();
+        new_capsules.sort_unstable();
+        new_capsules.dedup();
+        let mut known = frontier.capsules_known(&new_capsules)?;
         for url in claimed {
             let host_id = url.host_id;
             let host = url.host.clone();
             let new_capsule = !self.scheduler.knows(host_id);
             self.scheduler.push(url, first, now);
             if new_capsule {
+                let (standing, robots) = known.remove(&host_id).unwrap_or_default();
                 // What earlier runs learned of it sets its budget, read once a run.
                 if let Some(run) = self.budgets.get(&host).filter(|r| !r.has_standing()) {
-                    run.set_standing(frontier.capsule_standing(host_id)?);
+                    run.set_standing(standing);
                 }
                 // Rules read by an earlier run are read again: a capsule's robots.txt may have
                 // changed since, and pages it now disallows must leave the index.
-                if let Some(cached) = frontier.robots(host_id)? {
+                if let Some(cached) = robots {
                     let age = unix_now() - cached.fetched_at;
                     let this_run = cached.fetched_at >= self.run_started;
                     if this_run
@@ -157,79 +167,119 @@ impl Crawl {
             }
             self.take_claimed(frontier, urls, false)?;
         }
-        for host_id in self.scheduler.take_finished() {
-            frontier.release_capsule(host_id)?;
-            self.hold.capsule_done(host_id);
+        let finished = self.scheduler.take_finished();
+        if !finished.is_empty() {
+            frontier.release_capsules(&finished)?;
+            for &host_id in &finished {
+                self.hold.capsule_done(host_id);
+            }
             more = true;
         }
         if self.config.shared.is_some() {
             // An address held with nothing left to do there is let go at once: another
             // crawler may have capsules on it, and would otherwise put them back again and
             // again until this one's run ends. Its gap stays recorded with it.
-            for ip in self.scheduler.idle_addresses() {
-                frontier.release_address(&ip.to_string())?;
+            let idle: Vec<String> = self
+                .scheduler
+                .idle_addresses()
+                .iter()
+                .map(ToString::to_string)
+                .collect();
+            if !idle.is_empty() {
+                frontier.release_addresses(&idle)?;
                 more = true;
             }
         }
         Ok(more)
     }
 
-    /// Takes the address a capsule's lookup found, unless another crawler of a shared store
-    /// holds it or a wait it asked for outlasts the run; a capsule without one is unreachable.
-    pub(super) fn take_address(
+    /// Takes the addresses lookups found, all at once (a shared store's statements are a
+    /// round trip each: one records where the capsules are, one leases their addresses, one
+    /// transaction puts back those that are not this crawler's to fetch). A capsule is put
+    /// back when its address belongs to another crawler's shard, or another crawler fetches
+    /// from the address now; one whose address asked for a wait longer than the run waits is
+    /// left for a later run; a capsule whose name did not resolve is unreachable.
+    pub(super) fn take_found_addresses(
         &mut self,
         frontier: &mut dyn Frontier,
-        host_id: i64,
-        result: Result<SocketAddr, FetchError>,
+        found: Vec<(i64, Result<SocketAddr, FetchError>)>,
     ) -> Result<(), CrawlError> {
-        match result {
-            Ok(addr) => {
-                if !frontier.place_capsule(host_id, &addr.ip().to_string())? {
-                    // A shared store: the capsule is on an address whose capsules another
-                    // crawler has; it goes back for that crawler to claim.
-                    tracing::debug!(host_id, ip = %addr.ip(), "capsule moved to its address's shard");
-                    let mut batch = frontier.batch(unix_now())?;
-                    self.put_back_capsule(&mut *batch, host_id, unix_now())?;
-                    batch.commit()?;
-                    return Ok(());
+        let mut resolved = Vec::new();
+        let mut unreachable = false;
+        for (host_id, result) in found {
+            match result {
+                Ok(addr) => resolved.push((host_id, addr)),
+                Err(e) => {
+                    // A capsule counts as tried once a request went to it or its name did not
+                    // resolve; one put back because another crawler holds its address was not.
+                    self.tried.insert(host_id);
+                    tracing::debug!(host_id, error = %e, "no address");
+                    self.effects
+                        .unreachable
+                        .push((host_id, e.kind().to_string(), e.to_string()));
+                    unreachable = true;
                 }
-                let Some(held) = frontier.lease_address(&addr.ip().to_string())? else {
-                    // Another crawler of a shared store fetches from this address now: the
-                    // capsule goes back, to be claimed again (by whichever crawler) a little
-                    // later.
-                    let mut batch = frontier.batch(unix_now())?;
-                    self.put_back_capsule(&mut *batch, host_id, unix_now() + ADDRESS_BUSY_SECS)?;
-                    batch.commit()?;
-                    return Ok(());
-                };
-                let now = Instant::now();
-                if !held.is_zero() {
-                    // The crawler that fetched from this address last asked for that gap.
-                    self.scheduler.hold_ip(addr.ip(), now + held);
-                }
-                let wait = self.scheduler.ip_wait(addr.ip(), now);
-                if wait > self.config.retry_horizon {
-                    // Its address asked for a wait longer than this run waits (a 44 to another
-                    // capsule on it): the capsule joins the others there, in a later run.
-                    let until = unix_now().saturating_add(wait.as_secs() as i64);
-                    let mut batch = frontier.batch(unix_now())?;
-                    self.defer_capsule(&mut *batch, host_id, until)?;
-                    batch.commit()?;
-                } else {
-                    self.scheduler.set_address(host_id, addr, now);
-                }
-            }
-            Err(e) => {
-                // A capsule counts as tried once a request went to it or its name did not
-                // resolve; one put back because another crawler holds its address was not.
-                self.tried.insert(host_id);
-                tracing::debug!(host_id, error = %e, "no address");
-                self.effects
-                    .unreachable
-                    .push((host_id, e.kind().to_string(), e.to_string()));
-                self.follow_up(frontier)?;
             }
         }
+        if unreachable {
+            self.follow_up(frontier)?;
+        }
+        if resolved.is_empty() {
+            return Ok(());
+        }
+        let placed: Vec<(i64, String)> = resolved
+            .iter()
+            .map(|(host_id, addr)| (*host_id, addr.ip().to_string()))
+            .collect();
+        let ours = frontier.place_capsules(&placed)?;
+        // Capsules that go back, and when they may be claimed again; capsules left for later.
+        let mut back = Vec::new();
+        let mut later = Vec::new();
+        let mut kept = Vec::new();
+        for ((host_id, addr), ours) in resolved.into_iter().zip(ours) {
+            if ours {
+                kept.push((host_id, addr));
+            } else {
+                // A shared store: the capsule is on an address whose capsules another crawler
+                // has; it goes back for that crawler to claim.
+                tracing::debug!(host_id, ip = %addr.ip(), "capsule moved to its address's shard");
+                back.push((host_id, unix_now()));
+            }
+        }
+        let ips: Vec<String> = kept.iter().map(|(_, addr)| addr.ip().to_string()).collect();
+        let leases = frontier.lease_addresses(&ips)?;
+        let now = Instant::now();
+        for ((host_id, addr), held) in kept.into_iter().zip(leases) {
+            let Some(held) = held else {
+                // Another crawler of a shared store fetches from this address now: the capsule
+                // goes back, to be claimed again (by whichever crawler) a little later.
+                back.push((host_id, unix_now() + ADDRESS_BUSY_SECS));
+                continue;
+            };
+            if !held.is_zero() {
+                // The crawler that fetched from this address last asked for that gap.
+                self.scheduler.hold_ip(addr.ip(), now + held);
+            }
+            let wait = self.scheduler.ip_wait(addr.ip(), now);
+            if wait > self.config.retry_horizon {
+                // Its address asked for a wait longer than this run waits (a 44 to another
+                // capsule on it): the capsule joins the others there, in a later run.
+                later.push((host_id, unix_now().saturating_add(wait.as_secs() as i64)));
+            } else {
+                self.scheduler.set_address(host_id, addr, now);
+            }
+        }
+        if back.is_empty() && later.is_empty() {
+            return Ok(());
+        }
+        let mut batch = frontier.batch(unix_now())?;
+        for (host_id, until) in back {
+            self.put_back_capsule(&mut *batch, host_id, until)?;
+        }
+        for (host_id, until) in later {
+            self.defer_capsule(&mut *batch, host_id, until)?;
+        }
+        batch.commit()?;
         Ok(())
     }
 

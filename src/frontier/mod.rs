@@ -100,6 +100,13 @@ const MAX_REDIRECT_CHAIN: usize = 8;
 /// otherwise (readers and one-off writers take none that matter).
 pub const DEFAULT_LEASE: std::time::Duration = std::time::Duration::from_secs(300);
 
+/// How long a page's new document may wait for the rest of its capsule before it is indexed:
+/// a document written at once is written again when the pages fetched after it, which link to
+/// it, bring its anchors. A crawler of its own index holds documents until it lets their
+/// capsule go (`crawl/hold.rs`); the index writer of a shared store leaves alone the pages of
+/// a capsule a live crawler leases (`IndexLog::pending_index_ops`); neither waits longer.
+pub const HOLD_MAX_AGE: std::time::Duration = std::time::Duration::from_secs(600);
+
 /// What a connection to a PostgreSQL store does to its schema.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Schema {
@@ -229,6 +236,13 @@ pub trait Frontier: IndexLog + Reader + Send {
     fn claim_ids(&mut self, ids: &[i64], now: i64) -> Result<Vec<QueuedUrl>>;
     /// Lets go of a capsule this crawl leased: it is claimable again when its next URL is due.
     fn release_capsule(&mut self, host_id: i64) -> Result<()>;
+    /// [`Frontier::release_capsule`] of many: a store that pays a round trip a statement lets
+    /// them go in one.
+    fn release_capsules(&mut self, host_ids: &[i64]) -> Result<()> {
+        host_ids
+            .iter()
+            .try_for_each(|&host_id| self.release_capsule(host_id))
+    }
     /// The earliest time at which a capsule that is not leased has work it may do (a retry
     /// or a revisit coming due, or a back-off ending), and never before `now`: a capsule that
     /// came due since the last claim gives `now`, so that the crawl claims again instead of
@@ -240,6 +254,11 @@ pub trait Frontier: IndexLog + Reader + Send {
     /// may start only once `wait` has passed, since the crawler that held it before asked
     /// for that much (see [`Batch::hold_address`]). SQLite: always `Some(0)` (one crawler).
     fn lease_address(&mut self, ip: &str) -> Result<Option<std::time::Duration>>;
+    /// [`Frontier::lease_address`] of many addresses, answered in the order given (an address
+    /// named twice is answered twice).
+    fn lease_addresses(&mut self, ips: &[String]) -> Result<Vec<Option<std::time::Duration>>> {
+        ips.iter().map(|ip| self.lease_address(ip)).collect()
+    }
     /// Lets go of an address this crawler leased and has nothing left to do at, so that
     /// another crawler with capsules there may lease it; the gap asked for there stays with
     /// the address. SQLite: nothing to do (one crawler).
@@ -247,9 +266,25 @@ pub trait Frontier: IndexLog + Reader + Send {
         let _ = ip;
         Ok(())
     }
+    /// [`Frontier::release_address`] of many addresses.
+    fn release_addresses(&mut self, ips: &[String]) -> Result<()> {
+        ips.iter().try_for_each(|ip| self.release_address(ip))
+    }
     /// What earlier runs learned of a capsule's value, for its crawl budget
     /// (`crawl::budget`).
     fn capsule_standing(&self, host_id: i64) -> Result<Standing>;
+    /// What a crawl reads of the capsules it leases anew, for each of `host_ids`: its
+    /// standing ([`Frontier::capsule_standing`]) and its robots.txt as cached
+    /// ([`Frontier::robots`]), in one statement where that saves round trips.
+    fn capsules_known(
+        &self,
+        host_ids: &[i64],
+    ) -> Result<std::collections::HashMap<i64, (Standing, Option<CachedRobots>)>> {
+        host_ids
+            .iter()
+            .map(|&id| Ok((id, (self.capsule_standing(id)?, self.robots(id)?))))
+            .collect()
+    }
     /// Records capsules' standing after a run, by capsule key: every capsule's indexed pages
     /// (capsules not listed have none), and the linkers of those listed.
     fn set_standings(&mut self, standings: &[(String, Standing)]) -> Result<()>;
@@ -279,6 +314,14 @@ pub trait Frontier: IndexLog + Reader + Send {
     fn place_capsule(&mut self, host_id: i64, ip: &str) -> Result<bool> {
         let _ = (host_id, ip);
         Ok(true)
+    }
+    /// [`Frontier::place_capsule`] of many capsules (capsule id, address), answered in the
+    /// order given.
+    fn place_capsules(&mut self, placed: &[(i64, String)]) -> Result<Vec<bool>> {
+        placed
+            .iter()
+            .map(|(host_id, ip)| self.place_capsule(*host_id, ip))
+            .collect()
     }
     /// Stores a free-form fact about the crawl (last crawl times and the like).
     fn set_meta(&self, key: &str, value: &str) -> Result<()>;
@@ -317,10 +360,17 @@ pub trait IndexLog {
     fn mark_committed(&mut self, seq: u64) -> Result<usize>;
     /// Up to `limit` URLs after id `after`, in id order, whose index operation (upsert or
     /// delete) is recorded and not yet confirmed, with what the archive has of their content:
-    /// the work of the one index writer of a shared store (`geode index`).
+    /// the work of the one index writer of a shared store (`geode index`). A shared store
+    /// leaves out the upserts of pages whose capsule a live crawler leases, fetched less than
+    /// [`HOLD_MAX_AGE`] ago: their capsule's later pages bring their anchors.
     fn pending_index_ops(&self, after: i64, limit: usize) -> Result<Vec<PendingOp>>;
     /// Up to `limit` pending anchor updates after URL id `after`, in id order.
     fn anchor_updates(&self, after: i64, limit: usize) -> Result<Vec<AnchorUpdate>>;
+    /// Which of these pages have an anchor update pending: a document about to be written
+    /// anew with the labels read after this owes none of them. Like
+    /// [`IndexLog::anchor_updates`], a store that others write meanwhile remembers the marks
+    /// read, and [`IndexLog::clear_anchor_updates`] keeps a mark made again since.
+    fn anchor_marks_of(&self, ids: &[i64]) -> Result<Vec<i64>>;
     /// Forgets these anchor updates (their documents were rewritten and committed).
     fn clear_anchor_updates(&mut self, ids: &[i64]) -> Result<()>;
     /// Forgets every anchor update (the index was rebuilt from scratch).

@@ -742,6 +742,98 @@ fn an_address_passes_to_the_next_crawler_with_the_wait_left() {
     );
 }
 
+/// What a turn of the crawl loop does to many capsules at once means what it does to each:
+/// addresses leased in one statement (one named twice answered twice, one another crawler
+/// holds refused), capsules placed on their addresses, read (standing and robots.txt) and let
+/// go, and addresses let go, each in one statement.
+#[test]
+fn capsules_and_addresses_taken_and_let_go_in_sets() {
+    let Some(cluster) = Cluster::start("capsules_and_addresses_in_sets") else {
+        return;
+    };
+    let url = cluster.database("sets");
+    let lease = Duration::from_secs(300);
+    let store = PgStore::connect(&url, lease, true).unwrap();
+    let mut a = store.frontier().unwrap();
+    let other = PgStore::connect(&url, lease, true).unwrap();
+    let mut b = other.frontier().unwrap();
+    assert_eq!(b.lease_address("127.0.1.2").unwrap(), Some(Duration::ZERO));
+    let ips = |list: &[&str]| -> Vec<String> { list.iter().map(|ip| ip.to_string()).collect() };
+    assert_eq!(
+        a.lease_addresses(&ips(&["127.0.1.1", "127.0.1.2", "127.0.1.1"]))
+            .unwrap(),
+        [Some(Duration::ZERO), None, Some(Duration::ZERO)],
+        "b holds 127.0.1.2"
+    );
+    b.release_addresses(&ips(&["127.0.1.2", "127.0.1.1"]))
+        .unwrap();
+    assert_eq!(
+        b.lease_address("127.0.1.1").unwrap(),
+        None,
+        "only its holder lets an address go"
+    );
+    a.release_addresses(&ips(&["127.0.1.1"])).unwrap();
+    assert_eq!(
+        b.lease_addresses(&ips(&["127.0.1.1", "127.0.1.2"]))
+            .unwrap(),
+        [Some(Duration::ZERO), Some(Duration::ZERO)]
+    );
+
+    // Two capsules, leased by a, placed, read and let go together.
+    for page in ["gemini://one.test/", "gemini://two.test/"] {
+        seed(&mut a, page);
+    }
+    let (claimed, _) = a
+        .claim_capsules(&ClaimRequest::everywhere(2, 5), 0)
+        .unwrap();
+    let mut capsules: Vec<i64> = claimed.iter().map(|u| u.host_id).collect();
+    capsules.sort_unstable();
+    assert_eq!(capsules.len(), 2);
+    let mut batch = Frontier::batch(&mut a, 1).unwrap();
+    batch
+        .set_robots(capsules[0], 20, Some("User-agent: *\nDisallow: /x"), 1)
+        .unwrap();
+    batch.commit().unwrap();
+    let known = a.capsules_known(&capsules).unwrap();
+    let robots = known[&capsules[0]].1.as_ref().expect("robots.txt read");
+    assert_eq!((robots.status, robots.fetched_at), (20, 1));
+    assert!(robots.text.as_deref().unwrap().contains("Disallow: /x"));
+    assert!(known[&capsules[1]].1.is_none(), "no robots.txt read yet");
+    // Placed on an address: the store answers whether each is still a's (one crawler of the
+    // store owns every shard) and records the address.
+    let placed = [
+        (capsules[0], "127.0.1.5".to_string()),
+        (capsules[1], "127.0.1.6".to_string()),
+    ];
+    assert_eq!(a.place_capsules(&placed).unwrap(), [true, true]);
+    assert_eq!(
+        a.place_capsules(&placed).unwrap(),
+        [true, true],
+        "placed again on the same addresses: unchanged"
+    );
+    // Their URLs returned, then the capsules let go.
+    let mut batch = Frontier::batch(&mut a, 1).unwrap();
+    for url in &claimed {
+        batch.requeue(url.id).unwrap();
+    }
+    batch.commit().unwrap();
+    let not_leased = |a: &mut PgFrontier| {
+        let mut lost = a.lost_leases(&capsules, &[]).unwrap().0;
+        lost.sort_unstable();
+        lost
+    };
+    assert!(not_leased(&mut a).is_empty(), "both leased");
+    a.release_capsules(&capsules).unwrap();
+    assert_eq!(not_leased(&mut a), capsules, "both let go");
+    let (again, _) = a
+        .claim_capsules(&ClaimRequest::everywhere(2, 5), 0)
+        .unwrap();
+    let mut again: Vec<i64> = again.iter().map(|u| u.host_id).collect();
+    again.sort_unstable();
+    again.dedup();
+    assert_eq!(again, capsules, "both let go: leased again by a new claim");
+}
+
 /// Politeness across crawlers: a crawler stops (`--max-pages`) while the gap after its last
 /// requests still runs, and the crawlers started right after it lease its addresses; one of
 /// them stops early too. The server's log, all crawlers together, shows no two requests to one
@@ -1224,6 +1316,72 @@ fn an_anchor_update_marked_again_after_the_writer_read_it_stays() {
     );
     writer.clear_anchor_updates(&[p]).unwrap();
     assert!(dirty(&writer).is_empty(), "cleared as read");
+}
+
+/// The index writer leaves alone the new pages of a capsule a live crawler leases, fetched in
+/// the last ten minutes: the capsule's pages fetched later link to them, and their documents are
+/// written once, when the crawler lets the capsule go. One fetched longer ago is not held. The
+/// writer reads a page's anchor updates before its labels, and forgets them with its document.
+#[test]
+fn the_index_writer_waits_for_the_pages_of_a_leased_capsule() {
+    let Some(cluster) = Cluster::start("writer_waits_for_leased_capsule") else {
+        return;
+    };
+    let url = cluster.database("held");
+    let store = PgStore::connect(&url, Duration::from_secs(300), true).unwrap();
+    let mut f = store.frontier().unwrap();
+    for page in ["", "p", "old"] {
+        seed(&mut f, &format!("gemini://a.test/{page}"));
+    }
+    let id = |f: &dyn Frontier, url: &str| f.url_id(url).unwrap().unwrap();
+    let (a, p, old) = (
+        id(&f, "gemini://a.test/"),
+        id(&f, "gemini://a.test/p"),
+        id(&f, "gemini://a.test/old"),
+    );
+    let (claimed, _) = f
+        .claim_capsules(&ClaimRequest::everywhere(1, 5), 0)
+        .unwrap();
+    assert_eq!(claimed.len(), 3);
+    let capsule = claimed[0].host_id;
+    let now = geode::clock::unix_now();
+    let mut b = Frontier::batch(&mut f, now).unwrap();
+    for (page, at) in [(a, now), (p, now), (old, now - 601)] {
+        let result = FetchResult {
+            status: Some(20),
+            meta: "text/gemini".into(),
+            fetched_at: at,
+            content_hash: Some(format!("hash-{page}")),
+            ..FetchResult::default()
+        };
+        b.record_visit(page, &indexed_visit(&result)).unwrap();
+    }
+    b.commit().unwrap();
+    // a links to p, visited: p's anchors changed.
+    let mut b = Frontier::batch(&mut f, now).unwrap();
+    let to_p = [link("gemini://a.test/p", "to p", None, Priority::Fresh)];
+    b.set_links(a, 0, &to_p, 100).unwrap();
+    b.commit().unwrap();
+
+    let writer_store = PgStore::connect(&url, Duration::from_secs(300), false).unwrap();
+    let mut writer = writer_store.frontier().unwrap();
+    let pending = |w: &PgFrontier| -> Vec<i64> {
+        let ops = IndexLog::pending_index_ops(w, 0, 10).unwrap();
+        ops.iter().map(|op| op.page.id).collect()
+    };
+    assert_eq!(
+        pending(&writer),
+        [old],
+        "the leased capsule's new pages wait; one fetched eleven minutes ago does not"
+    );
+    f.release_capsule(capsule).unwrap();
+    assert_eq!(pending(&writer), [a, p, old], "let go: all of them");
+    assert_eq!(writer.anchor_marks_of(&[a, p, old]).unwrap(), [p]);
+    writer.clear_anchor_updates(&[p]).unwrap();
+    assert!(
+        IndexLog::anchor_updates(&writer, 0, 10).unwrap().is_empty(),
+        "p's document is written with the labels read after its mark"
+    );
 }
 
 /// Two crawlers adding URLs of one capsule at the same moment, a page each: the capsule gets

@@ -2,7 +2,8 @@
 //! many results, with the meaning of the SQLite store's batch (see `sqlite/batch.rs`): visits,
 //! links, redirects, retries, back-offs, robots.txt answers, certificate pins and archived
 //! responses. Each statement is a round trip to the database, so the batch writes what it can
-//! a set at a time: its visits, its pages' links, its archived responses and bodies and what
+//! a set at a time: its visits, its pages' links, the URLs it returns, the capsules it holds
+//! back or lets go, its archived responses and bodies and what
 //! it tells other crawlers are kept in memory and each written in one statement when it
 //! commits (`batch/visits.rs`, `batch/links.rs`, `batch/shared.rs`, whose last statement
 //! goes with the COMMIT in one message), or sooner, before a statement that could
@@ -130,6 +131,12 @@ pub struct PgBatch<'a> {
     /// next statement that reads or changes `urls` (a capsule put back returns up to a claim's
     /// worth at once).
     requeued: Vec<i64>,
+    /// Capsules held back ([`Batch::set_backoff`], [`Batch::hold_capsule`]): until when, and
+    /// why. Written with the URLs returned, in one statement.
+    held: std::collections::BTreeMap<i64, (i64, Option<String>)>,
+    /// Capsules let go ([`Batch::release_capsule`]), in one statement after the URLs returned
+    /// (their next due time counts those).
+    released: Vec<i64>,
 }
 
 /// A URL holding a content, as [`PgBatch::contents`] keeps it.
@@ -236,6 +243,8 @@ impl<'a> PgBatch<'a> {
             contents: HashMap::new(),
             made: std::collections::HashSet::new(),
             requeued: Vec::new(),
+            held: std::collections::BTreeMap::new(),
+            released: Vec::new(),
         }
     }
 
@@ -249,6 +258,8 @@ impl<'a> PgBatch<'a> {
         self.contents.clear();
         self.write_visits()?;
         self.write_requeued()?;
+        self.write_held()?;
+        self.write_released()?;
         self.write_links()
     }
 
@@ -263,6 +274,36 @@ impl<'a> PgBatch<'a> {
             &[&ids],
         )?;
         Ok(())
+    }
+
+    /// Writes the capsules held back, in one statement.
+    fn write_held(&mut self) -> Result<()> {
+        if self.held.is_empty() {
+            return Ok(());
+        }
+        let (mut ids, mut untils, mut reasons) = (Vec::new(), Vec::new(), Vec::new());
+        for (id, (until, reason)) in std::mem::take(&mut self.held) {
+            ids.push(id);
+            untils.push(until);
+            reasons.push(reason);
+        }
+        self.exec_now(
+            "UPDATE hosts h SET backoff_until = c.until, held_reason = c.reason
+             FROM unnest($1::BIGINT[], $2::BIGINT[], $3::TEXT[]) AS c(id, until, reason)
+             WHERE h.id = c.id",
+            &[&ids, &untils, &reasons],
+        )?;
+        Ok(())
+    }
+
+    /// Lets go of the capsules released, in one statement.
+    fn write_released(&mut self) -> Result<()> {
+        if self.released.is_empty() {
+            return Ok(());
+        }
+        let ids = std::mem::take(&mut self.released);
+        let crawler = self.crawler.clone();
+        release(self.tx()?, &crawler, &ids)
     }
 
     /// What [`Batch::same_content`] answers from the contents read by
@@ -441,12 +482,10 @@ impl<'a> PgBatch<'a> {
 
     /// Keeps a capsule from being fetched before `until`, held back for `reason` (a crawl
     /// budget's, shown by `geode stats`) or backed off (`None`).
-    fn hold(&mut self, host_id: i64, until: i64, reason: Option<&str>) -> Result<()> {
-        self.exec_now(
-            "UPDATE hosts SET backoff_until = $2, held_reason = $3 WHERE id = $1",
-            &[&host_id, &until, &reason],
-        )?;
-        Ok(())
+    /// Noted in memory, written by the next flush ([`PgBatch::write_held`]).
+    fn hold(&mut self, host_id: i64, until: i64, reason: Option<&str>) {
+        self.held
+            .insert(host_id, (until, reason.map(str::to_string)));
     }
 }
 
@@ -798,13 +837,11 @@ impl Batch for PgBatch<'_> {
         Ok(())
     }
 
-    /// Lets go of a capsule this crawler leased.
+    /// Lets go of a capsule this crawler leased: noted in memory, and written with the others
+    /// by the next flush.
     fn release_capsule(&mut self, host_id: i64) -> Result<()> {
-        let crawler = self.crawler.clone();
-        blocking(|| {
-            self.flush()?;
-            release(self.tx()?, &crawler, host_id)
-        })
+        self.released.push(host_id);
+        Ok(())
     }
 
     fn set_robots(&mut self, host_id: i64, status: u8, text: Option<&str>, now: i64) -> Result<()> {
@@ -819,11 +856,13 @@ impl Batch for PgBatch<'_> {
     }
 
     fn set_backoff(&mut self, host_id: i64, until: i64) -> Result<()> {
-        blocking(|| self.hold(host_id, until, None))
+        self.hold(host_id, until, None);
+        Ok(())
     }
 
     fn hold_capsule(&mut self, host_id: i64, until: i64, reason: &str) -> Result<()> {
-        blocking(|| self.hold(host_id, until, Some(reason)))
+        self.hold(host_id, until, Some(reason));
+        Ok(())
     }
 
     /// Keeps every crawler from sending a request to `ip` before `wait` from now; noted in

@@ -185,15 +185,21 @@ pub(super) fn mark(tx: &mut impl GenericClient, crawler: &str, ids: &[i64]) -> R
     Ok(())
 }
 
-/// Lets go of a capsule `crawler` holds: it is claimable again when its next URL is due.
-pub(super) fn release(tx: &mut impl GenericClient, crawler: &str, host_id: i64) -> Result<()> {
-    let held = tx.query_opt(
-        "SELECT 1 FROM hosts WHERE id = $1 AND claimed != 0 AND leased_by = $2",
-        &[&host_id, &crawler],
-    )?;
-    if held.is_some() {
-        free_host(tx, host_id)?;
+/// Lets go of the capsules of `host_ids` that `crawler` holds, in one statement: each is
+/// claimable again when its next URL is due.
+pub(super) fn release(tx: &mut impl GenericClient, crawler: &str, host_ids: &[i64]) -> Result<()> {
+    if host_ids.is_empty() {
+        return Ok(());
     }
+    tx.execute(
+        &format!(
+            "UPDATE hosts SET claimed = 0, leased_by = NULL, leased_until = NULL,
+                    next_due = ({})
+             WHERE id = ANY($1) AND claimed != 0 AND leased_by = $2",
+            host_next_due("hosts.id")
+        ),
+        &[&host_ids, &crawler],
+    )?;
     Ok(())
 }
 

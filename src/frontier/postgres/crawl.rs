@@ -258,8 +258,13 @@ impl Frontier for PgFrontier {
     }
 
     fn release_capsule(&mut self, host_id: i64) -> Result<()> {
+        self.release_capsules(&[host_id])
+    }
+
+    /// One statement, no transaction around it.
+    fn release_capsules(&mut self, host_ids: &[i64]) -> Result<()> {
         let crawler = &self.crawler;
-        write_own(&self.conn, |tx| release(tx, crawler, host_id))
+        blocking(|| release(&mut **self.db(), crawler, host_ids))
     }
 
     /// The earliest time, not before `now`, at which this crawler may find work: a capsule of
@@ -339,16 +344,88 @@ impl Frontier for PgFrontier {
         Ok(got.map(|row| Duration::from_millis(row.get::<_, i64>(0).max(0) as u64)))
     }
 
+    /// One statement for all of them, inserting and updating in address order, so that two
+    /// crawlers leasing addresses at the same moment never wait for each other in a cycle.
+    fn lease_addresses(&mut self, ips: &[String]) -> Result<Vec<Option<Duration>>> {
+        if ips.is_empty() {
+            return Ok(Vec::new());
+        }
+        let rows = blocking(|| {
+            self.db().query(
+                &format!(
+                    "INSERT INTO addresses(ip, leased_by, leased_until)
+                     SELECT DISTINCT ip, $2, {DB_NOW} + $3 FROM unnest($1::TEXT[]) AS w(ip)
+                     ORDER BY ip
+                     ON CONFLICT (ip) DO UPDATE
+                       SET leased_by = excluded.leased_by, leased_until = excluded.leased_until
+                       WHERE addresses.leased_by = excluded.leased_by
+                          OR addresses.leased_until < {DB_NOW}
+                     RETURNING ip, GREATEST(COALESCE(next_at_ms, 0) - {DB_NOW_MS}, 0)"
+                ),
+                &[&ips, &self.crawler, &self.lease_secs],
+            )
+        })?;
+        let leased: std::collections::HashMap<String, i64> =
+            rows.iter().map(|r| (r.get(0), r.get(1))).collect();
+        Ok(ips
+            .iter()
+            .map(|ip| {
+                leased
+                    .get(ip)
+                    .map(|&ms| Duration::from_millis(ms.max(0) as u64))
+            })
+            .collect())
+    }
+
     /// Lets go of an address this crawler leased: whoever leases it next waits out the gap
     /// recorded with it (`next_at_ms`).
     fn release_address(&mut self, ip: &str) -> Result<()> {
+        self.release_addresses(&[ip.to_string()])
+    }
+
+    fn release_addresses(&mut self, ips: &[String]) -> Result<()> {
+        if ips.is_empty() {
+            return Ok(());
+        }
         blocking(|| {
             self.db().execute(
-                "UPDATE addresses SET leased_until = 0 WHERE ip = $1 AND leased_by = $2",
-                &[&ip, &self.crawler],
+                "UPDATE addresses SET leased_until = 0 WHERE ip = ANY($1) AND leased_by = $2",
+                &[&ips, &self.crawler],
             )
         })?;
         Ok(())
+    }
+
+    /// One statement for all of them.
+    fn capsules_known(
+        &self,
+        host_ids: &[i64],
+    ) -> Result<std::collections::HashMap<i64, (Standing, Option<CachedRobots>)>> {
+        if host_ids.is_empty() {
+            return Ok(std::collections::HashMap::new());
+        }
+        let rows = blocking(|| {
+            self.db().query(
+                "SELECT id, pages, linkers, robots_status, robots_txt, robots_fetched_at
+                 FROM hosts WHERE id = ANY($1)",
+                &[&host_ids],
+            )
+        })?;
+        Ok(rows
+            .iter()
+            .map(|r| {
+                let standing = Standing {
+                    pages: r.get::<_, i64>(1).max(0) as u64,
+                    linkers: r.get::<_, i64>(2).max(0) as u64,
+                };
+                let robots = r.get::<_, Option<i64>>(3).map(|status| CachedRobots {
+                    status: status.clamp(0, 99) as u8,
+                    text: r.get(4),
+                    fetched_at: r.get::<_, Option<i64>>(5).unwrap_or(0),
+                });
+                (r.get(0), (standing, robots))
+            })
+            .collect())
     }
 
     fn capsule_standing(&self, host_id: i64) -> Result<Standing> {
@@ -480,9 +557,23 @@ impl Frontier for PgFrontier {
     /// Records the address a capsule resolved to: a capsule on an address new to it moves to
     /// that address's shard, and is this crawler's no more when another owns that shard.
     fn place_capsule(&mut self, host_id: i64, ip: &str) -> Result<bool> {
-        // One statement: no transaction around it.
-        let moved = blocking(|| shard::place(&mut **self.db(), host_id, ip))?;
-        Ok(moved.map_or(true, |shard| self.owned.contains(shard)))
+        Ok(self.place_capsules(&[(host_id, ip.to_string())])?[0])
+    }
+
+    /// One statement for all of them: no transaction around it.
+    fn place_capsules(&mut self, placed: &[(i64, String)]) -> Result<Vec<bool>> {
+        if placed.is_empty() {
+            return Ok(Vec::new());
+        }
+        let moved = blocking(|| shard::place(&mut **self.db(), placed))?;
+        Ok(placed
+            .iter()
+            .map(|(host_id, _)| {
+                moved
+                    .get(host_id)
+                    .map_or(true, |&shard| self.owned.contains(shard))
+            })
+            .collect())
     }
 
     fn set_meta(&self, key: &str, value: &str) -> Result<()> {

@@ -386,17 +386,27 @@ pub(super) fn fold_news(tx: &mut impl GenericClient, shards: &[i32]) -> Result<(
     Ok(())
 }
 
-/// Records a capsule's address. Returns its shard, changed when the address is new to it (the
-/// capsule then belongs to the owner of that shard), or `None` when it is unchanged.
-pub(super) fn place(tx: &mut impl GenericClient, host_id: i64, ip: &str) -> Result<Option<i32>> {
+/// Records capsules' addresses (capsule id, address). Returns the shard of each whose address
+/// is new to it (the capsule then belongs to the owner of that shard); the others are
+/// unchanged.
+pub(super) fn place(
+    tx: &mut impl GenericClient,
+    placed: &[(i64, String)],
+) -> Result<std::collections::HashMap<i64, i32>> {
+    let (ids, ips): (Vec<i64>, Vec<&str>) =
+        placed.iter().map(|(id, ip)| (*id, ip.as_str())).unzip();
     Ok(tx
-        .query_opt(
-            "UPDATE hosts SET ip = $2, shard = geode_shard($2)
-             WHERE id = $1 AND ip IS DISTINCT FROM $2
-             RETURNING shard",
-            &[&host_id, &ip],
+        .query(
+            "UPDATE hosts h SET ip = p.ip, shard = geode_shard(p.ip)
+             FROM (SELECT DISTINCT ON (id) id, ip FROM unnest($1::BIGINT[], $2::TEXT[]) AS p(id, ip)
+                   ORDER BY id) p
+             WHERE h.id = p.id AND h.ip IS DISTINCT FROM p.ip
+             RETURNING h.id, h.shard",
+            &[&ids, &ips],
         )?
-        .map(|r| r.get(0)))
+        .iter()
+        .map(|r| (r.get(0), r.get(1)))
+        .collect())
 }
 
 #[cfg(test)]

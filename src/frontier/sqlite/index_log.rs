@@ -80,6 +80,21 @@ impl IndexLog for SqliteFrontier {
         Ok(updates)
     }
 
+    /// The pages of `ids` with an anchor update pending (one process writes this store: no
+    /// mark can change before they are cleared).
+    fn anchor_marks_of(&self, ids: &[i64]) -> Result<Vec<i64>> {
+        let mut stmt = self
+            .conn
+            .prepare_cached("SELECT 1 FROM anchor_updates WHERE url_id = ?1")?;
+        let mut marked = Vec::new();
+        for &id in ids {
+            if stmt.exists([id])? {
+                marked.push(id);
+            }
+        }
+        Ok(marked)
+    }
+
     /// Forgets anchor updates once the documents they asked for are committed.
     fn clear_anchor_updates(&mut self, ids: &[i64]) -> Result<()> {
         let tx = self
