@@ -175,7 +175,10 @@ impl IndexLog for PgFrontier {
     /// crawl most links to it are on its capsule's pages fetched after it, and its document
     /// written at once was written again for them (13,109 anchor refreshes for 10,000 pages
     /// on the shared-crawl bench). A crawler that dies holds its capsules until its leases
-    /// run out. `fetched_at` is by the crawler's clock, the lease by the database's.
+    /// run out. `fetched_at` is by the crawler's clock, the lease by the database's. An
+    /// operation already tagged with a commit (by a writer that died before committing it) is
+    /// never held: the next commit of that number confirms every operation tagged with it, so
+    /// it must be written again in that commit.
     fn pending_index_ops(&self, after: i64, limit: usize) -> Result<Vec<PendingOp>> {
         let held = HOLD_MAX_AGE.as_secs() as i64;
         let rows = blocking(|| {
@@ -185,7 +188,7 @@ impl IndexLog for PgFrontier {
                             COALESCE(u.size, 0), COALESCE(u.fetched_at, 0), u.index_op
                      FROM urls u JOIN hosts h ON h.id = u.host_id
                      WHERE u.index_op IS NOT NULL AND u.id > $1
-                       AND NOT (u.index_op = 'upsert' AND h.claimed = 1
+                       AND NOT (u.index_op = 'upsert' AND u.batch IS NULL AND h.claimed = 1
                                 AND h.leased_until >= {DB_NOW}
                                 AND COALESCE(u.fetched_at, 0) > {DB_NOW} - $3)
                      ORDER BY u.id LIMIT $2"
