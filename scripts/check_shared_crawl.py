@@ -93,6 +93,20 @@ def psql(args, sql, db="postgres"):
     return out.stdout.strip()
 
 
+def fixture_priority():
+    """Runs in the fixture's process before it starts: a higher CPU priority than the crawlers
+    and the database, which share the two cores with it. The fixture's log is the evidence of
+    politeness, and it stamps a connection when it accepts it: a fixture that waits for a core
+    stamps a request late, so that the gap before it looks longer and the gap after it shorter
+    than the crawler kept (run 33 of a 50-run check: four addresses 71 ms and then 41-44 ms
+    apart at the same instant, where the crawlers kept 50 ms from their connect). Every thread
+    inherits the priority. Without the right to raise it (not root), the fixture runs as is."""
+    try:
+        os.nice(-10)
+    except OSError:
+        pass
+
+
 def start_fixture(args, run_dir):
     listen = []
     for i in range(1, args.ips + 1):
@@ -102,7 +116,7 @@ def start_fixture(args, run_dir):
     p = subprocess.Popen(
         [os.path.join(args.bin, "geode-fixture"), "--root", args.space, *listen,
          "--log", os.path.join(run_dir, "requests.jsonl")],
-        stdout=out, stderr=err, stdin=subprocess.DEVNULL,
+        stdout=out, stderr=err, stdin=subprocess.DEVNULL, preexec_fn=fixture_priority,
     )
     deadline = time.monotonic() + 60
     addrs = []
