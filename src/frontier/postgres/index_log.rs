@@ -210,20 +210,11 @@ impl IndexLog for PgFrontier {
     fn anchor_updates(&self, after: i64, limit: usize) -> Result<Vec<AnchorUpdate>> {
         blocking(|| {
             let mut db = self.db();
-            let marks: Vec<(i64, i64)> = db
-                .query(
-                    "SELECT url_id, seq FROM anchor_updates WHERE url_id > $1
-                     ORDER BY url_id LIMIT $2",
-                    &[&after, &(limit as i64)],
-                )?
-                .iter()
-                .map(|r| (r.get(0), r.get(1)))
-                .collect();
-            self.anchor_marks
-                .lock()
-                .unwrap_or_else(|poisoned| poisoned.into_inner())
-                .extend(marks.iter().copied());
-            let ids: Vec<i64> = marks.iter().map(|&(id, _)| id).collect();
+            let ids = self.remember_marks(&db.query(
+                "SELECT url_id, seq FROM anchor_updates WHERE url_id > $1
+                 ORDER BY url_id LIMIT $2",
+                &[&after, &(limit as i64)],
+            )?);
             let mut pages = indexed_pages_for(&mut db, &ids)?;
             Ok(ids
                 .into_iter()
@@ -241,20 +232,13 @@ impl IndexLog for PgFrontier {
         if ids.is_empty() {
             return Ok(Vec::new());
         }
-        let marks: Vec<(i64, i64)> = blocking(|| {
+        let rows = blocking(|| {
             self.db().query(
                 "SELECT url_id, seq FROM anchor_updates WHERE url_id = ANY($1)",
                 &[&ids],
             )
-        })?
-        .iter()
-        .map(|r| (r.get(0), r.get(1)))
-        .collect();
-        self.anchor_marks
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-            .extend(marks.iter().copied());
-        Ok(marks.into_iter().map(|(id, _)| id).collect())
+        })?;
+        Ok(self.remember_marks(&rows))
     }
 
     /// Forgets these anchor updates as they were read: one a crawler marked again since (its
@@ -396,5 +380,18 @@ impl IndexLog for PgFrontier {
             }
             Ok(rows.build())
         })
+    }
+}
+
+impl PgFrontier {
+    /// Remembers the anchor update marks of `rows` (URL id, mark) for
+    /// [`IndexLog::clear_anchor_updates`], and returns their URL ids in order.
+    fn remember_marks(&self, rows: &[Row]) -> Vec<i64> {
+        let marks: Vec<(i64, i64)> = rows.iter().map(|r| (r.get(0), r.get(1))).collect();
+        self.anchor_marks
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .extend(marks.iter().copied());
+        marks.into_iter().map(|(id, _)| id).collect()
     }
 }
