@@ -37,6 +37,9 @@ pub struct ApplySummary {
     pub missing: u64,
     /// Documents rewritten for new anchors.
     pub refreshed: u64,
+    /// Pages left for now when the writer ended: their capsule's crawler still leases it (see
+    /// `IndexLog::pending_index_ops`); a later run, or `--follow`, writes them.
+    pub held: u64,
     pub commits: u64,
     /// The longest a page applied waited between its fetch and the index commit holding it
     /// (seconds, by the clock of the crawler that fetched it): how far the writer lagged.
@@ -94,6 +97,7 @@ pub fn apply(
             break;
         }
     }
+    summary.held = frontier.held_index_ops()?;
     // Everything applied (not a stop): searches until the next run read one or two segments.
     if !follow {
         crate::index::compact_or_warn(&mut indexer);

@@ -268,14 +268,15 @@ pub(crate) fn index(args: IndexArgs) -> Result<(), Failure> {
         super::put_line(&format!(
             "indexed {} pages, removed {}, refreshed {} for new anchors, in {} commits \
              ({:.1} s, a page indexed at most {} s after its fetch); {} pages wait for \
-             archived content",
+             archived content, {} for their crawler to finish their capsule",
             summary.upserted,
             summary.deleted,
             summary.refreshed,
             summary.commits,
             summary.elapsed_secs,
             summary.max_lag_secs,
-            summary.missing
+            summary.missing,
+            summary.held
         ))?;
     }
     Ok(())

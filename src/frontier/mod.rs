@@ -364,6 +364,11 @@ pub trait IndexLog {
     /// leaves out the upserts of pages whose capsule a live crawler leases, fetched less than
     /// [`HOLD_MAX_AGE`] ago: their capsule's later pages bring their anchors.
     fn pending_index_ops(&self, after: i64, limit: usize) -> Result<Vec<PendingOp>>;
+    /// How many pending upserts [`IndexLog::pending_index_ops`] leaves out for now (pages of
+    /// capsules a live crawler leases); none in a store that holds none back.
+    fn held_index_ops(&self) -> Result<u64> {
+        Ok(0)
+    }
     /// Up to `limit` pending anchor updates after URL id `after`, in id order.
     fn anchor_updates(&self, after: i64, limit: usize) -> Result<Vec<AnchorUpdate>>;
     /// Which of these pages have an anchor update pending: a document about to be written

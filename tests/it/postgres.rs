@@ -1374,12 +1374,15 @@ fn the_index_writer_waits_for_the_pages_of_a_leased_capsule() {
         [old],
         "the leased capsule's new pages wait; one fetched eleven minutes ago does not"
     );
+    assert_eq!(writer.held_index_ops().unwrap(), 2, "a and p are held");
     // A writer tagged a with its next commit and died: the writer after it commits that
     // number next, which confirms every operation tagged with it, so a must be in it.
     writer.assign_batch(&[a], 1).unwrap();
     assert_eq!(pending(&writer), [a, old], "a tagged page is never held");
+    assert_eq!(writer.held_index_ops().unwrap(), 1);
     f.release_capsule(capsule).unwrap();
     assert_eq!(pending(&writer), [a, p, old], "let go: all of them");
+    assert_eq!(writer.held_index_ops().unwrap(), 0);
     assert_eq!(writer.anchor_marks_of(&[a, p, old]).unwrap(), [p]);
     writer.clear_anchor_updates(&[p]).unwrap();
     assert!(

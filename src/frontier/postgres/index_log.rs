@@ -20,6 +20,16 @@ use crate::frontier::{
 };
 use crate::rank::LinkGraph;
 
+/// Whether the pending operation of `u` (a URL of capsule `h`) waits for its crawler: see
+/// [`IndexLog::pending_index_ops`]; `max_age` is the parameter holding [`HOLD_MAX_AGE`] in
+/// seconds.
+fn held_op(max_age: &str) -> String {
+    format!(
+        "u.index_op = 'upsert' AND u.batch IS NULL AND h.claimed = 1
+         AND h.leased_until >= {DB_NOW} AND COALESCE(u.fetched_at, 0) > {DB_NOW} - {max_age}"
+    )
+}
+
 /// No parameters, for `query_raw`.
 const NO_PARAMS: [&(dyn ToSql + Sync); 0] = [];
 
@@ -180,20 +190,17 @@ impl IndexLog for PgFrontier {
     /// never held: the next commit of that number confirms every operation tagged with it, so
     /// it must be written again in that commit.
     fn pending_index_ops(&self, after: i64, limit: usize) -> Result<Vec<PendingOp>> {
-        let held = HOLD_MAX_AGE.as_secs() as i64;
         let rows = blocking(|| {
             self.db().query(
                 &format!(
                     "SELECT u.id, u.url, h.name, u.content_hash, COALESCE(u.content_meta, u.mime),
                             COALESCE(u.size, 0), COALESCE(u.fetched_at, 0), u.index_op
                      FROM urls u JOIN hosts h ON h.id = u.host_id
-                     WHERE u.index_op IS NOT NULL AND u.id > $1
-                       AND NOT (u.index_op = 'upsert' AND u.batch IS NULL AND h.claimed = 1
-                                AND h.leased_until >= {DB_NOW}
-                                AND COALESCE(u.fetched_at, 0) > {DB_NOW} - $3)
-                     ORDER BY u.id LIMIT $2"
+                     WHERE u.index_op IS NOT NULL AND u.id > $1 AND NOT ({})
+                     ORDER BY u.id LIMIT $2",
+                    held_op("$3")
                 ),
-                &[&after, &(limit as i64), &held],
+                &[&after, &(limit as i64), &(HOLD_MAX_AGE.as_secs() as i64)],
             )
         })?;
         Ok(rows
@@ -203,6 +210,20 @@ impl IndexLog for PgFrontier {
                 page: indexed_content(r),
             })
             .collect())
+    }
+
+    fn held_index_ops(&self) -> Result<u64> {
+        let row = blocking(|| {
+            self.db().query_one(
+                &format!(
+                    "SELECT COUNT(*) FROM urls u JOIN hosts h ON h.id = u.host_id
+                     WHERE u.index_op IS NOT NULL AND {}",
+                    held_op("$1")
+                ),
+                &[&(HOLD_MAX_AGE.as_secs() as i64)],
+            )
+        })?;
+        Ok(count_of(&row, 0))
     }
 
     /// Up to `limit` pages whose anchors changed, after `after`, with the indexed page each
