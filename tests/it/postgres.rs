@@ -902,6 +902,23 @@ fn link(url: &str, label: &str, excluded: Option<&'static str>, prio: Priority) 
 }
 
 /// A visit that found `result`'s content and sent it to the index, due again at 100.
+/// Records visits of the pages `(id, fetched_at)` in one batch, each a gemtext page with the
+/// content `hash-ID` and an upsert for the index writer.
+fn record_indexed(frontier: &mut dyn Frontier, pages: &[(i64, i64)]) {
+    let mut batch = frontier.batch(pages[0].1).unwrap();
+    for &(page, at) in pages {
+        let result = FetchResult {
+            status: Some(20),
+            meta: "text/gemini".into(),
+            fetched_at: at,
+            content_hash: Some(format!("hash-{page}")),
+            ..FetchResult::default()
+        };
+        batch.record_visit(page, &indexed_visit(&result)).unwrap();
+    }
+    batch.commit().unwrap();
+}
+
 fn indexed_visit(result: &FetchResult) -> VisitRecord<'_> {
     VisitRecord {
         state: UrlState::Indexed,
@@ -1345,18 +1362,7 @@ fn the_index_writer_waits_for_the_pages_of_a_leased_capsule() {
     assert_eq!(claimed.len(), 3);
     let capsule = claimed[0].host_id;
     let now = geode::clock::unix_now();
-    let mut b = Frontier::batch(&mut f, now).unwrap();
-    for (page, at) in [(a, now), (p, now), (old, now - 601)] {
-        let result = FetchResult {
-            status: Some(20),
-            meta: "text/gemini".into(),
-            fetched_at: at,
-            content_hash: Some(format!("hash-{page}")),
-            ..FetchResult::default()
-        };
-        b.record_visit(page, &indexed_visit(&result)).unwrap();
-    }
-    b.commit().unwrap();
+    record_indexed(&mut f, &[(a, now), (p, now), (old, now - 601)]);
     // a links to p, visited: p's anchors changed.
     let mut b = Frontier::batch(&mut f, now).unwrap();
     let to_p = [link("gemini://a.test/p", "to p", None, Priority::Fresh)];
@@ -1489,18 +1495,7 @@ fn a_crawlers_recovery_leaves_index_operations_to_the_index_writer() {
         .claim_capsules(&ClaimRequest::everywhere(1, 5), 0)
         .unwrap();
     assert_eq!(claimed.len(), 3);
-    let mut b = Frontier::batch(&mut f, 1).unwrap();
-    for page in [a, c] {
-        let result = FetchResult {
-            status: Some(20),
-            meta: "text/gemini".into(),
-            fetched_at: 1,
-            content_hash: Some(format!("hash-{page}")),
-            ..FetchResult::default()
-        };
-        b.record_visit(page, &indexed_visit(&result)).unwrap();
-    }
-    b.commit().unwrap();
+    record_indexed(&mut f, &[(a, 1), (c, 1)]);
     // The writer tagged a's upsert with its commit 1 and died before confirming it.
     f.assign_batch(&[a], 1).unwrap();
     let pending = |f: &dyn Frontier| -> Vec<i64> {
