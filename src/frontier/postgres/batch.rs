@@ -281,12 +281,8 @@ impl<'a> PgBatch<'a> {
         if self.held.is_empty() {
             return Ok(());
         }
-        let (mut ids, mut untils, mut reasons) = (Vec::new(), Vec::new(), Vec::new());
-        for (id, (until, reason)) in std::mem::take(&mut self.held) {
-            ids.push(id);
-            untils.push(until);
-            reasons.push(reason);
-        }
+        let (ids, (untils, reasons)): (Vec<_>, (Vec<_>, Vec<_>)) =
+            std::mem::take(&mut self.held).into_iter().unzip();
         self.exec_now(
             "UPDATE hosts h SET backoff_until = c.until, held_reason = c.reason
              FROM unnest($1::BIGINT[], $2::BIGINT[], $3::TEXT[]) AS c(id, until, reason)
@@ -341,12 +337,8 @@ impl<'a> PgBatch<'a> {
         if self.bodies.is_empty() {
             return Ok(());
         }
-        let (mut hashes, mut sizes, mut zstds) = (Vec::new(), Vec::new(), Vec::new());
-        for (hash, (size, zstd)) in std::mem::take(&mut self.bodies) {
-            hashes.push(hash);
-            sizes.push(size);
-            zstds.push(zstd);
-        }
+        let (hashes, (sizes, zstds)): (Vec<_>, (Vec<_>, Vec<_>)) =
+            std::mem::take(&mut self.bodies).into_iter().unzip();
         self.body_bytes = 0;
         self.side_rows(
             &format!(

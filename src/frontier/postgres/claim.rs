@@ -193,10 +193,8 @@ pub(super) fn release(tx: &mut impl GenericClient, crawler: &str, host_ids: &[i6
     }
     tx.execute(
         &format!(
-            "UPDATE hosts SET claimed = 0, leased_by = NULL, leased_until = NULL,
-                    next_due = ({})
-             WHERE id = ANY($1) AND claimed != 0 AND leased_by = $2",
-            host_next_due("hosts.id")
+            "UPDATE hosts SET {} WHERE id = ANY($1) AND claimed != 0 AND leased_by = $2",
+            freed("hosts.id")
         ),
         &[&host_ids, &crawler],
     )?;
@@ -206,15 +204,19 @@ pub(super) fn release(tx: &mut impl GenericClient, crawler: &str, host_ids: &[i6
 /// Frees a capsule and sets its next due time right.
 pub(super) fn free_host(tx: &mut impl GenericClient, host_id: i64) -> Result<()> {
     tx.execute(
-        &format!(
-            "UPDATE hosts SET claimed = 0, leased_by = NULL, leased_until = NULL,
-                    next_due = ({})
-             WHERE id = $1",
-            host_next_due("$1")
-        ),
+        &format!("UPDATE hosts SET {} WHERE id = $1", freed("$1")),
         &[&host_id],
     )?;
     Ok(())
+}
+
+/// The `SET` list that frees the capsule whose id is `host` (an SQL expression): no lease, and
+/// its next due time from its free URLs.
+fn freed(host: &str) -> String {
+    format!(
+        "claimed = 0, leased_by = NULL, leased_until = NULL, next_due = ({})",
+        host_next_due(host)
+    )
 }
 
 /// Lets go of what nobody holds any more: the claims, visit marks and leases of crawlers that

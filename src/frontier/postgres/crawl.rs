@@ -127,20 +127,10 @@ impl Frontier for PgFrontier {
     }
 
     fn robots(&self, host_id: i64) -> Result<Option<CachedRobots>> {
-        blocking(|| {
-            Ok(self
-                .db()
-                .query_opt(
-                    "SELECT robots_status, robots_txt, robots_fetched_at FROM hosts
-                     WHERE id = $1 AND robots_status IS NOT NULL",
-                    &[&host_id],
-                )?
-                .map(|r| CachedRobots {
-                    status: r.get::<_, i64>(0).clamp(0, 99) as u8,
-                    text: r.get(1),
-                    fetched_at: r.get(2),
-                }))
-        })
+        Ok(self
+            .capsules_known(&[host_id])?
+            .remove(&host_id)
+            .and_then(|(_, robots)| robots))
     }
 
     /// Leases up to `capsules` capsules of this crawler's shards with work due at `now` and
@@ -327,21 +317,7 @@ impl Frontier for PgFrontier {
     /// with the lease comes how long to wait before the first request to it (what the crawler
     /// that held it last asked for, on the database's clock).
     fn lease_address(&mut self, ip: &str) -> Result<Option<Duration>> {
-        let got = blocking(|| {
-            self.db().query_opt(
-                &format!(
-                    "INSERT INTO addresses(ip, leased_by, leased_until)
-                     VALUES ($1, $2, {DB_NOW} + $3)
-                     ON CONFLICT (ip) DO UPDATE
-                       SET leased_by = excluded.leased_by, leased_until = excluded.leased_until
-                       WHERE addresses.leased_by = excluded.leased_by
-                          OR addresses.leased_until < {DB_NOW}
-                     RETURNING GREATEST(COALESCE(next_at_ms, 0) - {DB_NOW_MS}, 0)"
-                ),
-                &[&ip, &self.crawler, &self.lease_secs],
-            )
-        })?;
-        Ok(got.map(|row| Duration::from_millis(row.get::<_, i64>(0).max(0) as u64)))
+        Ok(self.lease_addresses(&[ip.to_string()])?[0])
     }
 
     /// One statement for all of them, inserting and updating in address order, so that two
@@ -429,16 +405,11 @@ impl Frontier for PgFrontier {
     }
 
     fn capsule_standing(&self, host_id: i64) -> Result<Standing> {
-        let row = blocking(|| {
-            self.db().query_opt(
-                "SELECT pages, linkers FROM hosts WHERE id = $1",
-                &[&host_id],
-            )
-        })?;
-        Ok(row.map_or_else(Standing::default, |r| Standing {
-            pages: r.get::<_, i64>(0).max(0) as u64,
-            linkers: r.get::<_, i64>(1).max(0) as u64,
-        }))
+        Ok(self
+            .capsules_known(&[host_id])?
+            .remove(&host_id)
+            .map(|(standing, _)| standing)
+            .unwrap_or_default())
     }
 
     /// Records capsules' standing after a run: the pages of every capsule (none for those not
