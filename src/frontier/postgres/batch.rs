@@ -269,9 +269,21 @@ impl<'a> PgBatch<'a> {
             return Ok(());
         }
         let ids = std::mem::take(&mut self.requeued);
+        let crawler = self.crawler.clone();
+        // Only this crawler's claims. A capsule it no longer leases (another crawler adopted
+        // the shard it moved to when its address was resolved, and let go of it) has its next
+        // due time set without these URLs: its owner hears of them, as of URLs other writers
+        // add, or nobody would claim them again.
         self.exec_now(
-            "UPDATE urls SET claimed = 0, claimed_by = NULL WHERE id = ANY($1) AND claimed = 1",
-            &[&ids],
+            "WITH r AS (
+                 UPDATE urls SET claimed = 0, claimed_by = NULL
+                 WHERE id = ANY($1) AND claimed = 1 AND claimed_by = $2
+                 RETURNING host_id, due_at)
+             INSERT INTO host_news(host_id, due)
+             SELECT r.host_id, MIN(r.due_at) FROM r JOIN hosts h ON h.id = r.host_id
+             WHERE h.leased_by IS DISTINCT FROM $2 AND r.due_at IS NOT NULL
+             GROUP BY r.host_id",
+            &[&ids, &crawler],
         )?;
         Ok(())
     }

@@ -268,7 +268,10 @@ fn adopt(
     }
     let ids: Vec<i32> = adopted.iter().map(|&(id, _)| id).collect();
     // Claims and visit marks of crawlers that stopped (a live one that gave a shard back held
-    // no capsule there; its visit marks keep it from fetching a page twice in its run).
+    // no capsule there; its visit marks keep it from fetching a page twice in its run). A live
+    // crawler may lease a capsule here that moved into this shard when it resolved the
+    // capsule's address: it puts the capsule's URLs back itself, and they reach this shard's
+    // owner as news (`PgBatch::write_requeued`).
     tx.execute(
         &format!(
             "UPDATE urls SET claimed = 0, claimed_by = NULL
