@@ -15,7 +15,8 @@
 //! document is written, and its pending anchor updates are forgotten with that commit. When no
 //! operation is left, anchor updates are applied, a commit for each thousand, with the
 //! operations that came meanwhile applied between them (a crawl marks nearly every page's
-//! anchors, and the pages fetched since would otherwise wait for all of them). At the end,
+//! anchors, and the pages fetched since would otherwise wait for all of them). Once caught
+//! up, `--follow` commits at most every [`COMMIT_GAP`]. At the end,
 //! link authority is computed from the store's link graph, as at the end of a crawl.
 
 use std::path::Path;
@@ -55,6 +56,13 @@ const CHUNK: usize = 1000;
 /// wait is a shorter lag (a poll is two indexed reads).
 const IDLE: Duration = Duration::from_millis(500);
 
+/// The least time between two commits of `--follow` while a crawl goes on, unless a round
+/// fills a chunk. Each commit writes a segment, and Tantivy merges what commits write: a
+/// commit every half second while crawlers fetch 700-950 pages a second made the writer the
+/// machine's largest user of CPU on the shared-crawl bench. A page waits at most this much
+/// longer for its document.
+const COMMIT_GAP: Duration = Duration::from_secs(2);
+
 /// Applies the pending index operations of the store at `location` to the index in
 /// `data_dir`, until none is left, or, with `follow`, until `stop` says so. An error stops the
 /// writer; what is committed stays.
@@ -79,9 +87,16 @@ pub fn apply(
     // time, and operations that came meanwhile are applied between chunks, so that a crawl's
     // worth of anchor updates does not hold back the pages fetched since.
     let mut anchors_after = None;
+    // When the last round that left nothing pending committed: what comes after it waits for
+    // the gap, so that it goes in one commit.
+    let mut caught_up_at: Option<Instant> = None;
     loop {
+        if let (true, Some(at)) = (follow, caught_up_at) {
+            pause_until(at + COMMIT_GAP, stop);
+        }
         let applied = apply_round(&mut *frontier, &mut indexer, &mut seq, &mut summary)?;
-        if applied {
+        if applied > 0 {
+            caught_up_at = (applied < CHUNK).then(Instant::now);
             continue;
         }
         let after = anchors_after.unwrap_or(0);
@@ -108,13 +123,25 @@ pub fn apply(
     Ok(summary)
 }
 
-/// One commit's worth of pending operations. Returns whether there were any to apply.
+/// Sleeps until `at`, a little at a time, or until `stop` says so.
+fn pause_until(at: Instant, stop: &dyn Fn() -> bool) {
+    loop {
+        let left = at.saturating_duration_since(Instant::now());
+        if left.is_zero() || stop() {
+            return;
+        }
+        std::thread::sleep(left.min(IDLE));
+    }
+}
+
+/// One commit's worth of pending operations. Returns how many it applied (0: none was
+/// ready).
 fn apply_round(
     frontier: &mut dyn Frontier,
     indexer: &mut Indexer,
     seq: &mut u64,
     summary: &mut ApplySummary,
-) -> Result<bool, WriteError> {
+) -> Result<usize, WriteError> {
     let mut ops = Vec::new();
     let mut after = 0;
     while ops.len() < CHUNK {
@@ -145,7 +172,7 @@ fn apply_round(
         ready.push(op);
     }
     if ready.is_empty() {
-        return Ok(false);
+        return Ok(0);
     }
     let upserts: Vec<i64> = ready
         .iter()
@@ -195,7 +222,7 @@ fn apply_round(
         lag_secs,
         "applied index operations"
     );
-    Ok(true)
+    Ok(ready.len())
 }
 
 /// Rewrites the committed documents of the next chunk of anchor updates after URL id

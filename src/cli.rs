@@ -243,7 +243,8 @@ pub struct IndexArgs {
     #[arg(long, value_name = "URL")]
     pub frontier: String,
     /// Keep applying what the crawlers record until interrupted, instead of exiting when
-    /// nothing is left.
+    /// nothing is left. Once it has caught up, it commits at most every two seconds (each
+    /// commit is a segment for Tantivy to merge), so a page waits that much longer.
     #[arg(long)]
     pub follow: bool,
     /// Print the summary as one JSON object.
