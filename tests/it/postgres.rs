@@ -897,6 +897,42 @@ fn urls_put_back_into_a_shard_another_crawler_adopted_are_claimed_there() {
     );
 }
 
+/// The index writer forgets anchor updates in turn with the crawlers' batches, whose last
+/// statement marks and forgets them under the shared rows' advisory lock: two deletes of
+/// overlapping rows in different orders deadlocked (`scripts/check-shared-crawl`: the database
+/// ended the index writer's transaction). Another session holds that lock for 300 ms; the
+/// writer's forget waits for it.
+#[test]
+fn the_index_writer_forgets_anchor_updates_in_turn_with_the_crawlers() {
+    let Some(cluster) = Cluster::start("anchor_forgets_in_turn") else {
+        return;
+    };
+    let url = cluster.database("forgets");
+    let store = PgStore::connect(&url, Duration::from_secs(300), true).unwrap();
+    let mut writer = store.frontier().unwrap();
+    // The key of `SHARED_ROWS_LOCK` in src/frontier/postgres/mod.rs ("geode2").
+    let shared_rows_lock: i64 = 0x6765_6f64_6532;
+    let mut crawler = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    crawler
+        .batch_execute(&format!(
+            "BEGIN; SELECT pg_advisory_xact_lock({shared_rows_lock})"
+        ))
+        .unwrap();
+    let forget = std::thread::spawn(move || {
+        let began = Instant::now();
+        IndexLog::clear_anchor_updates(&mut writer, &[1, 2]).unwrap();
+        IndexLog::clear_all_anchor_updates(&mut writer).unwrap();
+        began.elapsed()
+    });
+    std::thread::sleep(Duration::from_millis(300));
+    crawler.batch_execute("COMMIT").unwrap();
+    let waited = forget.join().unwrap();
+    assert!(
+        waited >= Duration::from_millis(250),
+        "the forget went ahead of a batch holding the lock ({waited:?})"
+    );
+}
+
 /// Politeness across crawlers: a crawler stops (`--max-pages`) while the gap after its last
 /// requests still runs, and the crawlers started right after it lease its addresses; one of
 /// them stops early too. The server's log, all crawlers together, shows no two requests to one

@@ -11,7 +11,7 @@ use postgres::fallible_iterator::FallibleIterator;
 use postgres::types::ToSql;
 use postgres::Row;
 
-use super::{blocking, count_of, write, PgFrontier, DB_NOW};
+use super::{blocking, count_of, write, PgFrontier, DB_NOW, SHARED_ROWS_LOCK};
 use crate::frontier::graph::GraphRows;
 use crate::frontier::types::ChainStep;
 use crate::frontier::{
@@ -272,6 +272,10 @@ impl IndexLog for PgFrontier {
             .unwrap_or_else(|poisoned| poisoned.into_inner());
         let seqs: Vec<Option<i64>> = ids.iter().map(|id| marks.remove(id)).collect();
         write(&self.conn, |tx| {
+            // In turn with the crawlers' marks and forgets (the last statement of their
+            // batches): two deletes of overlapping rows in different orders deadlock, and the
+            // database then ends one of them (seen in `scripts/check-shared-crawl`).
+            tx.execute("SELECT pg_advisory_xact_lock($1)", &[&SHARED_ROWS_LOCK])?;
             tx.execute(
                 "DELETE FROM anchor_updates a
                  USING unnest($1::BIGINT[], $2::BIGINT[]) AS c(url_id, seq)
@@ -288,6 +292,7 @@ impl IndexLog for PgFrontier {
             .unwrap_or_else(|poisoned| poisoned.into_inner())
             .clear();
         write(&self.conn, |tx| {
+            tx.execute("SELECT pg_advisory_xact_lock($1)", &[&SHARED_ROWS_LOCK])?;
             tx.execute("DELETE FROM anchor_updates", &[])?;
             Ok(())
         })

@@ -388,7 +388,9 @@ const WRITE_LOCK: i64 = 0x6765_6f64_6531; // "geode1"
 
 /// The key of the advisory lock a batch takes for its last statement, which writes the rows
 /// every crawler shares (archived bodies, anchor updates): a body one crawler stops needing is
-/// deleted only while no other is inserting it for a response of its own.
+/// deleted only while no other is inserting it for a response of its own. The index writer
+/// takes it to forget anchor updates, so that no two writers of those rows wait for each other
+/// in a cycle.
 pub(super) const SHARED_ROWS_LOCK: i64 = 0x6765_6f64_6532; // "geode2"
 
 /// Begins a write transaction in turn with the other writers of [`WRITE_LOCK`].
