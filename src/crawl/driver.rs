@@ -264,10 +264,16 @@ impl Crawl {
                 if run.settled() {
                     frontier.keep_share()?;
                 }
-                run.frontier_has_more |= self.follow_up(frontier)?;
-                if run.claim_due(self.scheduler.leased(), self.scheduler.queued()) {
-                    let more = self.claim_capsules(frontier, run.max_capsules)?;
-                    run.claimed(more);
+                // While the last round still commits behind the loop (a shared store),
+                // claims, which would wait for it, wait for a later turn if the queue holds
+                // a request for every slot: the loop goes on dispatching meanwhile.
+                let fed = self.scheduler.queued() >= self.config.concurrency;
+                if !(fed && frontier.committing()) {
+                    run.frontier_has_more |= self.follow_up(frontier)?;
+                    if run.claim_due(self.scheduler.leased(), self.scheduler.queued()) {
+                        let more = self.claim_capsules(frontier, run.max_capsules)?;
+                        run.claimed(more);
+                    }
                 }
                 run.look_up(self.scheduler.unresolved(), &self.config.resolve);
             }

@@ -107,7 +107,14 @@ impl Crawl {
         batch: Box<dyn Batch + '_>,
         docs: &mut Vec<IndexMsg>,
     ) -> Result<(), CrawlError> {
-        batch.commit()?;
+        // A shared store's crawler indexes nothing itself (its index messages are discarded;
+        // the index writer reads only what is committed): its loop goes on while the
+        // database commits.
+        if self.config.shared.is_some() {
+            batch.commit_soon()?;
+        } else {
+            batch.commit()?;
+        }
         for msg in docs.drain(..) {
             self.send_to_index(msg)?;
         }

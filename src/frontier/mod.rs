@@ -212,6 +212,11 @@ pub trait Frontier: IndexLog + Reader + Send {
     /// Ends a run: URLs claimed or visited in it become claimable again (when due) and every
     /// capsule lease is let go.
     fn end_run(&mut self) -> Result<()>;
+    /// Whether a batch committed with [`Batch::commit_soon`] is still being committed: the
+    /// frontier's next statement would wait for it. SQLite: never.
+    fn committing(&self) -> bool {
+        false
+    }
     /// The cached robots.txt of a capsule, if it was ever fetched.
     fn robots(&self, host_id: i64) -> Result<Option<CachedRobots>>;
     /// Leases up to `capsules` capsules that have work due at `now` (earliest due first,
@@ -671,6 +676,14 @@ pub trait Batch {
     fn archive(&mut self, url_id: i64, record: &ArchiveRecord<'_>) -> Result<()>;
     /// Makes the transaction durable.
     fn commit(self: Box<Self>) -> Result<()>;
+    /// Makes the transaction durable soon: the caller may go on before it is, and the
+    /// frontier's next statement, whatever it is, comes after it; a failure is reported by
+    /// a later call (at the latest [`Frontier::end_run`]). For a caller that sends nothing
+    /// elsewhere on the strength of the commit (the SQLite crawl's index messages wait for
+    /// theirs). SQLite: [`Batch::commit`].
+    fn commit_soon(self: Box<Self>) -> Result<()> {
+        self.commit()
+    }
 }
 
 #[cfg(test)]

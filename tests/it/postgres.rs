@@ -933,6 +933,79 @@ fn the_index_writer_forgets_anchor_updates_in_turn_with_the_crawlers() {
     );
 }
 
+/// A crawler's round committed behind its loop (`Batch::commit_soon`): the crawler's next
+/// statement, whatever it is, waits for that commit, and a commit that failed is reported once,
+/// by the next call that can (here the end of the run), the crawler's connection working after.
+#[test]
+fn a_round_committed_behind_the_loop_is_waited_for_and_its_failure_reported() {
+    let Some(cluster) = Cluster::start("committed_behind") else {
+        return;
+    };
+    let url = cluster.database("behind");
+    let store = PgStore::connect(&url, Duration::from_secs(300), true).unwrap();
+    let mut a = store.frontier().unwrap();
+    Frontier::recover(&mut a, 0, 0).unwrap();
+    let claimed = claim_two_of_four(&mut a);
+    let fetched_at = |client: &mut postgres::Client, id: i64| -> Option<i64> {
+        client
+            .query_one("SELECT fetched_at FROM urls WHERE id = $1", &[&id])
+            .unwrap()
+            .get(0)
+    };
+    // Another session holds the row the visit writes for 300 ms: the commit behind waits.
+    let mut other = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    other
+        .batch_execute(&format!(
+            "BEGIN; SELECT 1 FROM urls WHERE id = {} FOR UPDATE",
+            claimed[0].id
+        ))
+        .unwrap();
+    let mut batch = Frontier::batch(&mut a, 7).unwrap();
+    visit(&mut *batch, claimed[0].id, 7);
+    let began = Instant::now();
+    batch.commit_soon().unwrap();
+    assert!(
+        began.elapsed() < Duration::from_millis(250),
+        "the caller went on before the commit ended"
+    );
+    let release = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(300));
+        other.batch_execute("COMMIT").unwrap();
+    });
+    // A read of the crawler's, after the commit: the visit is committed by the time it answers.
+    a.next_wakeup(7).unwrap();
+    let mut client = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    assert_eq!(fetched_at(&mut client, claimed[0].id), Some(7));
+    assert!(began.elapsed() >= Duration::from_millis(300));
+    release.join().unwrap();
+
+    // A commit that fails: a response archived for a URL no row has.
+    let mut batch = Frontier::batch(&mut a, 8).unwrap();
+    visit(&mut *batch, claimed[1].id, 8);
+    batch
+        .archive(
+            i64::MAX,
+            &geode::frontier::ArchiveRecord {
+                status: 20,
+                meta: "text/gemini",
+                fetched_at: 8,
+                cert_sha256: None,
+                body: None,
+            },
+        )
+        .unwrap();
+    batch.commit_soon().unwrap();
+    let failed = Frontier::end_run(&mut a).expect_err("the failed commit is reported");
+    assert!(failed.to_string().contains("foreign key"), "{failed}");
+    assert_eq!(
+        fetched_at(&mut client, claimed[1].id),
+        None,
+        "nothing of it was written"
+    );
+    // Reported once; the connection works.
+    Frontier::end_run(&mut a).unwrap();
+}
+
 /// Politeness across crawlers: a crawler stops (`--max-pages`) while the gap after its last
 /// requests still runs, and the crawlers started right after it lease its addresses; one of
 /// them stops early too. The server's log, all crawlers together, shows no two requests to one

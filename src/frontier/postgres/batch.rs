@@ -38,7 +38,8 @@ use visits::PendingVisit;
 
 use super::claim::release;
 use super::index_log::inbound_labels;
-use super::{blocking, earliest, Conn, Result, DB_NOW};
+use super::link::{Conns, Link};
+use super::{blocking, earliest, Result, DB_NOW};
 use crate::frontier::backoff_end;
 use crate::frontier::{
     ArchiveRecord, Batch, ExpectedLinks, FetchResult, LinkReport, NewUrl, PageLinks, Pin, Stored,
@@ -65,13 +66,6 @@ const MAX_CACHED_URLS: usize = 200_000;
 /// crawler that stored it for a response of its own has committed that response long before.
 const BODY_GRACE_SECS: i64 = 3600;
 
-/// The frontier's second connection, for inserts committed at once, with its prepared
-/// statements.
-pub(super) struct Side<'a> {
-    pub conn: &'a mut Conn,
-    pub statements: &'a mut Prepared,
-}
-
 /// What a batch learned of capsules, for their owners: the earliest due time of URLs it made
 /// due there, and how many URLs it added (less those it moved away).
 #[derive(Debug, Default, Clone, Copy)]
@@ -84,16 +78,17 @@ struct News {
 /// crawl loop opens one each turn) costs no round trip. Dropping it without
 /// [`Batch::commit`] rolls everything back.
 pub struct PgBatch<'a> {
-    conn: &'a mut Client,
+    /// Where the frontier keeps its connections (`link.rs`), taken from there by the batch's
+    /// first statement (after the commit running behind, if any) and given back at its end.
+    link: &'a Link,
+    /// The connections, with their prepared statements (a statement prepared once is
+    /// executed in one round trip instead of two), once taken.
+    conns: Option<Conns>,
     /// Whether the transaction was begun, and not yet committed or rolled back.
     begun: bool,
-    /// The connection's prepared statements, by their SQL: a statement prepared once is
-    /// executed in one round trip instead of two.
-    statements: &'a mut Prepared,
     /// Ids of capsules and URLs committed before (they never change), and those this
     /// transaction made, cached once it commits (a rollback undoes them).
     ids: &'a mut Ids,
-    side: Side<'a>,
     crawler: String,
     /// The shards this crawler owns and their epochs, for the fence on visits.
     fence: (Vec<i32>, Vec<i64>),
@@ -106,6 +101,9 @@ pub struct PgBatch<'a> {
     news: HashMap<i64, News>,
     /// Anchor updates to mark (true) or forget (false), by URL id, written at commit.
     anchors: std::collections::BTreeMap<i64, bool>,
+    /// Anchor updates forgotten since the links the batch keeps were told: forgotten after
+    /// those links are written and mark theirs (`batch/links.rs`).
+    forgets: BTreeSet<i64>,
     /// Bodies this batch stopped needing, deleted at commit if nothing else needs them.
     forget: BTreeSet<String>,
     /// Responses archived, by URL id (the last of each), written at commit in one statement.
@@ -136,6 +134,30 @@ pub struct PgBatch<'a> {
     held: std::collections::BTreeMap<i64, (i64, Option<String>)>,
     /// Capsules let go ([`Batch::release_capsule`]), in one statement after the URLs returned
     /// (their next due time counts those).
+    released: Vec<i64>,
+}
+
+/// What a batch keeps besides its connections: everything it has to write, moved to the
+/// thread that commits it behind the crawl loop ([`Batch::commit_soon`]).
+struct Kept {
+    begun: bool,
+    crawler: String,
+    fence: (Vec<i32>, Vec<i64>),
+    now: i64,
+    holds: HashMap<String, i64>,
+    news: HashMap<i64, News>,
+    anchors: std::collections::BTreeMap<i64, bool>,
+    forgets: BTreeSet<i64>,
+    forget: BTreeSet<String>,
+    responses: std::collections::BTreeMap<i64, PendingResponse>,
+    bodies: std::collections::BTreeMap<String, (i64, Vec<u8>)>,
+    body_bytes: usize,
+    visits: std::collections::BTreeMap<i64, PendingVisit>,
+    links: std::collections::BTreeMap<i64, Vec<(i64, String, bool)>>,
+    contents: HashMap<String, (Vec<Holder>, bool)>,
+    made: std::collections::HashSet<String>,
+    requeued: Vec<i64>,
+    held: std::collections::BTreeMap<i64, (i64, Option<String>)>,
     released: Vec<i64>,
 }
 
@@ -210,9 +232,7 @@ impl Prepared {
 
 impl<'a> PgBatch<'a> {
     pub(super) fn new(
-        conn: &'a mut Client,
-        side: Side<'a>,
-        statements: &'a mut Prepared,
+        link: &'a Link,
         ids: &'a mut Ids,
         crawler: String,
         fence: (Vec<i32>, Vec<i64>),
@@ -223,17 +243,17 @@ impl<'a> PgBatch<'a> {
             ids.counts.clear();
         }
         PgBatch {
-            conn,
+            link,
+            conns: None,
             begun: false,
-            statements,
             ids,
-            side,
             crawler,
             fence,
             now,
             holds: HashMap::new(),
             news: HashMap::new(),
             anchors: std::collections::BTreeMap::new(),
+            forgets: BTreeSet::new(),
             forget: BTreeSet::new(),
             responses: std::collections::BTreeMap::new(),
             bodies: std::collections::BTreeMap::new(),
@@ -246,6 +266,97 @@ impl<'a> PgBatch<'a> {
             held: std::collections::BTreeMap::new(),
             released: Vec::new(),
         }
+    }
+
+    /// Moves out what the batch keeps (see [`Kept`]), leaving it empty: nothing to roll back.
+    fn take_kept(&mut self) -> Kept {
+        Kept {
+            begun: std::mem::take(&mut self.begun),
+            crawler: std::mem::take(&mut self.crawler),
+            fence: std::mem::take(&mut self.fence),
+            now: std::mem::take(&mut self.now),
+            holds: std::mem::take(&mut self.holds),
+            news: std::mem::take(&mut self.news),
+            anchors: std::mem::take(&mut self.anchors),
+            forgets: std::mem::take(&mut self.forgets),
+            forget: std::mem::take(&mut self.forget),
+            responses: std::mem::take(&mut self.responses),
+            bodies: std::mem::take(&mut self.bodies),
+            body_bytes: std::mem::take(&mut self.body_bytes),
+            visits: std::mem::take(&mut self.visits),
+            links: std::mem::take(&mut self.links),
+            contents: std::mem::take(&mut self.contents),
+            made: std::mem::take(&mut self.made),
+            requeued: std::mem::take(&mut self.requeued),
+            held: std::mem::take(&mut self.held),
+            released: std::mem::take(&mut self.released),
+        }
+    }
+
+    /// A batch holding `conns` and what another kept, to commit it.
+    fn resume(link: &'a Link, ids: &'a mut Ids, conns: Conns, kept: Kept) -> Self {
+        let Kept {
+            begun,
+            crawler,
+            fence,
+            now,
+            holds,
+            news,
+            anchors,
+            forgets,
+            forget,
+            responses,
+            bodies,
+            body_bytes,
+            visits,
+            links,
+            contents,
+            made,
+            requeued,
+            held,
+            released,
+        } = kept;
+        PgBatch {
+            link,
+            conns: Some(conns),
+            ids,
+            begun,
+            crawler,
+            fence,
+            now,
+            holds,
+            news,
+            anchors,
+            forgets,
+            forget,
+            responses,
+            bodies,
+            body_bytes,
+            visits,
+            links,
+            contents,
+            made,
+            requeued,
+            held,
+            released,
+        }
+    }
+
+    /// Whether committing would write nothing: no transaction begun, nothing kept to write.
+    fn writes_nothing(&self) -> bool {
+        !self.begun
+            && self.holds.is_empty()
+            && self.news.is_empty()
+            && self.anchors.is_empty()
+            && self.forgets.is_empty()
+            && self.forget.is_empty()
+            && self.responses.is_empty()
+            && self.bodies.is_empty()
+            && self.visits.is_empty()
+            && self.links.is_empty()
+            && self.requeued.is_empty()
+            && self.held.is_empty()
+            && self.released.is_empty()
     }
 
     /// Writes the links and visits the batch keeps, before a statement that may read or
@@ -409,9 +520,13 @@ impl<'a> PgBatch<'a> {
 
     /// Rows of `sql` run on the side connection, in a transaction of its own.
     fn side_rows(&mut self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> Result<Vec<Row>> {
-        let Side { conn, statements } = &mut self.side;
-        let statement = statements.get(conn, sql)?;
-        Ok(conn.query(&statement, params)?)
+        let Conns {
+            side,
+            side_statements,
+            ..
+        } = self.conns()?;
+        let statement = side_statements.get(side, sql)?;
+        Ok(side.query(&statement, params)?)
     }
 
     /// Notes news of a capsule: URLs made due there at `due`, and `added` URLs more.
@@ -424,15 +539,26 @@ impl<'a> PgBatch<'a> {
     /// The connection, inside the batch's transaction (begun now if it was not).
     fn tx(&mut self) -> Result<&mut Client> {
         if !self.begun {
-            self.conn.batch_execute("BEGIN")?;
+            self.conns()?.conn.batch_execute("BEGIN")?;
             self.begun = true;
         }
-        Ok(self.conn)
+        Ok(&mut self.conns()?.conn)
+    }
+
+    /// The connections, taken from the frontier's link by the first statement.
+    fn conns(&mut self) -> Result<&mut Conns> {
+        if self.conns.is_none() {
+            self.conns = Some(self.link.take()?);
+        }
+        Ok(self.conns.as_mut().expect("taken above"))
     }
 
     /// The prepared statement of `sql` on the batch's connection.
     fn statement(&mut self, sql: &str) -> Result<Statement> {
-        self.statements.get(self.conn, sql)
+        let Conns {
+            conn, statements, ..
+        } = self.conns()?;
+        statements.get(conn, sql)
     }
 
     /// Runs `sql` in the transaction after the visits and links kept ([`PgBatch::flush`]).
@@ -607,21 +733,27 @@ impl Batch for PgBatch<'_> {
                 // their anchors are read when they are indexed.
                 known.push(!is_new && !held(target));
             }
+            self.links_after_forgets()?;
             self.replace_links(source, &targets, &labels, &known);
             Ok(report)
         })
     }
 
     fn drop_links(&mut self, source: i64) -> Result<()> {
+        blocking(|| self.links_after_forgets())?;
         self.replace_links(source, &[], &[], &[]);
         Ok(())
     }
 
-    /// Forgets a page's anchor update, when the batch commits. The links the batch keeps are
-    /// written first: an update they cause was marked before, and is forgotten too.
+    /// Forgets a page's anchor update, when the batch commits. An update the links the batch
+    /// keeps cause was caused before, and is forgotten too: the forget waits for them to be
+    /// written (with the commit, or before a page's links are told after it), not they for it.
     fn forget_anchor_update(&mut self, url_id: i64) -> Result<()> {
-        blocking(|| self.flush())?;
-        self.anchors.insert(url_id, false);
+        if self.links.is_empty() {
+            self.anchors.insert(url_id, false);
+        } else {
+            self.forgets.insert(url_id);
+        }
         Ok(())
     }
 
@@ -963,18 +1095,44 @@ impl Batch for PgBatch<'_> {
             self.write_shared_and_commit()
         })
     }
+
+    /// Commits on a thread of its own (`link.rs`): the crawl loop goes on meanwhile, and the
+    /// frontier's next statement waits for it. A batch that writes nothing costs nothing.
+    fn commit_soon(mut self: Box<Self>) -> Result<()> {
+        if self.writes_nothing() {
+            return Ok(());
+        }
+        blocking(move || {
+            let conns = match self.conns.take() {
+                Some(conns) => conns,
+                None => self.link.take()?,
+            };
+            let kept = self.take_kept();
+            self.link.commit_behind(move || {
+                let home = Link::detached();
+                // The commit reads no ids: those are for the statements before it.
+                let mut ids = Ids::default();
+                let result = Box::new(PgBatch::resume(&home, &mut ids, conns, kept)).commit();
+                (home.into_conns(), result)
+            })
+        })
+    }
 }
 
 impl Drop for PgBatch<'_> {
     /// Rolls back a batch dropped without a commit, through [`blocking`]: the rollback is a
     /// call of the synchronous client too.
     fn drop(&mut self) {
+        let Some(mut conns) = self.conns.take() else {
+            return;
+        };
         if self.begun {
             // A connection that fails here is broken: the pool drops it, and the database
             // rolls back what it had begun.
             blocking(|| {
-                let _ = self.conn.batch_execute("ROLLBACK");
+                let _ = conns.conn.batch_execute("ROLLBACK");
             });
         }
+        self.link.put(conns);
     }
 }

@@ -24,37 +24,8 @@ const OTHERS_POLL_SECS: i64 = 2;
 impl Frontier for PgFrontier {
     /// A batch; its visits are fenced by the shards this crawler owns.
     fn batch(&mut self, now: i64) -> Result<Box<dyn Batch + '_>> {
-        let PgFrontier {
-            conn,
-            side,
-            side_statements,
-            crawler,
-            statements,
-            ids,
-            owned,
-            ..
-        } = self;
-        let fence = owned.arrays();
-        let batch = blocking(move || -> Result<PgBatch<'_>> {
-            let conn = conn
-                .get_mut()
-                .unwrap_or_else(|poisoned| poisoned.into_inner());
-            let side = side
-                .get_mut()
-                .unwrap_or_else(|poisoned| poisoned.into_inner());
-            Ok(PgBatch::new(
-                conn,
-                super::batch::Side {
-                    conn: side,
-                    statements: side_statements,
-                },
-                statements,
-                ids,
-                crawler.clone(),
-                fence,
-                now,
-            ))
-        })?;
+        let fence = self.owned.arrays();
+        let batch = PgBatch::new(&self.link, &mut self.ids, self.crawler.clone(), fence, now);
         Ok(Box::new(batch))
     }
 
@@ -83,9 +54,15 @@ impl Frontier for PgFrontier {
 
     /// Ends this crawler's run: its claims, visit marks, leases and shards are let go; those of
     /// other crawlers stay.
+    fn committing(&self) -> bool {
+        self.link.committing()
+    }
+
     fn end_run(&mut self) -> Result<()> {
+        // The run's last commit, if it runs behind, and whether it failed.
+        blocking(|| self.link.settle())?;
         let crawler = &self.crawler;
-        write_own(&self.conn, |tx| {
+        write_own(&self.link, |tx| {
             let hosts: Vec<i64> = tx
                 .query(
                     "SELECT DISTINCT host_id FROM urls WHERE claimed != 0 AND claimed_by = $1
@@ -139,14 +116,14 @@ impl Frontier for PgFrontier {
     fn claim_capsules(&mut self, ask: &ClaimRequest, now: i64) -> Result<(Vec<QueuedUrl>, usize)> {
         let (capsules, per_capsule, permits) = (ask.capsules, ask.per_capsule, ask.permits);
         let PgFrontier {
-            conn,
+            link,
             crawler,
             lease_secs,
             passed_over,
             owned,
             ..
         } = self;
-        write_own(conn, |tx| {
+        write_own(link, |tx| {
             if owned.stale() {
                 shard::sync(tx, crawler, *lease_secs, owned)?;
             }
@@ -226,7 +203,7 @@ impl Frontier for PgFrontier {
     /// crawler.
     fn claim_ids(&mut self, ids: &[i64], now: i64) -> Result<Vec<QueuedUrl>> {
         let crawler = &self.crawler;
-        write_own(&self.conn, |tx| {
+        write_own(&self.link, |tx| {
             let rows = tx.query(
                 &format!(
                     "SELECT {CLAIM_COLUMNS}
@@ -424,7 +401,7 @@ impl Frontier for PgFrontier {
             .iter()
             .map(|(_, s)| s.linkers.min(i64::MAX as u64) as i64)
             .collect();
-        write(&self.conn, |tx| {
+        write(&self.link, |tx| {
             tx.execute(
                 "UPDATE hosts SET pages = 0 WHERE pages != 0 AND NOT (name = ANY($1))",
                 &[&names],
@@ -455,7 +432,7 @@ impl Frontier for PgFrontier {
             return Ok(());
         }
         let (crawler, lease_secs, owned) = (&self.crawler, self.lease_secs, &mut self.owned);
-        write_own(&self.conn, |tx| {
+        write_own(&self.link, |tx| {
             shard::sync(tx, crawler, lease_secs, owned).map(|_| ())
         })
     }
@@ -465,13 +442,13 @@ impl Frontier for PgFrontier {
     /// Returns how many capsules it holds.
     fn renew_leases(&mut self) -> Result<u64> {
         let PgFrontier {
-            conn,
+            link,
             crawler,
             lease_secs,
             owned,
             ..
         } = self;
-        write_own(conn, |tx| {
+        write_own(link, |tx| {
             shard::sync(tx, crawler, *lease_secs, owned)?;
             let held = tx.execute(
                 &format!(
@@ -573,7 +550,7 @@ impl Frontier for PgFrontier {
             return Ok(Suggested::QueueFull);
         }
         let added = self.add_seed(url, host, now)?;
-        write(&self.conn, |tx| {
+        write(&self.link, |tx| {
             tx.execute(
                 "INSERT INTO seeds(url, added_at, source) VALUES ($1, $2, $3)
                  ON CONFLICT DO NOTHING",

@@ -160,7 +160,7 @@ fn indexed_content(r: &Row) -> IndexedContent {
 
 impl IndexLog for PgFrontier {
     fn assign_batch(&mut self, url_ids: &[i64], seq: u64) -> Result<()> {
-        write(&self.conn, |tx| {
+        write(&self.link, |tx| {
             tx.execute(
                 "UPDATE urls SET batch = $2 WHERE id = ANY($1) AND index_op IS NOT NULL",
                 &[&url_ids, &(seq as i64)],
@@ -171,7 +171,7 @@ impl IndexLog for PgFrontier {
 
     /// Applies the index operations of commits up to `seq`.
     fn mark_committed(&mut self, seq: u64) -> Result<usize> {
-        let confirmed = write(&self.conn, |tx| {
+        let confirmed = write(&self.link, |tx| {
             Ok(tx.execute(
                 "UPDATE urls SET in_index = (index_op = 'upsert'), index_op = NULL, batch = NULL
                  WHERE index_op IS NOT NULL AND batch <= $1",
@@ -271,7 +271,7 @@ impl IndexLog for PgFrontier {
             .get_mut()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
         let seqs: Vec<Option<i64>> = ids.iter().map(|id| marks.remove(id)).collect();
-        write(&self.conn, |tx| {
+        write(&self.link, |tx| {
             // In turn with the crawlers' marks and forgets (the last statement of their
             // batches): two deletes of overlapping rows in different orders deadlock, and the
             // database then ends one of them (seen in `scripts/check-shared-crawl`).
@@ -291,7 +291,7 @@ impl IndexLog for PgFrontier {
             .get_mut()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
             .clear();
-        write(&self.conn, |tx| {
+        write(&self.link, |tx| {
             tx.execute("SELECT pg_advisory_xact_lock($1)", &[&SHARED_ROWS_LOCK])?;
             tx.execute("DELETE FROM anchor_updates", &[])?;
             Ok(())
@@ -350,7 +350,7 @@ impl IndexLog for PgFrontier {
 
     /// Takes pages out of the frontier's picture of the index (a rebuilt index lacks them).
     fn forget_indexed(&mut self, ids: &[i64], now: i64) -> Result<()> {
-        write(&self.conn, |tx| {
+        write(&self.link, |tx| {
             tx.execute(
                 "UPDATE urls SET in_index = FALSE, content_hash = NULL, due_at = $2,
                         state = CASE WHEN state = 'indexed' THEN 'new' ELSE state END

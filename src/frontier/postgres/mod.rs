@@ -35,24 +35,29 @@
 //! **Blocking.** The client is the synchronous `postgres` crate, whose calls drive a runtime of
 //! their own; the crawl loop calls the frontier from inside tokio, so each trait method runs its
 //! database work through [`blocking`], which leaves the runtime first. Connections come from an
-//! r2d2 pool ([`PgStore`]), one per [`PgFrontier`].
+//! r2d2 pool ([`PgStore`]), two per [`PgFrontier`], kept in its `link.rs`: lent to a batch for
+//! its life, or to a crawler's commit running behind its loop on a thread of its own, which
+//! the frontier's next statement waits for.
 
 mod batch;
 mod claim;
 mod crawl;
 mod index_log;
+mod link;
 mod migrate;
 mod read;
 mod shard;
 
 use std::mem::ManuallyDrop;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use postgres::NoTls;
 use r2d2_postgres::PostgresConnectionManager;
 
 pub use batch::PgBatch;
+
+use link::{ConnGuard, Conns, Link};
 
 use super::{FrontierError, Result};
 
@@ -159,14 +164,16 @@ impl PgStore {
         })
         .map_err(|e| FrontierError::Postgres(e.to_string()))?;
         Ok(PgFrontier {
-            conn: ManuallyDrop::new(Mutex::new(conn)),
-            side: ManuallyDrop::new(Mutex::new(side)),
-            side_statements: batch::Prepared::default(),
+            link: ManuallyDrop::new(Link::new(Conns {
+                conn,
+                statements: batch::Prepared::default(),
+                side,
+                side_statements: batch::Prepared::default(),
+            })),
             owned: shard::Owned::default(),
             crawler: self.crawler.clone(),
             lease_secs: self.lease_secs,
             passed_over: Vec::new(),
-            statements: batch::Prepared::default(),
             ids: batch::Ids::default(),
             anchor_marks: Mutex::default(),
         })
@@ -235,18 +242,15 @@ fn bound_sessions(config: &mut postgres::Config, lease: Duration) {
 
 /// A connection to the shared crawl database, held by one user in one crawler.
 pub struct PgFrontier {
-    /// In a mutex because the client wants `&mut` and the frontier's readers take `&self`;
-    /// one user holds a `PgFrontier`, so it is never contended. Dropped by hand, through
-    /// [`blocking`] (a connection the pool closes is a call of the client).
-    conn: ManuallyDrop<Mutex<Conn>>,
-    /// A second connection, for the rows any crawler may create (capsules, URLs): each insert
-    /// there is a transaction of its own, committed at once, so that no crawler's transaction
-    /// ever waits on a key another crawler's open transaction inserted (two batches inserting
-    /// the same new URLs in different orders would deadlock). A batch rolled back leaves the
-    /// URLs it made known, which is what finding them means anyway.
-    side: ManuallyDrop<Mutex<Conn>>,
-    /// Statements prepared on `side`.
-    side_statements: batch::Prepared,
+    /// Its two connections and their prepared statements (`link.rs`): the main one, for its
+    /// transactions and reads, and a side one, for the rows any crawler may create (capsules,
+    /// URLs): each insert there is a transaction of its own, committed at once, so that no
+    /// crawler's transaction ever waits on a key another crawler's open transaction inserted
+    /// (two batches inserting the same new URLs in different orders would deadlock). A batch
+    /// rolled back leaves the URLs it made known, which is what finding them means anyway.
+    /// Dropped by hand, through [`blocking`] (a connection the pool closes is a call of the
+    /// client, and a commit running behind is waited for).
+    link: ManuallyDrop<Link>,
     /// The shards this crawler owns (see `shard.rs`).
     owned: shard::Owned,
     crawler: String,
@@ -254,8 +258,6 @@ pub struct PgFrontier {
     /// Capsules out of this crawler's scope, passed over until its run ends (kept here, not in
     /// the database: another crawler's scope may hold them).
     passed_over: Vec<i64>,
-    /// Statements batches prepared on this connection (see [`PgBatch`]).
-    statements: batch::Prepared,
     /// Ids of capsules and URLs met by batches (see [`PgBatch`]).
     ids: batch::Ids,
     /// The marks of the anchor updates last read (`anchor_updates.seq`), by URL id: clearing
@@ -265,11 +267,9 @@ pub struct PgFrontier {
 
 impl Drop for PgFrontier {
     fn drop(&mut self) {
-        // SAFETY: `conn` is taken once, here, and never used again.
-        let conn = unsafe { ManuallyDrop::take(&mut self.conn) };
-        // SAFETY: as `conn`.
-        let side = unsafe { ManuallyDrop::take(&mut self.side) };
-        blocking(move || drop((conn, side)));
+        // SAFETY: `link` is taken once, here, and never used again.
+        let link = unsafe { ManuallyDrop::take(&mut self.link) };
+        blocking(move || drop(link));
     }
 }
 
@@ -347,8 +347,8 @@ impl PgFrontier {
     }
 
     /// The connection, for one statement or a few in a row (callers run inside [`blocking`]).
-    fn db(&self) -> MutexGuard<'_, Conn> {
-        lock(&self.conn)
+    fn db(&self) -> ConnGuard<'_> {
+        self.link.conn()
     }
 
     /// The first column of every row `sql` returns.
@@ -375,12 +375,6 @@ impl PgFrontier {
     }
 }
 
-/// Locks a frontier's connection (a panic elsewhere cannot have left it half-used: every
-/// statement is whole, and a transaction not committed is rolled back when dropped).
-fn lock(conn: &Mutex<Conn>) -> MutexGuard<'_, Conn> {
-    conn.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
-}
-
 /// The key of the advisory lock the index's bookkeeping (`index_log.rs`), capsules' standings
 /// and suggested seeds take first, so that those writers take turns; crawlers' claims and
 /// batches write rows of their own shards and never take it.
@@ -403,12 +397,12 @@ fn write_tx(conn: &mut postgres::Client) -> Result<postgres::Transaction<'_>> {
 /// Runs `work` in one write transaction on a frontier's connection `conn`, taking
 /// [`WRITE_LOCK`] first when `turns`, committed when it succeeds, through [`blocking`].
 fn transact<T: Send>(
-    conn: &Mutex<Conn>,
+    link: &Link,
     turns: bool,
     work: impl FnOnce(&mut postgres::Transaction<'_>) -> Result<T> + Send,
 ) -> Result<T> {
     blocking(|| {
-        let mut conn = lock(conn);
+        let mut conn = link.conn();
         let mut tx = if turns {
             write_tx(&mut conn)?
         } else {
@@ -422,18 +416,18 @@ fn transact<T: Send>(
 
 /// [`transact`] in turn with the other writers of [`WRITE_LOCK`].
 fn write<T: Send>(
-    conn: &Mutex<Conn>,
+    link: &Link,
     work: impl FnOnce(&mut postgres::Transaction<'_>) -> Result<T> + Send,
 ) -> Result<T> {
-    transact(conn, true, work)
+    transact(link, true, work)
 }
 
 /// [`transact`] on rows of this crawler's own (its shards' capsules and URLs), taking no lock.
 fn write_own<T: Send>(
-    conn: &Mutex<Conn>,
+    link: &Link,
     work: impl FnOnce(&mut postgres::Transaction<'_>) -> Result<T> + Send,
 ) -> Result<T> {
-    transact(conn, false, work)
+    transact(link, false, work)
 }
 
 /// The earlier of two times, either of which may be missing.

@@ -364,7 +364,21 @@ impl PgBatch<'_> {
         for row in self.rows_now(REPLACE_LINKS, &[&sources, &from, &targets, &labels, &known])? {
             self.anchors.insert(row.get(0), true);
         }
+        // Forgotten after these links were told: after what they marked.
+        for id in std::mem::take(&mut self.forgets) {
+            self.anchors.insert(id, false);
+        }
         Ok(())
+    }
+
+    /// Before a page's links are kept: the links kept before an anchor update was forgotten
+    /// are written first, so that the forget comes after what they mark and before what the
+    /// new ones do.
+    pub(super) fn links_after_forgets(&mut self) -> Result<()> {
+        if self.forgets.is_empty() {
+            return Ok(());
+        }
+        self.flush()
     }
 }
 

@@ -179,7 +179,8 @@ impl PgBatch<'_> {
             let begin = if self.begun { "" } else { "BEGIN;\n" };
             // Begun from here on: a failure below leaves a transaction to roll back.
             self.begun = true;
-            self.conn
+            self.conns()?
+                .conn
                 .batch_execute(&format!("{begin}{lock}{sql};\nCOMMIT"))?;
             self.begun = false;
             return Ok(());
@@ -204,7 +205,7 @@ impl PgBatch<'_> {
             )?;
         }
         if self.begun {
-            self.conn.batch_execute("COMMIT")?;
+            self.conns()?.conn.batch_execute("COMMIT")?;
             self.begun = false;
         }
         Ok(())
