@@ -547,10 +547,16 @@ impl<'a> PgBatch<'a> {
 
     /// The connections, taken from the frontier's link by the first statement.
     fn conns(&mut self) -> Result<&mut Conns> {
-        if self.conns.is_none() {
-            self.conns = Some(self.link.take()?);
+        let conns = self.take_conns()?;
+        Ok(self.conns.insert(conns))
+    }
+
+    /// The connections out of the batch: those it holds, or the link's.
+    fn take_conns(&mut self) -> Result<Conns> {
+        match self.conns.take() {
+            Some(conns) => Ok(conns),
+            None => self.link.take(),
         }
-        Ok(self.conns.as_mut().expect("taken above"))
     }
 
     /// The prepared statement of `sql` on the batch's connection.
@@ -1103,10 +1109,7 @@ impl Batch for PgBatch<'_> {
             return Ok(());
         }
         blocking(move || {
-            let conns = match self.conns.take() {
-                Some(conns) => conns,
-                None => self.link.take()?,
-            };
+            let conns = self.take_conns()?;
             let kept = self.take_kept();
             self.link.commit_behind(move || {
                 let home = Link::detached();

@@ -52,12 +52,12 @@ impl Frontier for PgFrontier {
         Ok((0, 0))
     }
 
-    /// Ends this crawler's run: its claims, visit marks, leases and shards are let go; those of
-    /// other crawlers stay.
     fn committing(&self) -> bool {
         self.link.committing()
     }
 
+    /// Ends this crawler's run: its claims, visit marks, leases and shards are let go; those of
+    /// other crawlers stay.
     fn end_run(&mut self) -> Result<()> {
         // The run's last commit, if it runs behind, and whether it failed.
         blocking(|| self.link.settle())?;

@@ -158,6 +158,15 @@ fn indexed_content(r: &Row) -> IndexedContent {
     }
 }
 
+/// Takes [`SHARED_ROWS_LOCK`] for the rest of `tx`, in turn with the crawlers' marks and
+/// forgets of anchor updates (the last statement of their batches): two deletes of overlapping
+/// rows in different orders deadlock, and the database then ends one of them (seen in
+/// `scripts/check-shared-crawl`).
+fn in_turn_with_crawlers(tx: &mut postgres::Transaction<'_>) -> Result<()> {
+    tx.execute("SELECT pg_advisory_xact_lock($1)", &[&SHARED_ROWS_LOCK])?;
+    Ok(())
+}
+
 impl IndexLog for PgFrontier {
     fn assign_batch(&mut self, url_ids: &[i64], seq: u64) -> Result<()> {
         write(&self.link, |tx| {
@@ -272,10 +281,7 @@ impl IndexLog for PgFrontier {
             .unwrap_or_else(|poisoned| poisoned.into_inner());
         let seqs: Vec<Option<i64>> = ids.iter().map(|id| marks.remove(id)).collect();
         write(&self.link, |tx| {
-            // In turn with the crawlers' marks and forgets (the last statement of their
-            // batches): two deletes of overlapping rows in different orders deadlock, and the
-            // database then ends one of them (seen in `scripts/check-shared-crawl`).
-            tx.execute("SELECT pg_advisory_xact_lock($1)", &[&SHARED_ROWS_LOCK])?;
+            in_turn_with_crawlers(tx)?;
             tx.execute(
                 "DELETE FROM anchor_updates a
                  USING unnest($1::BIGINT[], $2::BIGINT[]) AS c(url_id, seq)
@@ -292,7 +298,7 @@ impl IndexLog for PgFrontier {
             .unwrap_or_else(|poisoned| poisoned.into_inner())
             .clear();
         write(&self.link, |tx| {
-            tx.execute("SELECT pg_advisory_xact_lock($1)", &[&SHARED_ROWS_LOCK])?;
+            in_turn_with_crawlers(tx)?;
             tx.execute("DELETE FROM anchor_updates", &[])?;
             Ok(())
         })

@@ -58,9 +58,14 @@ impl Slot {
             return;
         };
         // Callers run inside `blocking`: the crawl loop has left the runtime already.
-        let (conns, result) = handle
+        let returned = handle
             .join()
             .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        self.returned(returned);
+    }
+
+    /// Takes back what a commit gave back: the connections, and its failure to report.
+    fn returned(&mut self, (conns, result): (Option<Conns>, Result<()>)) {
         if conns.is_some() {
             self.conns = conns;
         }
@@ -197,11 +202,8 @@ impl Link {
                 commit
             }
         };
-        let (conns, result) = left();
-        if conns.is_some() {
-            slot.conns = conns;
-        }
-        result
+        slot.returned(left());
+        slot.report()
     }
 
     /// Whether a commit is still running behind.

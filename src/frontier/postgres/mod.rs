@@ -394,7 +394,7 @@ fn write_tx(conn: &mut postgres::Client) -> Result<postgres::Transaction<'_>> {
     Ok(tx)
 }
 
-/// Runs `work` in one write transaction on a frontier's connection `conn`, taking
+/// Runs `work` in one write transaction on a frontier's main connection (in `link`), taking
 /// [`WRITE_LOCK`] first when `turns`, committed when it succeeds, through [`blocking`].
 fn transact<T: Send>(
     link: &Link,
