@@ -19,6 +19,7 @@ import re
 import shutil
 import signal
 import socket
+import struct
 import subprocess
 import sys
 import time
@@ -156,6 +157,67 @@ def read_requests(path):
         return [json.loads(l) for l in f if l.strip()]
 
 
+def start_capture(args, run_dir):
+    """Starts tcpdump on the loopback interface, recording the first packet (SYN) of every
+    connection to the fixture's addresses: the kernel stamps it as the crawler's connect()
+    sends it, whatever the fixture's scheduling. Returns the process and its file, or None
+    when tcpdump is missing or may not capture (not root)."""
+    if not args.capture:
+        return None
+    path = os.path.join(run_dir, "syn.pcap")
+    err_path = os.path.join(run_dir, "tcpdump.err")
+    p = subprocess.Popen(
+        ["tcpdump", "-i", "lo", "-n", "-U", "--immediate-mode", "-B", "32768", "-w", path,
+         f"dst net {args.ip_prefix}.0/24 and tcp[tcpflags] & (tcp-syn|tcp-ack) == tcp-syn"],
+        stdout=subprocess.DEVNULL, stderr=open(err_path, "w"), stdin=subprocess.DEVNULL,
+        preexec_fn=fixture_priority,
+    )
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        if "listening on" in open(err_path).read():
+            return p, path
+        if p.poll() is not None:
+            break
+        time.sleep(0.02)
+    p.kill()
+    sys.exit(f"check-shared-crawl: tcpdump did not start: {open(err_path).read().strip()}")
+
+
+def read_syns(path):
+    """The SYNs of a pcap file as (unix time, destination ip, source port), for the link types
+    tcpdump writes for `lo` (Ethernet, Linux cooked v1/v2, raw IP)."""
+    with open(path, "rb") as f:
+        data = f.read()
+    if len(data) < 24:
+        return []
+    magic = data[:4]
+    if magic in (b"\xd4\xc3\xb2\xa1", b"\x4d\x3c\xb2\xa1"):
+        endian = "<"
+    elif magic in (b"\xa1\xb2\xc3\xd4", b"\xa1\xb2\x3c\x4d"):
+        endian = ">"
+    else:
+        sys.exit(f"check-shared-crawl: {path} is not a pcap file")
+    frac = 1e-9 if magic in (b"\x4d\x3c\xb2\xa1", b"\xa1\xb2\x3c\x4d") else 1e-6
+    linktype = struct.unpack(endian + "I", data[20:24])[0]
+    skip = {1: 14, 113: 16, 276: 20, 101: 0, 228: 0}.get(linktype)
+    if skip is None:
+        sys.exit(f"check-shared-crawl: {path}: link type {linktype} not read")
+    syns = []
+    at = 24
+    while at + 16 <= len(data):
+        sec, sub, incl, _ = struct.unpack(endian + "IIII", data[at:at + 16])
+        pkt = data[at + 16:at + 16 + incl]
+        at += 16 + incl
+        ip = pkt[skip:]
+        if len(ip) < 20 or ip[0] >> 4 != 4:
+            continue
+        ihl = (ip[0] & 15) * 4
+        dst = ".".join(str(b) for b in ip[16:20])
+        sport = struct.unpack(">H", ip[ihl:ihl + 2])[0]
+        syns.append((sec + sub * frac, dst, sport))
+    return syns
+
+
 def run_once(args, run, generated, seeds, resolve):
     rng = random.Random(args.seed * 100003 + run)
     run_dir = os.path.join(args.work, f"run{run:03d}")
@@ -181,6 +243,7 @@ def run_once(args, run, generated, seeds, resolve):
     subprocess.run([os.path.join(args.bin, "geode"), "seed", "add", "--frontier", direct, *seeds],
                    check=True, stdout=subprocess.DEVNULL)
     fixture, addrs = start_fixture(args, run_dir)
+    capture = start_capture(args, run_dir)
     # Capsule i is served on address i mod --ips (the fixture's port there: it picks one).
     resolve_args = []
     for i, host in enumerate(resolve):
@@ -215,6 +278,7 @@ def run_once(args, run, generated, seeds, resolve):
         log(args, f"start {p.name} pid {p.pid}")
 
     t_start = time.monotonic()
+    t_start_wall = time.time()
     for slot in range(args.crawlers):
         start_crawler(slot)
     start_writer()
@@ -320,6 +384,17 @@ def run_once(args, run, generated, seeds, resolve):
     cal2_at, cal2_port = calibrate(addrs[-1])
     fixture.send_signal(signal.SIGTERM)
     fixture.wait(timeout=60)
+    syns = None
+    if capture is not None:
+        time.sleep(0.3)  # the last packets reach the file (each is written as it comes)
+        capture[0].send_signal(signal.SIGINT)
+        capture[0].wait(timeout=30)
+        # The calibrations' own connections go (a crawler's connection elsewhere, or later,
+        # may use the same local port).
+        cals = [(addrs[0].rsplit(":", 1)[0], cal_port, t_start_wall + cal_at - t_start),
+                (addrs[-1].rsplit(":", 1)[0], cal2_port, t_start_wall + cal2_at - t_start)]
+        syns = [(at, ip, port) for at, ip, port in read_syns(capture[1])
+                if not any(ip == c_ip and port == c_port and abs(at - c_at) < 1.0 for c_ip, c_port, c_at in cals)]
     if proxy is not None:
         proxy.send_signal(signal.SIGTERM)
         proxy.wait(timeout=30)
@@ -439,9 +514,6 @@ def run_once(args, run, generated, seeds, resolve):
     for ip, fs in per_ip.items():
         fs.sort()
         for a, b in zip(fs, fs[1:]):
-            gap = b[0] - a[0]
-            if worst is None or gap < worst[0]:
-                worst = (gap, ip, a[3], b[3])
             if b[0] < a[1] - slack:
                 # A connection held open by a stopped crawler cannot be closed by it: noted apart.
                 if any(s <= a[1] and a[0] <= e for s, e in stops) and b[0] >= a[0] + gap_needed:
@@ -450,9 +522,48 @@ def run_once(args, run, generated, seeds, resolve):
                     overlaps += 1
                     breaches.append(f"{ip}: {b[3]} at {b[0] - t_start:.3f} s while {a[3]} "
                                     f"({a[0] - t_start:.3f}-{a[1] - t_start:.3f} s) was open")
-            elif gap < gap_needed:
-                too_soon += 1
-                breaches.append(f"{ip}: {b[3]} {1000 * gap:.1f} ms after {a[3]} (at {a[0] - t_start:.3f} s)")
+    # Starts: the kernel's stamps of the SYNs when captured (the fixture stamps a connection
+    # when it accepts it, late when it waited for a core); otherwise the fixture's log.
+    log_short = 0
+    log_worst = None
+    for ip, fs in per_ip.items():
+        for a, b in zip(fs, fs[1:]):
+            gap = b[0] - a[0]
+            log_worst = gap if log_worst is None else min(log_worst, gap)
+            if gap < gap_needed:
+                log_short += 1
+                if syns is None:
+                    too_soon += 1
+                    breaches.append(f"{ip}: {b[3]} {1000 * gap:.1f} ms after {a[3]} (at {a[0] - t_start:.3f} s)")
+            if syns is None and (worst is None or gap < worst[0]):
+                worst = (gap, ip, a[3], b[3])
+    capture_note = None
+    if syns is not None:
+        named = {}
+        for r in requests:
+            named[(r["local"].rsplit(":", 1)[0], int(r["peer"].rsplit(":", 1)[1]))] = r["request"] or "(no request)"
+        by_ip = collections.defaultdict(list)
+        for at, ip, port in syns:
+            by_ip[ip].append((at, named.get((ip, port), f"port {port}")))
+        for ip, starts in by_ip.items():
+            starts.sort()
+            for a, b in zip(starts, starts[1:]):
+                gap = b[0] - a[0]
+                if worst is None or gap < worst[0]:
+                    worst = (gap, ip, a[1], b[1])
+                if gap < gap_needed:
+                    too_soon += 1
+                    breaches.append(f"{ip}: SYN of {b[1]} {1000 * gap:.1f} ms after that of {a[1]} "
+                                    f"(at {a[0] - t_start_wall:.3f} s)")
+        dropped = re.search(r"(\d+) packets? dropped by kernel", open(os.path.join(run_dir, "tcpdump.err")).read())
+        if dropped and int(dropped.group(1)) > 0:
+            failures.append(f"the capture lost {dropped.group(1)} packets: starts not all seen")
+        if len(syns) < len(fetches):
+            failures.append(f"the capture holds {len(syns)} SYNs for {len(fetches)} connections in the fixture's log")
+        if log_short:
+            log_ms = f"{1000 * log_worst:.1f}"
+            capture_note = (f"the fixture's log has {log_short} starts closer than {gap_needed * 1000:.0f} ms "
+                            f"(worst {log_ms} ms) that the SYNs' stamps do not: stamped late on accept")
     if overlaps or too_soon:
         failures.append(f"politeness: {overlaps} overlaps, {too_soon} starts too soon: " + "; ".join(breaches[:4]))
 
@@ -476,6 +587,8 @@ def run_once(args, run, generated, seeds, resolve):
         print(f"         {e}", flush=True)
     for f in failures:
         print(f"         FAIL {f}", flush=True)
+    if capture_note:
+        print(f"         note: {capture_note}", flush=True)
     if drift > 0.005:
         print(f"         note: the log's clock moved {1000 * drift:.1f} ms between calibrations", flush=True)
     if not failures and not args.keep:
@@ -513,6 +626,7 @@ def main():
     ap.add_argument("--slack-ms", type=int, default=5)
     ap.add_argument("--run-timeout", type=float, default=300)
     ap.add_argument("--keep", action="store_true")
+    ap.add_argument("--capture", action="store_true")
     ap.add_argument("--verbose", action="store_true")
     args = ap.parse_args()
     args.t_origin = time.monotonic()

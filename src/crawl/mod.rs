@@ -420,9 +420,12 @@ pub async fn run_observed(
         .map_err(|_| CrawlError::IndexerStopped("it panicked".into()))?;
     let (indexed, indexer) = match (outcome, indexed) {
         // The loop only saw that the thread was gone; the thread says why.
-        (Err(CrawlError::IndexerStopped(_)), Err(why)) => return Err(why),
-        (Err(e), _) => return Err(e),
-        (Ok(()), indexed) => indexed?,
+        (Err(CrawlError::IndexerStopped(_)), Err(why)) => return Err(give_back(frontier, why)),
+        (Err(e), _) => return Err(give_back(frontier, e)),
+        (Ok(()), indexed) => match indexed {
+            Ok(indexed) => indexed,
+            Err(e) => return Err(give_back(frontier, e)),
+        },
     };
     frontier.clear_anchor_updates(&refreshed)?;
     frontier.end_run()?;
@@ -468,6 +471,16 @@ pub async fn run_observed(
     }
     summary.elapsed_secs = started.elapsed().as_secs_f64();
     Ok(summary)
+}
+
+/// A run that failed gives back what it claimed and leased where it can, so that crawlers
+/// sharing its store do not wait for its leases to run out, nor end with its claims
+/// unvisited; the failure is returned as it was, and one of the giving back only logged.
+fn give_back(mut frontier: Box<dyn Frontier>, failure: CrawlError) -> CrawlError {
+    if let Err(e) = frontier.end_run() {
+        tracing::warn!(error = %e, "could not give back this run's claims and leases");
+    }
+    failure
 }
 
 /// Opens the index of a data directory, rebuilding an index from an older geode from the

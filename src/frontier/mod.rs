@@ -60,6 +60,13 @@ pub enum FrontierError {
     Sqlite(rusqlite::Error),
     #[error("crawl database on PostgreSQL: {0}")]
     Postgres(String),
+    /// The database ended a transaction to break a deadlock with another session, or because
+    /// it could not be serialized with one (SQLSTATE 40P01, 40001): run again, it may succeed.
+    #[error(
+        "crawl database on PostgreSQL: {0} (the database ended the transaction to let another \
+         session's go on)"
+    )]
+    PostgresConflict(String),
     #[error("no crawl database at {0} (run `geode crawl` first)")]
     Missing(std::path::PathBuf),
     #[error("crawl archive: {0}")]

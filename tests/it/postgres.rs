@@ -1006,6 +1006,123 @@ fn a_round_committed_behind_the_loop_is_waited_for_and_its_failure_reported() {
     Frontier::end_run(&mut a).unwrap();
 }
 
+/// A transaction the database ends to break a deadlock is run again: the index writer's batch
+/// assignment waits for a row another session holds while holding one that session then asks
+/// for; the database ends the writer's statement (its deadlock check comes first: the other
+/// session waits 10 s before it looks), the other session goes on and commits, and the
+/// assignment, run again, succeeds.
+#[test]
+fn a_transaction_ended_by_a_deadlock_is_run_again() {
+    let Some(cluster) = Cluster::start("deadlock_retry") else {
+        return;
+    };
+    let url = cluster.database("deadlock_retry");
+    let store = PgStore::connect(&url, Duration::from_secs(300), true).unwrap();
+    let mut writer = store.frontier().unwrap();
+    for page in 0..2 {
+        seed(&mut writer, &format!("gemini://a.test/{page}"));
+    }
+    let mut other = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    let ids: Vec<i64> = other
+        .query("SELECT id FROM urls ORDER BY id", &[])
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    assert_eq!(ids.len(), 2);
+    other
+        .execute("UPDATE urls SET index_op = 'upsert'", &[])
+        .unwrap();
+    other
+        .batch_execute(&format!(
+            "BEGIN; SET LOCAL deadlock_timeout = '10s';
+             SELECT 1 FROM urls WHERE id = {} FOR UPDATE",
+            ids[1]
+        ))
+        .unwrap();
+    let began = Instant::now();
+    std::thread::scope(|scope| {
+        let assigned = scope.spawn(|| IndexLog::assign_batch(&mut writer, &ids, 5));
+        // The writer holds the first row and waits for the second; this session then asks for
+        // the first: a deadlock, which the writer's check finds after a second.
+        std::thread::sleep(Duration::from_millis(300));
+        other
+            .batch_execute(&format!(
+                "SELECT 1 FROM urls WHERE id = {} FOR UPDATE",
+                ids[0]
+            ))
+            .unwrap();
+        other.batch_execute("COMMIT").unwrap();
+        assigned
+            .join()
+            .unwrap()
+            .expect("the assignment, run again after the deadlock");
+    });
+    assert!(
+        began.elapsed() >= Duration::from_millis(900),
+        "no deadlock was broken ({:?})",
+        began.elapsed()
+    );
+    let batches: Vec<Option<i64>> = other
+        .query("SELECT batch FROM urls ORDER BY id", &[])
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    assert_eq!(batches, vec![Some(5), Some(5)]);
+}
+
+/// A crawler that dies with URLs claimed on a capsule it already let go (its round's commit
+/// failed, or it was killed before it) leaves those URLs claimed and the capsule with no due
+/// time. The crawler left does not end without them: it sees another's claims, waits, lets them
+/// go once the dead crawler's heartbeat ran out, and claims them.
+#[test]
+fn claims_a_dead_crawler_left_on_a_capsule_it_let_go_are_claimed_by_another() {
+    let Some(cluster) = Cluster::start("dead_claims") else {
+        return;
+    };
+    let url = cluster.database("dead_claims");
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64;
+    let dying = PgStore::connect(&url, Duration::from_secs(1), true).unwrap();
+    let mut a = dying.frontier().unwrap();
+    Frontier::recover(&mut a, 0, now).unwrap();
+    for page in 0..2 {
+        seed(&mut a, &format!("gemini://a.test/{page}"));
+    }
+    let (claimed, _) = a
+        .claim_capsules(&ClaimRequest::everywhere(4, 4), now)
+        .unwrap();
+    assert_eq!(claimed.len(), 2, "both of a.test's URLs");
+    a.release_capsules(&[claimed[0].host_id]).unwrap();
+    // It dies here: no end of its run.
+    drop(a);
+    drop(dying);
+
+    let store = PgStore::connect(&url, Duration::from_secs(300), true).unwrap();
+    let mut b = store.frontier().unwrap();
+    Frontier::recover(&mut b, 0, now).unwrap();
+    let wake = b.next_wakeup(now).unwrap();
+    assert!(
+        wake.is_some_and(|at| at > now),
+        "the crawler left would end with another's claims outstanding ({wake:?})"
+    );
+    std::thread::sleep(Duration::from_millis(2_100));
+    let (mine, _) = b
+        .claim_capsules(&ClaimRequest::everywhere(4, 4), now + 2)
+        .unwrap();
+    let mut got: Vec<i64> = mine.iter().map(|u| u.id).collect();
+    let mut dead: Vec<i64> = claimed.iter().map(|u| u.id).collect();
+    got.sort_unstable();
+    dead.sort_unstable();
+    assert_eq!(
+        got, dead,
+        "the dead crawler's claims, claimed by the one left"
+    );
+}
+
 /// Politeness across crawlers: a crawler stops (`--max-pages`) while the gap after its last
 /// requests still runs, and the crawlers started right after it lease its addresses; one of
 /// them stops early too. The server's log, all crawlers together, shows no two requests to one
@@ -2337,6 +2454,23 @@ async fn wait_bounded(
     }
 }
 
+/// Processes a test started, killed (and first continued, if stopped) when the test fails,
+/// so that a failed assertion leaves no crawler behind.
+struct KilledOnPanic(Vec<i32>);
+
+impl Drop for KilledOnPanic {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            for &pid in &self.0 {
+                unsafe {
+                    libc::kill(pid, libc::SIGCONT);
+                    libc::kill(pid, libc::SIGKILL);
+                }
+            }
+        }
+    }
+}
+
 /// A crawler stopped (SIGSTOP) inside a transaction that wrote rows (their locks held) does
 /// not freeze the shared crawl: the database ends its session once it has sat idle in its
 /// transaction for the bound (`--lease` here), its shards' leases run out, and the two others
@@ -2360,6 +2494,7 @@ async fn a_stalled_crawler_does_not_stop_the_others() {
     wait_for_requests(&space, 4).await;
     let mut crawlers = vec![crawler(0), first, crawler(2)];
     let pids: Vec<i32> = crawlers.iter().map(|c| c.id() as i32).collect();
+    let _reaper = KilledOnPanic(pids.clone());
     let victim_id = std::fs::read_to_string(dirs.path().join("crawler1").join("crawler-id"))
         .expect("crawler 1's id")
         .trim()

@@ -84,11 +84,19 @@ pub struct PgBatch<'a> {
     /// The connections, with their prepared statements (a statement prepared once is
     /// executed in one round trip instead of two), once taken.
     conns: Option<Conns>,
-    /// Whether the transaction was begun, and not yet committed or rolled back.
-    begun: bool,
     /// Ids of capsules and URLs committed before (they never change), and those this
     /// transaction made, cached once it commits (a rollback undoes them).
     ids: &'a mut Ids,
+    /// What it has to write, and what it knows of the round.
+    kept: Kept,
+}
+
+/// What a batch keeps besides its connections: everything it has to write, moved to the
+/// thread that commits it behind the crawl loop ([`Batch::commit_soon`]).
+#[derive(Default)]
+struct Kept {
+    /// Whether the transaction was begun, and not yet committed or rolled back.
+    begun: bool,
     crawler: String,
     /// The shards this crawler owns and their epochs, for the fence on visits.
     fence: (Vec<i32>, Vec<i64>),
@@ -137,31 +145,7 @@ pub struct PgBatch<'a> {
     released: Vec<i64>,
 }
 
-/// What a batch keeps besides its connections: everything it has to write, moved to the
-/// thread that commits it behind the crawl loop ([`Batch::commit_soon`]).
-struct Kept {
-    begun: bool,
-    crawler: String,
-    fence: (Vec<i32>, Vec<i64>),
-    now: i64,
-    holds: HashMap<String, i64>,
-    news: HashMap<i64, News>,
-    anchors: std::collections::BTreeMap<i64, bool>,
-    forgets: BTreeSet<i64>,
-    forget: BTreeSet<String>,
-    responses: std::collections::BTreeMap<i64, PendingResponse>,
-    bodies: std::collections::BTreeMap<String, (i64, Vec<u8>)>,
-    body_bytes: usize,
-    visits: std::collections::BTreeMap<i64, PendingVisit>,
-    links: std::collections::BTreeMap<i64, Vec<(i64, String, bool)>>,
-    contents: HashMap<String, (Vec<Holder>, bool)>,
-    made: std::collections::HashSet<String>,
-    requeued: Vec<i64>,
-    held: std::collections::BTreeMap<i64, (i64, Option<String>)>,
-    released: Vec<i64>,
-}
-
-/// A URL holding a content, as [`PgBatch::contents`] keeps it.
+/// A URL holding a content, as [`Kept::contents`] keeps it.
 struct Holder {
     id: i64,
     url: String,
@@ -245,118 +229,46 @@ impl<'a> PgBatch<'a> {
         PgBatch {
             link,
             conns: None,
-            begun: false,
             ids,
-            crawler,
-            fence,
-            now,
-            holds: HashMap::new(),
-            news: HashMap::new(),
-            anchors: std::collections::BTreeMap::new(),
-            forgets: BTreeSet::new(),
-            forget: BTreeSet::new(),
-            responses: std::collections::BTreeMap::new(),
-            bodies: std::collections::BTreeMap::new(),
-            body_bytes: 0,
-            visits: std::collections::BTreeMap::new(),
-            links: std::collections::BTreeMap::new(),
-            contents: HashMap::new(),
-            made: std::collections::HashSet::new(),
-            requeued: Vec::new(),
-            held: std::collections::BTreeMap::new(),
-            released: Vec::new(),
+            kept: Kept {
+                crawler,
+                fence,
+                now,
+                ..Kept::default()
+            },
         }
     }
 
     /// Moves out what the batch keeps (see [`Kept`]), leaving it empty: nothing to roll back.
     fn take_kept(&mut self) -> Kept {
-        Kept {
-            begun: std::mem::take(&mut self.begun),
-            crawler: std::mem::take(&mut self.crawler),
-            fence: std::mem::take(&mut self.fence),
-            now: std::mem::take(&mut self.now),
-            holds: std::mem::take(&mut self.holds),
-            news: std::mem::take(&mut self.news),
-            anchors: std::mem::take(&mut self.anchors),
-            forgets: std::mem::take(&mut self.forgets),
-            forget: std::mem::take(&mut self.forget),
-            responses: std::mem::take(&mut self.responses),
-            bodies: std::mem::take(&mut self.bodies),
-            body_bytes: std::mem::take(&mut self.body_bytes),
-            visits: std::mem::take(&mut self.visits),
-            links: std::mem::take(&mut self.links),
-            contents: std::mem::take(&mut self.contents),
-            made: std::mem::take(&mut self.made),
-            requeued: std::mem::take(&mut self.requeued),
-            held: std::mem::take(&mut self.held),
-            released: std::mem::take(&mut self.released),
-        }
+        std::mem::take(&mut self.kept)
     }
 
     /// A batch holding `conns` and what another kept, to commit it.
     fn resume(link: &'a Link, ids: &'a mut Ids, conns: Conns, kept: Kept) -> Self {
-        let Kept {
-            begun,
-            crawler,
-            fence,
-            now,
-            holds,
-            news,
-            anchors,
-            forgets,
-            forget,
-            responses,
-            bodies,
-            body_bytes,
-            visits,
-            links,
-            contents,
-            made,
-            requeued,
-            held,
-            released,
-        } = kept;
         PgBatch {
             link,
             conns: Some(conns),
             ids,
-            begun,
-            crawler,
-            fence,
-            now,
-            holds,
-            news,
-            anchors,
-            forgets,
-            forget,
-            responses,
-            bodies,
-            body_bytes,
-            visits,
-            links,
-            contents,
-            made,
-            requeued,
-            held,
-            released,
+            kept,
         }
     }
 
     /// Whether committing would write nothing: no transaction begun, nothing kept to write.
     fn writes_nothing(&self) -> bool {
-        !self.begun
-            && self.holds.is_empty()
-            && self.news.is_empty()
-            && self.anchors.is_empty()
-            && self.forgets.is_empty()
-            && self.forget.is_empty()
-            && self.responses.is_empty()
-            && self.bodies.is_empty()
-            && self.visits.is_empty()
-            && self.links.is_empty()
-            && self.requeued.is_empty()
-            && self.held.is_empty()
-            && self.released.is_empty()
+        !self.kept.begun
+            && self.kept.holds.is_empty()
+            && self.kept.news.is_empty()
+            && self.kept.anchors.is_empty()
+            && self.kept.forgets.is_empty()
+            && self.kept.forget.is_empty()
+            && self.kept.responses.is_empty()
+            && self.kept.bodies.is_empty()
+            && self.kept.visits.is_empty()
+            && self.kept.links.is_empty()
+            && self.kept.requeued.is_empty()
+            && self.kept.held.is_empty()
+            && self.kept.released.is_empty()
     }
 
     /// Writes the links and visits the batch keeps, before a statement that may read or
@@ -366,7 +278,7 @@ impl<'a> PgBatch<'a> {
     /// it does when they come after it (and they then only mark an update more, never one
     /// less, when they came first).
     fn flush(&mut self) -> Result<()> {
-        self.contents.clear();
+        self.kept.contents.clear();
         self.write_visits()?;
         self.write_requeued()?;
         self.write_held()?;
@@ -376,11 +288,11 @@ impl<'a> PgBatch<'a> {
 
     /// Writes the URLs [`Batch::requeue`] returned, in one statement.
     fn write_requeued(&mut self) -> Result<()> {
-        if self.requeued.is_empty() {
+        if self.kept.requeued.is_empty() {
             return Ok(());
         }
-        let ids = std::mem::take(&mut self.requeued);
-        let crawler = self.crawler.clone();
+        let ids = std::mem::take(&mut self.kept.requeued);
+        let crawler = self.kept.crawler.clone();
         // Only this crawler's claims. A capsule it no longer leases (another crawler adopted
         // the shard it moved to when its address was resolved, and let go of it) has its next
         // due time set without these URLs: its owner hears of them, as of URLs other writers
@@ -401,11 +313,11 @@ impl<'a> PgBatch<'a> {
 
     /// Writes the capsules held back, in one statement.
     fn write_held(&mut self) -> Result<()> {
-        if self.held.is_empty() {
+        if self.kept.held.is_empty() {
             return Ok(());
         }
         let (ids, (untils, reasons)): (Vec<_>, (Vec<_>, Vec<_>)) =
-            std::mem::take(&mut self.held).into_iter().unzip();
+            std::mem::take(&mut self.kept.held).into_iter().unzip();
         self.exec_now(
             "UPDATE hosts h SET backoff_until = c.until, held_reason = c.reason
              FROM unnest($1::BIGINT[], $2::BIGINT[], $3::TEXT[]) AS c(id, until, reason)
@@ -417,11 +329,11 @@ impl<'a> PgBatch<'a> {
 
     /// Lets go of the capsules released, in one statement.
     fn write_released(&mut self) -> Result<()> {
-        if self.released.is_empty() {
+        if self.kept.released.is_empty() {
             return Ok(());
         }
-        let ids = std::mem::take(&mut self.released);
-        let crawler = self.crawler.clone();
+        let ids = std::mem::take(&mut self.kept.released);
+        let crawler = self.kept.crawler.clone();
         release(self.tx()?, &crawler, &ids)
     }
 
@@ -430,9 +342,9 @@ impl<'a> PgBatch<'a> {
     /// not read, a visit kept that gives the content to a URL read as not holding it, or
     /// more holders than were read and none of those read still holding it).
     fn known_content(&self, hash: &str, except: i64) -> Option<Option<String>> {
-        let (holders, more) = self.contents.get(hash)?;
+        let (holders, more) = self.kept.contents.get(hash)?;
         let holds = |h: &Holder| {
-            let visit = self.visits.get(&h.id);
+            let visit = self.kept.visits.get(&h.id);
             let hash_after = visit.and_then(|v| v.content_hash()).unwrap_or(hash);
             let op_after = visit.and_then(|v| v.index_op()).or(h.index_op.as_deref());
             hash_after == hash && ((h.in_index && op_after.is_none()) || op_after == Some("upsert"))
@@ -441,7 +353,7 @@ impl<'a> PgBatch<'a> {
             .iter()
             .filter(|h| h.id != except && holds(h))
             .min_by_key(|h| h.id);
-        let gained = self.visits.iter().any(|(&id, v)| {
+        let gained = self.kept.visits.iter().any(|(&id, v)| {
             id != except
                 && v.content_hash() == Some(hash)
                 && !holders.iter().any(|h| h.id == id)
@@ -457,12 +369,12 @@ impl<'a> PgBatch<'a> {
     /// order (committed at once: another crawler may be storing the same body), or refreshes
     /// when they were stored, so that no crawler's collection takes them meanwhile.
     fn write_bodies(&mut self) -> Result<()> {
-        if self.bodies.is_empty() {
+        if self.kept.bodies.is_empty() {
             return Ok(());
         }
         let (hashes, (sizes, zstds)): (Vec<_>, (Vec<_>, Vec<_>)) =
-            std::mem::take(&mut self.bodies).into_iter().unzip();
-        self.body_bytes = 0;
+            std::mem::take(&mut self.kept.bodies).into_iter().unzip();
+        self.kept.body_bytes = 0;
         self.side_rows(
             &format!(
                 "INSERT INTO bodies(hash, size, zstd, stored_at)
@@ -479,7 +391,7 @@ impl<'a> PgBatch<'a> {
     /// hash a response had before, when another now, is forgotten at commit if nothing else
     /// needs it (the statement's snapshot holds the responses before it).
     fn write_responses(&mut self) -> Result<()> {
-        if self.responses.is_empty() {
+        if self.kept.responses.is_empty() {
             return Ok(());
         }
         let mut ids = Vec::new();
@@ -488,7 +400,7 @@ impl<'a> PgBatch<'a> {
         let mut fetched = Vec::new();
         let mut certs = Vec::new();
         let mut hashes = Vec::new();
-        for (id, r) in std::mem::take(&mut self.responses) {
+        for (id, r) in std::mem::take(&mut self.kept.responses) {
             ids.push(id);
             statuses.push(r.status);
             metas.push(r.meta);
@@ -513,7 +425,7 @@ impl<'a> PgBatch<'a> {
             &[&ids, &statuses, &metas, &fetched, &certs, &hashes],
         )?;
         for row in replaced {
-            self.forget.insert(row.get(0));
+            self.kept.forget.insert(row.get(0));
         }
         Ok(())
     }
@@ -531,16 +443,16 @@ impl<'a> PgBatch<'a> {
 
     /// Notes news of a capsule: URLs made due there at `due`, and `added` URLs more.
     fn tell(&mut self, host_id: i64, due: Option<i64>, added: i64) {
-        let news = self.news.entry(host_id).or_default();
+        let news = self.kept.news.entry(host_id).or_default();
         news.due = earliest(news.due, due);
         news.added += added;
     }
 
     /// The connection, inside the batch's transaction (begun now if it was not).
     fn tx(&mut self) -> Result<&mut Client> {
-        if !self.begun {
+        if !self.kept.begun {
             self.conns()?.conn.batch_execute("BEGIN")?;
-            self.begun = true;
+            self.kept.begun = true;
         }
         Ok(&mut self.conns()?.conn)
     }
@@ -612,7 +524,7 @@ impl<'a> PgBatch<'a> {
     fn forget_replaced_content(&mut self, old: Option<String>, new: Option<&str>) {
         let Some(new) = new else { return };
         if let Some(old) = old.filter(|old| old != new) {
-            self.forget.insert(old);
+            self.kept.forget.insert(old);
         }
     }
 
@@ -620,7 +532,8 @@ impl<'a> PgBatch<'a> {
     /// budget's, shown by `geode stats`) or backed off (`None`).
     /// Noted in memory, written by the next flush ([`PgBatch::write_held`]).
     fn hold(&mut self, host_id: i64, until: i64, reason: Option<&str>) {
-        self.held
+        self.kept
+            .held
             .insert(host_id, (until, reason.map(str::to_string)));
     }
 }
@@ -656,7 +569,7 @@ impl Batch for PgBatch<'_> {
                     continue;
                 }
                 let host = self.host_ids(&[crate::urlnorm::capsule_key(&parsed).as_str()])?[0];
-                let now = self.now;
+                let now = self.kept.now;
                 self.exec(
                     "UPDATE urls SET state = 'new', error = NULL, host_id = $2, due_at = $3
                      WHERE id = $1",
@@ -682,7 +595,7 @@ impl Batch for PgBatch<'_> {
     /// more would be recorded, since the insert of URLs holds the budget itself.
     fn capsule_full(&mut self, host_id: i64, budget: u64) -> Result<bool> {
         let budget = budget.min(i64::MAX as u64) as i64;
-        let here = self.news.get(&host_id).map_or(0, |n| n.added);
+        let here = self.kept.news.get(&host_id).map_or(0, |n| n.added);
         if let Some(&(count, at)) = self.ids.counts.get(&host_id) {
             if at.elapsed() < COUNT_TTL && count.saturating_add(here) < budget / 2 {
                 return Ok(false);
@@ -755,10 +668,10 @@ impl Batch for PgBatch<'_> {
     /// keeps cause was caused before, and is forgotten too: the forget waits for them to be
     /// written (with the commit, or before a page's links are told after it), not they for it.
     fn forget_anchor_update(&mut self, url_id: i64) -> Result<()> {
-        if self.links.is_empty() {
-            self.anchors.insert(url_id, false);
+        if self.kept.links.is_empty() {
+            self.kept.anchors.insert(url_id, false);
         } else {
-            self.forgets.insert(url_id);
+            self.kept.forgets.insert(url_id);
         }
         Ok(())
     }
@@ -790,7 +703,7 @@ impl Batch for PgBatch<'_> {
             let resolved = self.ensure_urls(&wanted, budget)?;
             for (w, resolved) in wanted.iter().zip(resolved) {
                 if let Some((_, true)) = resolved {
-                    self.made.insert(w.new.url.to_string());
+                    self.kept.made.insert(w.new.url.to_string());
                 }
             }
             Ok(())
@@ -803,7 +716,7 @@ impl Batch for PgBatch<'_> {
         let wanted: Vec<&str> = hashes
             .iter()
             .copied()
-            .filter(|h| !self.contents.contains_key(*h))
+            .filter(|h| !self.kept.contents.contains_key(*h))
             .collect::<BTreeSet<&str>>()
             .into_iter()
             .collect();
@@ -819,11 +732,13 @@ impl Batch for PgBatch<'_> {
             )
         })?;
         for hash in wanted {
-            self.contents.insert(hash.to_string(), (Vec::new(), false));
+            self.kept
+                .contents
+                .insert(hash.to_string(), (Vec::new(), false));
         }
         for row in rows {
             let hash: String = row.get(0);
-            if let Some((holders, more)) = self.contents.get_mut(&hash) {
+            if let Some((holders, more)) = self.kept.contents.get_mut(&hash) {
                 holders.push(Holder {
                     id: row.get(1),
                     url: row.get(2),
@@ -845,7 +760,7 @@ impl Batch for PgBatch<'_> {
             return Ok(known);
         }
         let (mut ids, mut hashes, mut ops) = (Vec::new(), Vec::new(), Vec::new());
-        for (&id, visit) in &self.visits {
+        for (&id, visit) in &self.kept.visits {
             ids.push(id);
             hashes.push(visit.content_hash().map(str::to_string));
             ops.push(visit.index_op());
@@ -874,10 +789,10 @@ impl Batch for PgBatch<'_> {
     /// batch's other visits in one statement (`batch/visits.rs`). A second visit of a URL
     /// the batch keeps one of writes what it keeps first.
     fn record_visit(&mut self, id: i64, visit: &VisitRecord<'_>) -> Result<()> {
-        if self.visits.contains_key(&id) {
+        if self.kept.visits.contains_key(&id) {
             blocking(|| self.flush())?;
         }
-        self.visits.insert(id, PendingVisit::of(visit));
+        self.kept.visits.insert(id, PendingVisit::of(visit));
         Ok(())
     }
 
@@ -961,7 +876,7 @@ impl Batch for PgBatch<'_> {
     }
 
     fn defer(&mut self, id: i64, result: &FetchResult) -> Result<()> {
-        let crawler = self.crawler.clone();
+        let crawler = self.kept.crawler.clone();
         blocking(|| {
             self.exec(
                 "UPDATE urls SET status = $2, meta = $3, claimed = 2, claimed_by = $4
@@ -975,14 +890,14 @@ impl Batch for PgBatch<'_> {
     /// Kept, and written with the others returned before the next statement that could tell
     /// ([`PgBatch::flush`]).
     fn requeue(&mut self, id: i64) -> Result<()> {
-        self.requeued.push(id);
+        self.kept.requeued.push(id);
         Ok(())
     }
 
     /// Lets go of a capsule this crawler leased: noted in memory, and written with the others
     /// by the next flush.
     fn release_capsule(&mut self, host_id: i64) -> Result<()> {
-        self.released.push(host_id);
+        self.kept.released.push(host_id);
         Ok(())
     }
 
@@ -1011,7 +926,7 @@ impl Batch for PgBatch<'_> {
     /// memory only (no call of the client), and written when the batch commits.
     fn hold_address(&mut self, ip: &str, wait: Duration) -> Result<()> {
         let ms = wait.as_millis().min(i64::MAX as u128) as i64;
-        let held = self.holds.entry(ip.to_string()).or_insert(ms);
+        let held = self.kept.holds.entry(ip.to_string()).or_insert(ms);
         *held = (*held).max(ms);
         Ok(())
     }
@@ -1052,15 +967,15 @@ impl Batch for PgBatch<'_> {
     fn archive(&mut self, url_id: i64, record: &ArchiveRecord<'_>) -> Result<()> {
         let hash = record.body.map(|b| b.hash.to_string());
         if let Some(body) = record.body {
-            if !self.bodies.contains_key(body.hash) {
-                self.body_bytes += body.zstd.len();
-                self.bodies.insert(
+            if !self.kept.bodies.contains_key(body.hash) {
+                self.kept.body_bytes += body.zstd.len();
+                self.kept.bodies.insert(
                     body.hash.to_string(),
                     (body.size.min(i64::MAX as u64) as i64, body.zstd.to_vec()),
                 );
             }
         }
-        let replaced = self.responses.insert(
+        let replaced = self.kept.responses.insert(
             url_id,
             PendingResponse {
                 status: i64::from(record.status),
@@ -1075,19 +990,20 @@ impl Batch for PgBatch<'_> {
         if let Some(old) = replaced.and_then(|r| r.body_hash) {
             if Some(&old) != hash.as_ref() {
                 let used = self
+                    .kept
                     .responses
                     .values()
                     .any(|r| r.body_hash.as_ref() == Some(&old));
                 // Not stored yet and needed by nothing of this batch: never stored at all.
                 if !used {
-                    if let Some((_, zstd)) = self.bodies.remove(&old) {
-                        self.body_bytes -= zstd.len();
+                    if let Some((_, zstd)) = self.kept.bodies.remove(&old) {
+                        self.kept.body_bytes -= zstd.len();
                     }
                 }
-                self.forget.insert(old);
+                self.kept.forget.insert(old);
             }
         }
-        if self.body_bytes >= PENDING_BODY_BYTES {
+        if self.kept.body_bytes >= PENDING_BODY_BYTES {
             blocking(|| self.write_bodies())?;
         }
         Ok(())
@@ -1129,7 +1045,7 @@ impl Drop for PgBatch<'_> {
         let Some(mut conns) = self.conns.take() else {
             return;
         };
-        if self.begun {
+        if self.kept.begun {
             // A connection that fails here is broken: the pool drops it, and the database
             // rolls back what it had begun.
             blocking(|| {

@@ -10,6 +10,7 @@
 //! shard (`shard.rs`), with the URLs its dead holder had claimed or visited. Capsules out of a crawler's scope are
 //! passed over in its memory only.
 
+use postgres::types::ToSql;
 use postgres::{GenericClient, Row};
 
 use super::{Result, DB_NOW};
@@ -220,7 +221,8 @@ fn freed(host: &str) -> String {
 }
 
 /// Lets go of what nobody holds any more: the claims, visit marks and leases of crawlers that
-/// stopped renewing (dead, or ended without `end_run`), and leases that ran out.
+/// stopped renewing (dead, or ended without `end_run`), and leases that ran out. Set-based:
+/// URLs are locked in id order, then capsules, the order of every release and adoption.
 pub(super) fn release_expired(tx: &mut impl GenericClient) -> Result<()> {
     let dead: Vec<String> = tx
         .query(
@@ -230,41 +232,104 @@ pub(super) fn release_expired(tx: &mut impl GenericClient) -> Result<()> {
         .iter()
         .map(|r| r.get(0))
         .collect();
-    let hosts: Vec<i64> = tx
+    // Capsules nobody alive leases: every claim on them goes; elsewhere, only the dead's.
+    let lapsed: Vec<i64> = tx
         .query(
             &format!(
                 "SELECT id FROM hosts
-                 WHERE claimed != 0 AND (leased_until < {DB_NOW} OR leased_by = ANY($1))
-                 UNION
-                 SELECT DISTINCT host_id FROM urls WHERE claimed != 0 AND claimed_by = ANY($1)"
+                 WHERE claimed != 0 AND (leased_until < {DB_NOW} OR leased_by = ANY($1))"
             ),
             &[&dead],
         )?
         .iter()
         .map(|r| r.get(0))
         .collect();
-    for host_id in hosts {
-        let held_by_live = tx.query_opt(
-            &format!(
-                "SELECT 1 FROM hosts WHERE id = $1 AND claimed != 0 AND leased_until >= {DB_NOW}
-                   AND NOT (leased_by = ANY($2))"
-            ),
-            &[&host_id, &dead],
-        )?;
-        if held_by_live.is_some() {
-            // Another crawler took it over: only the dead one's marks go.
-            tx.execute(
-                "UPDATE urls SET claimed = 0, claimed_by = NULL
-                 WHERE host_id = $1 AND claimed != 0 AND claimed_by = ANY($2)",
-                &[&host_id, &dead],
-            )?;
-        } else {
-            tx.execute(
-                "UPDATE urls SET claimed = 0, claimed_by = NULL WHERE host_id = $1 AND claimed != 0",
-                &[&host_id],
-            )?;
-            free_host(tx, host_id)?;
-        }
+    if dead.is_empty() && lapsed.is_empty() {
+        return Ok(());
     }
+    let touched = let_go(
+        tx,
+        "claimed != 0 AND (host_id = ANY($2) OR claimed_by = ANY($1))",
+        &[&dead, &lapsed],
+    )?;
+    if !lapsed.is_empty() {
+        tracing::info!(
+            capsules = lapsed.len(),
+            crawlers_gone = dead.len(),
+            "taking over capsules whose lease ran out"
+        );
+    }
+    let mut hosts = lapsed;
+    hosts.extend(touched);
+    hosts.sort_unstable();
+    hosts.dedup();
+    settle_hosts(tx, "", &hosts)
+}
+
+/// Lets go of `crawler`'s claims on the capsules of `host_ids`, which it lost (its queue of
+/// them is dropped): the crawler that holds them now claims them, and a crawler about to end
+/// does not wait for this one's end to see them free. Visit marks stay (no second fetch in
+/// this run).
+pub(super) fn give_back_claims(
+    tx: &mut impl GenericClient,
+    crawler: &str,
+    host_ids: &[i64],
+) -> Result<()> {
+    let hosts = let_go(
+        tx,
+        "host_id = ANY($1) AND claimed = 1 AND claimed_by = $2",
+        &[&host_ids, &crawler],
+    )?;
+    settle_hosts(tx, crawler, &hosts)
+}
+
+/// Lets go of the claims and visit marks of the URLs matching `condition` (on `urls`, with its
+/// parameters `params`), their rows locked in id order first, as every bulk change of URLs
+/// locks them (two that lock in different orders deadlock). Returns their capsules, in order,
+/// each once.
+pub(super) fn let_go(
+    tx: &mut impl GenericClient,
+    condition: &str,
+    params: &[&(dyn ToSql + Sync)],
+) -> Result<Vec<i64>> {
+    let mut hosts: Vec<i64> = tx
+        .query(
+            &format!(
+                "WITH gone AS (SELECT id FROM urls WHERE {condition} ORDER BY id FOR UPDATE)
+                 UPDATE urls u SET claimed = 0, claimed_by = NULL FROM gone WHERE u.id = gone.id
+                 RETURNING u.host_id"
+            ),
+            params,
+        )?
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    hosts.sort_unstable();
+    hosts.dedup();
+    Ok(hosts)
+}
+
+/// Sets right the capsules of `host_ids` after claims on them were let go: one this crawler
+/// leases, or nobody alive does (no lease, or one that ran out), is freed with its next due
+/// time from its free URLs; one another crawler leases stays its (it claims the URLs let go).
+pub(super) fn settle_hosts(
+    tx: &mut impl GenericClient,
+    crawler: &str,
+    host_ids: &[i64],
+) -> Result<()> {
+    if host_ids.is_empty() {
+        return Ok(());
+    }
+    tx.execute(
+        &format!(
+            "UPDATE hosts SET {} WHERE id = ANY($1)
+               AND (claimed = 0 OR leased_by = $2 OR leased_by IS NULL
+                    OR leased_until < {DB_NOW}
+                    OR NOT EXISTS (SELECT 1 FROM crawlers c WHERE c.id = hosts.leased_by
+                                     AND c.seen_at + c.lease_secs >= {DB_NOW}))",
+            freed("hosts.id")
+        ),
+        &[&host_ids, &crawler],
+    )?;
     Ok(())
 }

@@ -9,7 +9,8 @@
 use std::time::Duration;
 
 use super::claim::{
-    claim_from, claim_held, free_host, mark, queued_url, release, release_expired, CLAIM_COLUMNS,
+    claim_from, claim_held, free_host, give_back_claims, let_go, mark, queued_url, release,
+    release_expired, settle_hosts, CLAIM_COLUMNS,
 };
 use super::shard::{self, fold_news};
 use super::{blocking, earliest, write, write_own, PgBatch, PgFrontier, DB_NOW, DB_NOW_MS};
@@ -63,24 +64,22 @@ impl Frontier for PgFrontier {
         blocking(|| self.link.settle())?;
         let crawler = &self.crawler;
         write_own(&self.link, |tx| {
-            let hosts: Vec<i64> = tx
-                .query(
-                    "SELECT DISTINCT host_id FROM urls WHERE claimed != 0 AND claimed_by = $1
-                     UNION SELECT id FROM hosts WHERE claimed != 0 AND leased_by = $1",
+            // Shards first, then URLs in id order, then capsules: the order in which a crawler
+            // adopting shards locks them (the other order deadlocked with it).
+            shard::give_back_all(tx, crawler)?;
+            let mut hosts = let_go(tx, "claimed != 0 AND claimed_by = $1", &[crawler])?;
+            hosts.extend(
+                tx.query(
+                    "SELECT id FROM hosts WHERE claimed != 0 AND leased_by = $1",
                     &[crawler],
                 )?
                 .iter()
-                .map(|r| r.get(0))
-                .collect();
-            tx.execute(
-                "UPDATE urls SET claimed = 0, claimed_by = NULL
-                 WHERE claimed != 0 AND claimed_by = $1",
-                &[crawler],
-            )?;
-            for host_id in hosts {
-                free_host(tx, host_id)?;
-            }
-            shard::give_back_all(tx, crawler)?;
+                .map(|r| r.get::<_, i64>(0)),
+            );
+            hosts.sort_unstable();
+            hosts.dedup();
+            // Capsules another crawler took over (this one stopped past its lease) stay its.
+            settle_hosts(tx, crawler, &hosts)?;
             tx.execute("DELETE FROM crawlers WHERE id = $1", &[crawler])?;
             // Addresses are let go, not forgotten: the next crawler to lease one waits out the
             // gap after this crawler's last request there. Rows nobody holds and whose gap has
@@ -287,7 +286,26 @@ impl Frontier for PgFrontier {
         } else {
             earliest(others_working.then_some(now + OTHERS_POLL_SECS), elsewhere)
         };
-        Ok(earliest(earliest(mine, news), soon))
+        let next = earliest(earliest(mine, news), soon);
+        if next.is_some() {
+            return Ok(next);
+        }
+        // Nothing left, but URLs another crawler claimed: it fetches them, or failed or was
+        // killed with them claimed; they are looked at again in a moment, and the next sync
+        // lets go of those of a crawler no longer alive (their capsules then come due).
+        let others_claim = blocking(|| {
+            self.db().query_one(
+                "SELECT EXISTS (SELECT 1 FROM urls WHERE claimed = 1
+                                  AND claimed_by IS DISTINCT FROM $1)",
+                &[&self.crawler],
+            )
+        })?
+        .get::<_, bool>(0);
+        if others_claim {
+            self.owned.note_others_claims();
+            return Ok(Some(now + OTHERS_POLL_SECS));
+        }
+        Ok(None)
     }
 
     /// Leases an IP address for this crawler unless another crawler's lease on it still runs;
@@ -498,6 +516,14 @@ impl Frontier for PgFrontier {
                 "SELECT ip FROM addresses WHERE ip = ANY($1) AND leased_by <> $2",
                 &[&ips, &self.crawler],
             )?;
+            Ok((hosts, addresses))
+        })
+        .and_then(|(hosts, addresses)| {
+            // Its queue of them is dropped: the crawler that holds them now claims them.
+            if !hosts.is_empty() {
+                let crawler = &self.crawler;
+                write_own(&self.link, |tx| give_back_claims(tx, crawler, &hosts))?;
+            }
             Ok((hosts, addresses))
         })
     }

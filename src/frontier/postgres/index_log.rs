@@ -168,22 +168,28 @@ fn in_turn_with_crawlers(tx: &mut postgres::Transaction<'_>) -> Result<()> {
 }
 
 impl IndexLog for PgFrontier {
+    /// Rows are locked in id order, as a crawler's release of its claims locks them (a
+    /// deadlock between the two was seen in `scripts/check-shared-crawl`).
     fn assign_batch(&mut self, url_ids: &[i64], seq: u64) -> Result<()> {
         write(&self.link, |tx| {
             tx.execute(
-                "UPDATE urls SET batch = $2 WHERE id = ANY($1) AND index_op IS NOT NULL",
+                "WITH l AS (SELECT id FROM urls WHERE id = ANY($1) AND index_op IS NOT NULL
+                             ORDER BY id FOR UPDATE)
+                 UPDATE urls SET batch = $2 FROM l WHERE urls.id = l.id",
                 &[&url_ids, &(seq as i64)],
             )?;
             Ok(())
         })
     }
 
-    /// Applies the index operations of commits up to `seq`.
+    /// Applies the index operations of commits up to `seq` (rows locked in id order).
     fn mark_committed(&mut self, seq: u64) -> Result<usize> {
         let confirmed = write(&self.link, |tx| {
             Ok(tx.execute(
-                "UPDATE urls SET in_index = (index_op = 'upsert'), index_op = NULL, batch = NULL
-                 WHERE index_op IS NOT NULL AND batch <= $1",
+                "WITH l AS (SELECT id FROM urls WHERE index_op IS NOT NULL AND batch <= $1
+                             ORDER BY id FOR UPDATE)
+                 UPDATE urls SET in_index = (index_op = 'upsert'), index_op = NULL, batch = NULL
+                 FROM l WHERE urls.id = l.id",
                 &[&(seq as i64)],
             )?)
         })?;

@@ -25,7 +25,9 @@
 //! owner folds into the capsule's count and due time. A visit is recorded only where the
 //! crawler still owns the URL's shard at the epoch it knows (the fence of `shard.rs`). The writers
 //! of rows every crawler shares (the index's bookkeeping, capsules' standings, suggested seeds)
-//! take turns on [`WRITE_LOCK`]; anchor updates on [`SHARED_ROWS_LOCK`] for one statement. A
+//! take turns on [`WRITE_LOCK`]; anchor updates on [`SHARED_ROWS_LOCK`] for one statement.
+//! Bulk changes of URLs lock their rows in id order, and a transaction the database ends to
+//! break a deadlock anyway is run again ([`transact`]). A
 //! crawler stopped inside a transaction (SIGSTOP, a machine that died, a cut network) holds
 //! its row locks only until the database ends a session idle in a transaction for longer than
 //! the lease (at most a minute, [`idle_in_transaction_bound`]); TCP keepalives
@@ -277,7 +279,8 @@ impl From<postgres::Error> for FrontierError {
     fn from(e: postgres::Error) -> Self {
         // A session ended under a crawler (see [`idle_in_transaction_bound`]) is seen as the
         // database's message, or, once the socket is gone, as a closed connection.
-        if e.code() == Some(&postgres::error::SqlState::IDLE_IN_TRANSACTION_SESSION_TIMEOUT) {
+        use postgres::error::SqlState;
+        if e.code() == Some(&SqlState::IDLE_IN_TRANSACTION_SESSION_TIMEOUT) {
             return FrontierError::Postgres(format!(
                 "the database ended this crawler's session: it sat idle in a transaction \
                  longer than its lease (--lease, at most a minute) allows: was the process \
@@ -300,6 +303,11 @@ impl From<postgres::Error> for FrontierError {
             },
             None => e.to_string(),
         };
+        if e.code() == Some(&SqlState::T_R_DEADLOCK_DETECTED)
+            || e.code() == Some(&SqlState::T_R_SERIALIZATION_FAILURE)
+        {
+            return FrontierError::PostgresConflict(text);
+        }
         FrontierError::Postgres(text)
     }
 }
@@ -394,30 +402,60 @@ fn write_tx(conn: &mut postgres::Client) -> Result<postgres::Transaction<'_>> {
     Ok(tx)
 }
 
+/// How many times a transaction the database ended to break a deadlock (or could not
+/// serialize) is run, in all.
+const CONFLICT_TRIES: u32 = 5;
+
 /// Runs `work` in one write transaction on a frontier's main connection (in `link`), taking
-/// [`WRITE_LOCK`] first when `turns`, committed when it succeeds, through [`blocking`].
+/// [`WRITE_LOCK`] first when `turns`, committed when it succeeds, through [`blocking`]. A
+/// transaction the database ended to break a deadlock with another session (the index writer's
+/// updates of URLs against a crawler's release of its claims, two crawlers' syncs) is run
+/// again from the start after a short, random pause, up to [`CONFLICT_TRIES`] times: `work`
+/// must be safe to run again (what it did to memory must be done again by it, not added to).
 fn transact<T: Send>(
     link: &Link,
     turns: bool,
-    work: impl FnOnce(&mut postgres::Transaction<'_>) -> Result<T> + Send,
+    mut work: impl FnMut(&mut postgres::Transaction<'_>) -> Result<T> + Send,
 ) -> Result<T> {
     blocking(|| {
         let mut conn = link.conn();
-        let mut tx = if turns {
-            write_tx(&mut conn)?
-        } else {
-            conn.transaction()?
-        };
-        let done = work(&mut tx)?;
-        tx.commit()?;
-        Ok(done)
+        let mut tries = 1;
+        loop {
+            let attempt = (|| {
+                let mut tx = if turns {
+                    write_tx(&mut conn)?
+                } else {
+                    conn.transaction()?
+                };
+                let done = work(&mut tx)?;
+                tx.commit()?;
+                Ok(done)
+            })();
+            match attempt {
+                Err(FrontierError::PostgresConflict(why)) if tries < CONFLICT_TRIES => {
+                    tracing::debug!(tries, %why, "running a transaction again after a conflict");
+                    std::thread::sleep(conflict_pause(tries));
+                    tries += 1;
+                }
+                done => return done,
+            }
+        }
     })
+}
+
+/// A pause of 10-40 ms times the tries so far, drawn from the clock's nanoseconds (two
+/// sessions that deadlocked do not run again in step).
+fn conflict_pause(tries: u32) -> Duration {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    Duration::from_millis(u64::from(tries) * (10 + u64::from(nanos % 31)))
 }
 
 /// [`transact`] in turn with the other writers of [`WRITE_LOCK`].
 fn write<T: Send>(
     link: &Link,
-    work: impl FnOnce(&mut postgres::Transaction<'_>) -> Result<T> + Send,
+    work: impl FnMut(&mut postgres::Transaction<'_>) -> Result<T> + Send,
 ) -> Result<T> {
     transact(link, true, work)
 }
@@ -425,7 +463,7 @@ fn write<T: Send>(
 /// [`transact`] on rows of this crawler's own (its shards' capsules and URLs), taking no lock.
 fn write_own<T: Send>(
     link: &Link,
-    work: impl FnOnce(&mut postgres::Transaction<'_>) -> Result<T> + Send,
+    work: impl FnMut(&mut postgres::Transaction<'_>) -> Result<T> + Send,
 ) -> Result<T> {
     transact(link, false, work)
 }

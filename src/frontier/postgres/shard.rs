@@ -25,11 +25,12 @@
 //! crawler at the epoch it knows, or by no live crawler ([`FENCE`]).
 
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use postgres::GenericClient;
 
-use super::claim::host_next_due;
+use super::claim::{host_next_due, let_go, release_expired};
 use super::{Result, DB_NOW};
 
 /// How many shards capsules are split into (`shards.sql` makes as many rows, and its
@@ -69,7 +70,7 @@ pub(super) fn fence(owner: usize, shards: usize, epochs: usize) -> String {
 }
 
 /// The shards a crawler owns, each at the epoch it adopted it, and when it last synced.
-#[derive(Debug, Default, Clone)]
+#[derive(Debug, Default)]
 pub(super) struct Owned {
     epochs: BTreeMap<i32, i64>,
     synced: Option<Instant>,
@@ -79,6 +80,12 @@ pub(super) struct Owned {
     /// that their capsules run dry and it gives them back (a crawler that joins gets shards
     /// with work, not only those where nobody worked).
     draining: Vec<i32>,
+    /// The crawlers alive at the last sync, itself included.
+    live: i64,
+    /// Set when the crawler, about to end, found URLs other crawlers claim
+    /// ([`Owned::note_others_claims`]): its next sync lets go of those of crawlers no longer
+    /// alive.
+    others_claims: AtomicBool,
 }
 
 impl Owned {
@@ -118,6 +125,12 @@ impl Owned {
     /// The shards lost since the last call.
     pub(super) fn take_lost(&mut self) -> Vec<i32> {
         std::mem::take(&mut self.lost)
+    }
+
+    /// Notes that other crawlers claim URLs: the next sync lets go of the claims of those no
+    /// longer alive (a crawler that failed or was killed before giving its claims back).
+    pub(super) fn note_others_claims(&self) {
+        self.others_claims.store(true, Ordering::Relaxed);
     }
 
     /// Forgets every shard (given back at the end of a run).
@@ -176,6 +189,13 @@ pub(super) fn sync(
             owned.lost.push(id);
         }
     }
+    // A crawler that died (its heartbeat ran out) may leave claims on capsules it had let go,
+    // in shards nobody adopts again (their owner lives): they go as soon as it is seen gone,
+    // or when this crawler, about to end, found claims of others.
+    // (Both noted only at the end, for a transaction run again after a conflict.)
+    if live < owned.live || owned.others_claims.load(Ordering::Relaxed) {
+        release_expired(tx)?;
+    }
     let share = fair_share(live);
     let held = mine.len() as i64;
     if held < share {
@@ -202,6 +222,8 @@ pub(super) fn sync(
     }
     owned.epochs = mine;
     owned.synced = Some(Instant::now());
+    owned.live = live;
+    owned.others_claims.store(false, Ordering::Relaxed);
     Ok(owned.epochs.len())
 }
 
@@ -272,13 +294,14 @@ fn adopt(
     // crawler may lease a capsule here that moved into this shard when it resolved the
     // capsule's address: it puts the capsule's URLs back itself, and they reach this shard's
     // owner as news (`PgBatch::write_requeued`).
-    tx.execute(
+    // URLs in id order, then capsules, as every release does (no deadlock with them).
+    let released = let_go(
+        tx,
         &format!(
-            "UPDATE urls SET claimed = 0, claimed_by = NULL
-             WHERE claimed != 0 AND claimed_by IS DISTINCT FROM $2
-               AND host_id IN (SELECT id FROM hosts WHERE shard = ANY($1))
-               AND NOT EXISTS (SELECT 1 FROM crawlers c WHERE c.id = urls.claimed_by
-                                 AND c.seen_at + c.lease_secs >= {DB_NOW})"
+            "claimed != 0 AND claimed_by IS DISTINCT FROM $2
+             AND host_id IN (SELECT id FROM hosts WHERE shard = ANY($1))
+             AND NOT EXISTS (SELECT 1 FROM crawlers c WHERE c.id = urls.claimed_by
+                               AND c.seen_at + c.lease_secs >= {DB_NOW})"
         ),
         &[&ids, &crawler],
     )?;
@@ -291,6 +314,17 @@ fn adopt(
         ),
         &[&ids, &crawler],
     )?;
+    // A free capsule's due time left out the URLs the dead had claimed: they count now (a
+    // crawler that failed after letting its capsule go left it with no due time at all).
+    if !released.is_empty() {
+        tx.execute(
+            &format!(
+                "UPDATE hosts SET next_due = ({}) WHERE id = ANY($1) AND claimed = 0",
+                host_next_due("hosts.id")
+            ),
+            &[&released],
+        )?;
+    }
     if taken > 0 {
         tracing::info!(
             capsules = taken,

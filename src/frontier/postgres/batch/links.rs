@@ -217,7 +217,7 @@ impl PgBatch<'_> {
             match self.cached_url(w.new.url) {
                 Some(id) => {
                     // Inserted by `expect_links` for this page, or an earlier one of the batch.
-                    let made = self.made.remove(w.new.url);
+                    let made = self.kept.made.remove(w.new.url);
                     found.insert(w.new.url, Some((id, made)));
                 }
                 None => {
@@ -277,7 +277,7 @@ impl PgBatch<'_> {
     ) -> Result<Round<'w, 'u>> {
         let mut columns = UrlColumns::default();
         for (w, host_id) in candidates {
-            columns.push(w, *host_id, self.now);
+            columns.push(w, *host_id, self.kept.now);
         }
         let budget = budget.min(i64::MAX as u64) as i64;
         let rows = self.side_rows(
@@ -340,16 +340,16 @@ impl PgBatch<'_> {
             .zip(known)
             .map(|((&target, &label), &known)| (target, label.to_string(), known))
             .collect();
-        self.links.insert(source, links);
+        self.kept.links.insert(source, links);
     }
 
     /// Writes the links kept by [`PgBatch::replace_links`] ([`REPLACE_LINKS`]), and notes the
     /// anchor updates they cause, to be marked at commit.
     pub(super) fn write_links(&mut self) -> Result<()> {
-        if self.links.is_empty() {
+        if self.kept.links.is_empty() {
             return Ok(());
         }
-        let pages = std::mem::take(&mut self.links);
+        let pages = std::mem::take(&mut self.kept.links);
         let sources: Vec<i64> = pages.keys().copied().collect();
         let (mut from, mut targets, mut labels, mut known) =
             (Vec::new(), Vec::new(), Vec::new(), Vec::new());
@@ -362,11 +362,11 @@ impl PgBatch<'_> {
             }
         }
         for row in self.rows_now(REPLACE_LINKS, &[&sources, &from, &targets, &labels, &known])? {
-            self.anchors.insert(row.get(0), true);
+            self.kept.anchors.insert(row.get(0), true);
         }
         // Forgotten after these links were told: after what they marked.
-        for id in std::mem::take(&mut self.forgets) {
-            self.anchors.insert(id, false);
+        for id in std::mem::take(&mut self.kept.forgets) {
+            self.kept.anchors.insert(id, false);
         }
         Ok(())
     }
@@ -375,7 +375,7 @@ impl PgBatch<'_> {
     /// are written first, so that the forget comes after what they mark and before what the
     /// new ones do.
     pub(super) fn links_after_forgets(&mut self) -> Result<()> {
-        if self.forgets.is_empty() {
+        if self.kept.forgets.is_empty() {
             return Ok(());
         }
         self.flush()

@@ -128,10 +128,10 @@ fn safe_text(text: &str) -> bool {
 impl PgBatch<'_> {
     /// Takes what the batch gathered for the shared rows, `None` when nothing.
     fn take_shared(&mut self) -> Option<SharedRows> {
-        if self.news.is_empty()
-            && self.anchors.is_empty()
-            && self.forget.is_empty()
-            && self.holds.is_empty()
+        if self.kept.news.is_empty()
+            && self.kept.anchors.is_empty()
+            && self.kept.forget.is_empty()
+            && self.kept.holds.is_empty()
         {
             return None;
         }
@@ -141,26 +141,26 @@ impl PgBatch<'_> {
             added: Vec::new(),
             mark: Vec::new(),
             unmark: Vec::new(),
-            forget: std::mem::take(&mut self.forget).into_iter().collect(),
+            forget: std::mem::take(&mut self.kept.forget).into_iter().collect(),
             ips: Vec::new(),
             waits: Vec::new(),
         };
         // Sorted: the same rows make the same statement.
-        let mut news: Vec<_> = std::mem::take(&mut self.news).into_iter().collect();
+        let mut news: Vec<_> = std::mem::take(&mut self.kept.news).into_iter().collect();
         news.sort_unstable_by_key(|(host, _)| *host);
         for (host, news) in news {
             rows.hosts.push(host);
             rows.dues.push(news.due);
             rows.added.push(news.added);
         }
-        for (id, on) in std::mem::take(&mut self.anchors) {
+        for (id, on) in std::mem::take(&mut self.kept.anchors) {
             if on {
                 rows.mark.push(id);
             } else {
                 rows.unmark.push(id);
             }
         }
-        let mut holds: Vec<_> = std::mem::take(&mut self.holds).into_iter().collect();
+        let mut holds: Vec<_> = std::mem::take(&mut self.kept.holds).into_iter().collect();
         holds.sort_unstable();
         (rows.ips, rows.waits) = holds.into_iter().unzip();
         Some(rows)
@@ -176,13 +176,13 @@ impl PgBatch<'_> {
             } else {
                 String::new()
             };
-            let begin = if self.begun { "" } else { "BEGIN;\n" };
+            let begin = if self.kept.begun { "" } else { "BEGIN;\n" };
             // Begun from here on: a failure below leaves a transaction to roll back.
-            self.begun = true;
+            self.kept.begun = true;
             self.conns()?
                 .conn
                 .batch_execute(&format!("{begin}{lock}{sql};\nCOMMIT"))?;
-            self.begun = false;
+            self.kept.begun = false;
             return Ok(());
         }
         if let Some(rows) = rows {
@@ -204,9 +204,9 @@ impl PgBatch<'_> {
                 ],
             )?;
         }
-        if self.begun {
+        if self.kept.begun {
             self.conns()?.conn.batch_execute("COMMIT")?;
-            self.begun = false;
+            self.kept.begun = false;
         }
         Ok(())
     }

@@ -176,16 +176,16 @@ impl PgBatch<'_> {
     /// Writes the visits kept so far, in one statement ([`RECORD_VISITS`]); the bodies of the
     /// content they replaced are forgotten at commit if nothing else needs them.
     pub(super) fn write_visits(&mut self) -> Result<()> {
-        if self.visits.is_empty() {
+        if self.kept.visits.is_empty() {
             return Ok(());
         }
-        let mut visits: BTreeMap<i64, PendingVisit> = std::mem::take(&mut self.visits);
+        let mut visits: BTreeMap<i64, PendingVisit> = std::mem::take(&mut self.kept.visits);
         let mut c = Columns::default();
         for (&id, visit) in &visits {
             c.push(id, visit);
         }
-        let crawler = self.crawler.clone();
-        let (shards, epochs) = self.fence.clone();
+        let crawler = self.kept.crawler.clone();
+        let (shards, epochs) = self.kept.fence.clone();
         let rows = self.rows_now(
             &RECORD_VISITS,
             &[
