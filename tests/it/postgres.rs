@@ -1043,9 +1043,27 @@ fn a_transaction_ended_by_a_deadlock_is_run_again() {
     let began = Instant::now();
     std::thread::scope(|scope| {
         let assigned = scope.spawn(|| IndexLog::assign_batch(&mut writer, &ids, 5));
-        // The writer holds the first row and waits for the second; this session then asks for
-        // the first: a deadlock, which the writer's check finds after a second.
-        std::thread::sleep(Duration::from_millis(300));
+        // The writer holds the first row and waits for the second (seen from a third
+        // session); this session then asks for the first: a deadlock, which the writer's
+        // check finds after a second.
+        let mut watch = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+        let waiting = Instant::now();
+        while watch
+            .query_one(
+                "SELECT count(*) FROM pg_stat_activity
+                 WHERE datname = current_database() AND wait_event_type = 'Lock'",
+                &[],
+            )
+            .unwrap()
+            .get::<_, i64>(0)
+            == 0
+        {
+            assert!(
+                waiting.elapsed() < Duration::from_secs(30),
+                "the writer never waited for the second row"
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
         other
             .batch_execute(&format!(
                 "SELECT 1 FROM urls WHERE id = {} FOR UPDATE",
