@@ -1100,10 +1100,7 @@ fn claims_a_dead_crawler_left_on_a_capsule_it_let_go_are_claimed_by_another() {
         return;
     };
     let url = cluster.database("dead_claims");
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_secs() as i64;
+    let now = geode::clock::unix_now();
     let dying = PgStore::connect(&url, Duration::from_secs(1), true).unwrap();
     let mut a = dying.frontier().unwrap();
     Frontier::recover(&mut a, 0, now).unwrap();

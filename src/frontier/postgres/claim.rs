@@ -213,7 +213,7 @@ pub(super) fn free_host(tx: &mut impl GenericClient, host_id: i64) -> Result<()>
 
 /// The `SET` list that frees the capsule whose id is `host` (an SQL expression): no lease, and
 /// its next due time from its free URLs.
-fn freed(host: &str) -> String {
+pub(super) fn freed(host: &str) -> String {
     format!(
         "claimed = 0, leased_by = NULL, leased_until = NULL, next_due = ({})",
         host_next_due(host)
@@ -263,6 +263,7 @@ pub(super) fn release_expired(tx: &mut impl GenericClient) -> Result<()> {
     hosts.extend(touched);
     hosts.sort_unstable();
     hosts.dedup();
+    // No crawler of its own: only capsules nobody alive leases are freed.
     settle_hosts(tx, "", &hosts)
 }
 

@@ -30,7 +30,7 @@ use std::time::{Duration, Instant};
 
 use postgres::GenericClient;
 
-use super::claim::{host_next_due, let_go, release_expired};
+use super::claim::{freed, host_next_due, let_go, release_expired};
 use super::{Result, DB_NOW};
 
 /// How many shards capsules are split into (`shards.sql` makes as many rows, and its
@@ -307,10 +307,9 @@ fn adopt(
     )?;
     let taken = tx.execute(
         &format!(
-            "UPDATE hosts SET claimed = 0, leased_by = NULL, leased_until = NULL,
-                    next_due = ({})
+            "UPDATE hosts SET {}
              WHERE shard = ANY($1) AND claimed != 0 AND leased_by IS DISTINCT FROM $2",
-            host_next_due("hosts.id")
+            freed("hosts.id")
         ),
         &[&ids, &crawler],
     )?;
