@@ -11,6 +11,7 @@ use std::net::{Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::Context;
 use clap::{Parser, Subcommand, ValueEnum};
@@ -61,6 +62,13 @@ struct Args {
     /// header was sent).
     #[arg(long, value_name = "FILE")]
     log: Option<PathBuf>,
+
+    /// Wait MS milliseconds after reading each request before answering (on top of a route's
+    /// delay), as a capsule across the Internet would: for benchmarks of a crawl bound by its
+    /// capsules' round trips. 0 answers at once.
+    #[arg(long, value_name = "MS", default_value_t = 0,
+          value_parser = clap::value_parser!(u64).range(0..=10_000))]
+    latency_ms: u64,
 }
 
 #[derive(Debug, Subcommand)]
@@ -104,6 +112,12 @@ struct GspaceArgs {
     /// When stopping, write every request seen to FILE as JSON lines (as without gspace).
     #[arg(long, value_name = "FILE")]
     log: Option<PathBuf>,
+    /// Wait MS milliseconds after reading each request before answering (on top of a route's
+    /// delay), as a capsule across the Internet would: for benchmarks of a crawl bound by its
+    /// capsules' round trips. 0 answers at once.
+    #[arg(long, value_name = "MS", default_value_t = 0,
+          value_parser = clap::value_parser!(u64).range(0..=10_000))]
+    latency_ms: u64,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -173,6 +187,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
     })
     .await
     .with_context(|| format!("cannot serve {}", root.display()))?;
+    server.set_latency(Duration::from_millis(args.latency_ms));
     {
         let mut out = std::io::stdout().lock();
         for addr in &server.addrs {
@@ -199,6 +214,7 @@ async fn run_world(args: GspaceArgs) -> anyhow::Result<()> {
     let server = FixtureServer::start_world(Arc::clone(&world), &ips)
         .await
         .context("cannot serve the world")?;
+    server.set_latency(Duration::from_millis(args.latency_ms));
     let tsv = gspace::write_manifest(&world, server.endpoints(), &args.manifest)
         .with_context(|| format!("writing {}", args.manifest.display()))?;
     {
