@@ -63,12 +63,8 @@ struct Args {
     #[arg(long, value_name = "FILE")]
     log: Option<PathBuf>,
 
-    /// Wait MS milliseconds after reading each request before answering (on top of a route's
-    /// delay), as a capsule across the Internet would: for benchmarks of a crawl bound by its
-    /// capsules' round trips. 0 answers at once.
-    #[arg(long, value_name = "MS", default_value_t = 0,
-          value_parser = clap::value_parser!(u64).range(0..=10_000))]
-    latency_ms: u64,
+    #[command(flatten)]
+    latency: Latency,
 }
 
 #[derive(Debug, Subcommand)]
@@ -112,12 +108,25 @@ struct GspaceArgs {
     /// When stopping, write every request seen to FILE as JSON lines (as without gspace).
     #[arg(long, value_name = "FILE")]
     log: Option<PathBuf>,
+    #[command(flatten)]
+    latency: Latency,
+}
+
+/// How late every answer comes, for both ways of serving.
+#[derive(Debug, clap::Args)]
+struct Latency {
     /// Wait MS milliseconds after reading each request before answering (on top of a route's
     /// delay), as a capsule across the Internet would: for benchmarks of a crawl bound by its
     /// capsules' round trips. 0 answers at once.
     #[arg(long, value_name = "MS", default_value_t = 0,
           value_parser = clap::value_parser!(u64).range(0..=10_000))]
     latency_ms: u64,
+}
+
+impl Latency {
+    fn duration(&self) -> Duration {
+        Duration::from_millis(self.latency_ms)
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -187,7 +196,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
     })
     .await
     .with_context(|| format!("cannot serve {}", root.display()))?;
-    server.set_latency(Duration::from_millis(args.latency_ms));
+    server.set_latency(args.latency.duration());
     {
         let mut out = std::io::stdout().lock();
         for addr in &server.addrs {
@@ -214,7 +223,7 @@ async fn run_world(args: GspaceArgs) -> anyhow::Result<()> {
     let server = FixtureServer::start_world(Arc::clone(&world), &ips)
         .await
         .context("cannot serve the world")?;
-    server.set_latency(Duration::from_millis(args.latency_ms));
+    server.set_latency(args.latency.duration());
     let tsv = gspace::write_manifest(&world, server.endpoints(), &args.manifest)
         .with_context(|| format!("writing {}", args.manifest.display()))?;
     {
