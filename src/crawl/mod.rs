@@ -418,14 +418,15 @@ pub async fn run_observed(
         .await
         .map_err(|e| CrawlError::IndexerStopped(e.to_string()))?
         .map_err(|_| CrawlError::IndexerStopped("it panicked".into()))?;
-    let (indexed, indexer) = match (outcome, indexed) {
+    let run = match (outcome, indexed) {
         // The loop only saw that the thread was gone; the thread says why.
-        (Err(CrawlError::IndexerStopped(_)), Err(why)) => return Err(give_back(frontier, why)),
-        (Err(e), _) => return Err(give_back(frontier, e)),
-        (Ok(()), indexed) => match indexed {
-            Ok(indexed) => indexed,
-            Err(e) => return Err(give_back(frontier, e)),
-        },
+        (Err(CrawlError::IndexerStopped(_)), Err(why)) => Err(why),
+        (Err(e), _) => Err(e),
+        (Ok(()), indexed) => indexed,
+    };
+    let (indexed, indexer) = match run {
+        Ok(done) => done,
+        Err(e) => return Err(give_back(frontier, e)),
     };
     frontier.clear_anchor_updates(&refreshed)?;
     frontier.end_run()?;
