@@ -20,8 +20,9 @@ use super::scheduler::Job;
 use super::state::Crawl;
 use super::task::{fetch, lookup, Done, DoneJob};
 use super::{
-    CrawlConfig, CrawlError, StopReason, ANCHOR_CHUNK, BATCH_GATHER, BATCH_GATHER_SHARED,
-    BATCH_RESULTS, CAPSULES_PER_SLOT, CLAIM_PAUSE_SHARED, CLAIM_STEP_SHARED, SHARED_SETTLE,
+    CrawlConfig, CrawlError, StopReason, ADDRESSES_PER_SLOT, ANCHOR_CHUNK, BATCH_GATHER,
+    BATCH_GATHER_SHARED, BATCH_RESULTS, CAPSULES_PER_ADDRESS, CLAIM_PAUSE_SHARED,
+    CLAIM_STEP_SHARED, SHARED_SETTLE,
 };
 use crate::clock::unix_now;
 use crate::fetch::{dns, FetchError};
@@ -63,6 +64,8 @@ struct LoopState {
     /// A signal came: the next one is not waited for.
     interrupted: bool,
     pages_started: u64,
+    /// Addresses the crawl leases capsules on at once, at most (one not resolved counts as one).
+    max_addresses: usize,
     /// Capsules leased at once at most.
     max_capsules: usize,
     /// A year from now: never, for a run.
@@ -115,7 +118,8 @@ impl LoopState {
             dispatching: config.max_pages != Some(0),
             interrupted: false,
             pages_started: 0,
-            max_capsules: (config.concurrency * CAPSULES_PER_SLOT).max(16),
+            max_addresses: (config.concurrency * ADDRESSES_PER_SLOT).max(16),
+            max_capsules: (config.concurrency * ADDRESSES_PER_SLOT).max(16) * CAPSULES_PER_ADDRESS,
             far,
             deadline: config.max_duration.map_or(far, |d| now + d),
             drain_until: None,
@@ -140,17 +144,22 @@ impl LoopState {
         self.fetches.is_empty() && self.lookups.is_empty()
     }
 
-    /// Whether to claim now: the frontier may have more and this crawl has room for more
+    /// How many more capsules the crawl may lease, holding `capsules` on `addresses`.
+    fn room(&self, capsules: usize, addresses: usize) -> usize {
+        self.max_addresses
+            .saturating_sub(addresses)
+            .min(self.max_capsules.saturating_sub(capsules))
+    }
+
+    /// Whether to claim now: the frontier may have more and this crawl has `room` for more
     /// capsules; unless it is idle (nothing queued, nothing in flight), room for a step of
     /// them, and the pause after a dry claim is over.
-    fn claim_due(&self, leased: usize, queued: usize) -> bool {
+    fn claim_due(&self, room: usize, queued: usize) -> bool {
         let idle = queued == 0 && self.fetches.is_empty();
         self.settled()
             && self.frontier_has_more
-            && leased < self.max_capsules
-            && (idle
-                || (leased + self.claim_step <= self.max_capsules
-                    && Instant::now() >= self.next_claim))
+            && room > 0
+            && (idle || (room >= self.claim_step && Instant::now() >= self.next_claim))
     }
 
     /// A claim was made; `more` says whether it found as many capsules as it asked for.
@@ -162,12 +171,11 @@ impl LoopState {
     }
 
     /// When the loop must wake to claim, if a claim waits for its pause to end.
-    fn claim_wake(&self, leased: usize) -> Option<Instant> {
+    fn claim_wake(&self, room: usize) -> Option<Instant> {
         if !self.settled() {
             return Some(self.settled_at);
         }
-        (self.frontier_has_more && leased + self.claim_step <= self.max_capsules)
-            .then_some(self.next_claim)
+        (self.frontier_has_more && room >= self.claim_step).then_some(self.next_claim)
     }
 
     /// Whether the wait after the start for the other crawlers of a shared store is over.
@@ -242,6 +250,11 @@ impl LoopState {
 }
 
 impl Crawl {
+    /// How many more capsules the crawl may lease now.
+    fn room(&self, run: &LoopState) -> usize {
+        run.room(self.scheduler.leased(), self.scheduler.leased_addresses())
+    }
+
     /// Runs the crawl until nothing is left that is due, `--max-pages`, `--max-duration` or
     /// `shutdown`.
     pub(super) async fn run_loop(
@@ -270,8 +283,9 @@ impl Crawl {
                 let fed = self.scheduler.queued() >= self.config.concurrency;
                 if !(fed && frontier.committing()) {
                     run.frontier_has_more |= self.follow_up(frontier)?;
-                    if run.claim_due(self.scheduler.leased(), self.scheduler.queued()) {
-                        let more = self.claim_capsules(frontier, run.max_capsules)?;
+                    let room = self.room(&run);
+                    if run.claim_due(room, self.scheduler.queued()) {
+                        let more = self.claim_capsules(frontier, room)?;
                         run.claimed(more);
                     }
                 }
@@ -309,7 +323,7 @@ impl Crawl {
             }
 
             let mut wake = self.chores(&mut run);
-            if let Some(at) = run.claim_wake(self.scheduler.leased()) {
+            if let Some(at) = run.claim_wake(self.room(&run)) {
                 wake = wake.min(at.max(Instant::now()));
             }
             tokio::select! {

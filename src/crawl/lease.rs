@@ -18,14 +18,14 @@ use crate::frontier::{ClaimRequest, Frontier, FrontierError, QueuedUrl};
 const ADDRESS_BUSY_SECS: i64 = 2;
 
 impl Crawl {
-    /// Leases more capsules with due work, up to `max` leased at once and a claim's worth at a
-    /// time. Returns whether the frontier may have more.
+    /// Leases up to `room` more capsules with due work, a claim's worth at a time. Returns
+    /// whether the frontier may have more.
     pub(super) fn claim_capsules(
         &mut self,
         frontier: &mut dyn Frontier,
-        max: usize,
+        room: usize,
     ) -> Result<bool, CrawlError> {
-        let want = (max - self.scheduler.leased()).min(CAPSULES_PER_CLAIM);
+        let want = room.min(CAPSULES_PER_CLAIM);
         let scope = self.config.scope.clone();
         let permits = |capsule: &str| scope.permits(capsule);
         let mut examined = 0;

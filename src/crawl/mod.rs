@@ -93,8 +93,15 @@ pub const MAX_REDIRECT_HOPS: u32 = 5;
 /// that memory stays bounded by the capsules in play rather than the URLs known.
 const PER_CAPSULE: usize = 32;
 
-/// Capsules leased at once, per request the crawl may have in flight.
-const CAPSULES_PER_SLOT: usize = 4;
+/// Addresses the crawl leases capsules on at once, per request it may have in flight (a
+/// capsule not yet resolved counts as an address of its own). Counted in addresses, not
+/// capsules: an address is served one request at a time, so a crawl that leased two capsules
+/// of one address while another address waited would finish that address late, alone.
+const ADDRESSES_PER_SLOT: usize = 4;
+
+/// Capsules leased at once, per address [`ADDRESSES_PER_SLOT`] allows: a bound on what a
+/// shared host's many capsules may hold of the crawl's memory.
+const CAPSULES_PER_ADDRESS: usize = 4;
 
 /// Capsules leased by one claim: a claim marks up to this many times [`PER_CAPSULE`] URLs in one
 /// transaction, which holds up the loop; a crawl starting on a large frontier leases in steps.

@@ -227,6 +227,22 @@ impl<T: Queued> Scheduler<T> {
         self.capsules.values().filter(|c| c.leased).count()
     }
 
+    /// How many addresses the capsules the crawl leases are on, each capsule whose address is
+    /// not known yet counting as one.
+    pub fn leased_addresses(&self) -> usize {
+        let mut ips = HashSet::new();
+        let mut unknown = 0;
+        for capsule in self.capsules.values().filter(|c| c.leased) {
+            match capsule.addr {
+                Some(addr) => {
+                    ips.insert(addr.ip());
+                }
+                None => unknown += 1,
+            }
+        }
+        ips.len() + unknown
+    }
+
     /// Whether the crawl leases this capsule.
     pub fn is_leased(&self, host_id: i64) -> bool {
         self.capsules.get(&host_id).is_some_and(|c| c.leased)
@@ -660,6 +676,25 @@ mod tests {
         let on_ip1: Vec<i64> = order.iter().copied().filter(|&h| h != 3).collect();
         assert_eq!(on_ip1, vec![1, 2, 1, 2, 1, 2]);
         assert_eq!(order.iter().filter(|&&h| h == 3).count(), 3);
+    }
+
+    #[test]
+    fn leased_capsules_count_their_addresses_once_each() {
+        let t0 = Instant::now();
+        let mut s = Scheduler::new(Duration::ZERO);
+        for (host_id, host) in [(1, "a.test"), (2, "b.test"), (3, "c.test"), (4, "d.test")] {
+            s.push(url(host_id * 10, host_id, host, "/"), false, t0);
+        }
+        assert_eq!(
+            (s.leased(), s.leased_addresses()),
+            (4, 4),
+            "none resolved yet"
+        );
+        // a and b share an address, c has its own, d is not resolved.
+        s.set_address(1, addr(1), t0);
+        s.set_address(2, addr(1), t0);
+        s.set_address(3, addr(2), t0);
+        assert_eq!((s.leased(), s.leased_addresses()), (4, 3));
     }
 
     #[test]

@@ -609,6 +609,126 @@ fn a_killed_crawlers_shards_are_adopted_and_its_late_writes_refused() {
     assert_eq!(shards_of(&mut client, first_store.crawler()), 0);
 }
 
+/// Shards with work are shared by how many capsules wait in them (with work, leased by nobody):
+/// a crawler that took every shard with work hands those where it leases no capsule to a
+/// crawler that has none, at new epochs, until both have about as many waiting; the receiver
+/// claims and records visits there, the giver claims there no more. Shards without work stay
+/// shared by count.
+#[test]
+fn a_crawler_holding_more_work_hands_shards_to_one_holding_less() {
+    let Some(cluster) = Cluster::start("shards_handed_over") else {
+        return;
+    };
+    let url = cluster.database("handed");
+    let lease = Duration::from_secs(300);
+    let (a_store, b_store) = (
+        PgStore::connect(&url, lease, true).unwrap(),
+        PgStore::connect(&url, lease, true).unwrap(),
+    );
+    let (mut a, mut b) = (a_store.frontier().unwrap(), b_store.frontier().unwrap());
+    Frontier::recover(&mut a, 0, 0).unwrap();
+    Frontier::recover(&mut b, 0, 0).unwrap();
+    // 40 capsules, in fewer shards (some share one).
+    for n in 0..40 {
+        seed(&mut a, &format!("gemini://c{n}.test/"));
+    }
+    let mut client = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    let mut work_of = |crawler: &str| -> (i64, i64) {
+        let row = client
+            .query_one(
+                "SELECT COUNT(DISTINCT s.id), COUNT(h.id) FROM shards s
+                 JOIN hosts h ON h.shard = s.id WHERE s.owner = $1 AND h.next_due IS NOT NULL",
+                &[&crawler],
+            )
+            .unwrap();
+        (row.get(0), row.get(1))
+    };
+    // a syncs first: every shard with work is free, so it takes them all, and its share of
+    // the others; b, then, takes only shards without work.
+    let (first, _) = a
+        .claim_capsules(&ClaimRequest::everywhere(1, 5), 0)
+        .unwrap();
+    assert_eq!(first.len(), 1);
+    let (none, _) = b
+        .claim_capsules(&ClaimRequest::everywhere(4, 5), 0)
+        .unwrap();
+    assert!(none.is_empty(), "{none:?}");
+    let (a_shards, a_capsules) = work_of(a_store.crawler());
+    assert_eq!((work_of(b_store.crawler()).1, a_capsules), (0, 40));
+    let owned = |client: &mut postgres::Client, crawler: &str| -> i64 {
+        client
+            .query_one("SELECT COUNT(*) FROM shards WHERE owner = $1", &[&crawler])
+            .unwrap()
+            .get(0)
+    };
+    let mut counter = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    assert!(
+        owned(&mut counter, b_store.crawler()) > 100,
+        "b took its share of the rest"
+    );
+    let epochs_before: i64 = counter
+        .query_one("SELECT SUM(epoch)::BIGINT FROM shards", &[])
+        .unwrap()
+        .get(0);
+
+    // Each renewal syncs: a hands over up to eight shards a time, the heaviest first, until
+    // the two hold about as much (b renews, and so learns of them, in between).
+    for _ in 0..(a_shards / 8 + 2) {
+        a.renew_leases().unwrap();
+        b.renew_leases().unwrap();
+    }
+    let (_, a_capsules) = work_of(a_store.crawler());
+    let (b_shards, b_capsules) = work_of(b_store.crawler());
+    assert_eq!(a_capsules + b_capsules, 40);
+    assert!(b_shards > 0);
+    assert!(
+        a_capsules.abs_diff(b_capsules) <= 4,
+        "a holds {a_capsules} capsules with work, b {b_capsules}"
+    );
+    let epochs_after: i64 = counter
+        .query_one("SELECT SUM(epoch)::BIGINT FROM shards", &[])
+        .unwrap()
+        .get(0);
+    assert!(
+        epochs_after >= epochs_before + b_shards,
+        "each shard handed at a new epoch"
+    );
+    // The capsule a leases stayed a's.
+    let leased_by: Option<String> = counter
+        .query_one(
+            "SELECT s.owner FROM hosts h JOIN shards s ON s.id = h.shard WHERE h.id = $1",
+            &[&first[0].host_id],
+        )
+        .unwrap()
+        .get(0);
+    assert_eq!(leased_by.as_deref(), Some(a_store.crawler()));
+
+    // b claims in the shards it was handed and records a visit there; a claims none of them.
+    let (got, _) = b
+        .claim_capsules(&ClaimRequest::everywhere(64, 5), 0)
+        .unwrap();
+    assert_eq!(got.len() as i64, b_capsules, "one root each: {got:?}");
+    let mut batch = Frontier::batch(&mut b, 5).unwrap();
+    visit(&mut *batch, got[0].id, 5);
+    batch.commit().unwrap();
+    let visits: i64 = counter
+        .query_one("SELECT visits FROM urls WHERE id = $1", &[&got[0].id])
+        .unwrap()
+        .get(0);
+    assert_eq!(visits, 1, "the receiver's visit is written");
+    let (rest, _) = a
+        .claim_capsules(&ClaimRequest::everywhere(64, 5), 0)
+        .unwrap();
+    let theirs: Vec<i64> = got.iter().map(|u| u.host_id).collect();
+    assert!(
+        rest.iter().all(|u| !theirs.contains(&u.host_id)),
+        "{rest:?}"
+    );
+    assert_eq!(rest.len() as i64, a_capsules - 1, "a's other capsules");
+    a.end_run().unwrap();
+    b.end_run().unwrap();
+}
+
 /// A crawler without work of its own does not end while a capsule of another crawler's shard
 /// is put back for a few seconds (its address was busy): that capsule is work left, which the
 /// other crawler takes again, or this one adopts with the shard if the other dies. One due

@@ -77,19 +77,18 @@ pub(super) fn host_next_due(host: &str) -> String {
 /// statement, in the order of [`claim_order`](crate::frontier::claim_order): hubs first, then
 /// new URLs and revisits in turn (each priority's first `$4` by due time and id, one index
 /// seek each, ranked within their priority, then all of them by rank). When `held`, only
-/// capsules the crawler leases, whose lease it renews for `$5` seconds, and none in the shards
-/// of `$6` (those it drains). Returns the claimed
+/// capsules the crawler leases, whose lease it renews for `$5` seconds. Returns the claimed
 /// URLs as [`CLAIM_COLUMNS`], capsule by capsule in the order of `$1`, each in claim order.
 fn claim_sql(held: bool) -> String {
     let capsules = if held {
         format!(
             "renewed AS (
                  UPDATE hosts SET leased_until = {DB_NOW} + $5
-                 WHERE id = ANY($1) AND claimed = 1 AND leased_by = $2 RETURNING id, shard),
+                 WHERE id = ANY($1) AND claimed = 1 AND leased_by = $2 RETURNING id),
              capsules AS (
                  SELECT DISTINCT ON (id) id, ord
                  FROM unnest($1::BIGINT[]) WITH ORDINALITY AS c(id, ord)
-                 WHERE id IN (SELECT id FROM renewed WHERE shard <> ALL($6::INT[]))
+                 WHERE id IN (SELECT id FROM renewed)
                  ORDER BY id, ord)"
         )
     } else {
@@ -149,8 +148,7 @@ pub(super) fn claim_from(
 }
 
 /// Claims up to `n` more due URLs of each of these capsules `crawler` leases, renewing their
-/// leases for `lease_secs`, in one statement (nothing of a capsule another holds, nor of one in
-/// a shard of `draining`). The URLs come capsule by capsule in the order given, each capsule's
+/// leases for `lease_secs`, in one statement (nothing of a capsule another holds). The URLs come capsule by capsule in the order given, each capsule's
 /// in claim order.
 pub(super) fn claim_held(
     db: &mut impl GenericClient,
@@ -159,18 +157,10 @@ pub(super) fn claim_held(
     host_ids: &[i64],
     n: usize,
     now: i64,
-    draining: &[i32],
 ) -> Result<Vec<QueuedUrl>> {
     let rows = db.query(
         &claim_sql(true),
-        &[
-            &host_ids,
-            &crawler,
-            &now,
-            &(n as i64),
-            &lease_secs,
-            &draining,
-        ],
+        &[&host_ids, &crawler, &now, &(n as i64), &lease_secs],
     )?;
     Ok(rows.iter().map(queued_url).collect())
 }

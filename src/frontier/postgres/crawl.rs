@@ -112,6 +112,10 @@ impl Frontier for PgFrontier {
     /// Leases up to `capsules` capsules of this crawler's shards with work due at `now` and
     /// claims up to `per_capsule` URLs of each, after syncing its shards (at most every
     /// second) and folding what other writers learned of its capsules into their rows.
+    /// Capsules on an address where it leases none come first: an address is served one
+    /// request at a time, so the last address started sets when the crawl ends, and a crawler
+    /// leasing fewer capsules than it holds (`--concurrency` x 4) starts every address before
+    /// a second capsule of one.
     fn claim_capsules(&mut self, ask: &ClaimRequest, now: i64) -> Result<(Vec<QueuedUrl>, usize)> {
         let (capsules, per_capsule, permits) = (ask.capsules, ask.per_capsule, ask.permits);
         let PgFrontier {
@@ -127,15 +131,18 @@ impl Frontier for PgFrontier {
                 shard::sync(tx, crawler, *lease_secs, owned)?;
             }
             fold_news(tx, &owned.ids())?;
-            // Capsules are leased only where it keeps working, not in shards it drains.
-            let shards = owned.working();
+            let shards = owned.ids();
             let hosts = tx.query(
                 "SELECT id, name FROM hosts
                  WHERE shard = ANY($4) AND next_due IS NOT NULL AND next_due <= $1
                    AND (backoff_until IS NULL OR backoff_until <= $1)
                    AND claimed = 0 AND id <> ALL($3)
-                 ORDER BY next_due, id LIMIT $2",
-                &[&now, &(capsules as i64), &*passed_over, &shards],
+                 ORDER BY ip IS NOT NULL AND ip = ANY(ARRAY(
+                              SELECT ip FROM hosts
+                              WHERE claimed != 0 AND leased_by = $5 AND ip IS NOT NULL)),
+                          next_due, id
+                 LIMIT $2",
+                &[&now, &(capsules as i64), &*passed_over, &shards, &*crawler],
             )?;
             let examined = hosts.len();
             let mut permitted = Vec::new();
@@ -184,18 +191,7 @@ impl Frontier for PgFrontier {
             return Ok(Vec::new());
         }
         let (crawler, lease_secs) = (&self.crawler, self.lease_secs);
-        let draining = self.owned.draining();
-        blocking(|| {
-            claim_held(
-                &mut **self.db(),
-                crawler,
-                lease_secs,
-                host_ids,
-                n,
-                now,
-                draining,
-            )
-        })
+        blocking(|| claim_held(&mut **self.db(), crawler, lease_secs, host_ids, n, now))
     }
 
     /// Claims these URLs, if they are free and due and their capsule is leased by this
@@ -245,7 +241,7 @@ impl Frontier for PgFrontier {
     /// time they come due, as this crawler's own do: one put back for a few seconds (its
     /// address busy) is work left, one due tomorrow is not.
     fn next_wakeup(&self, now: i64) -> Result<Option<i64>> {
-        let shards = self.owned.working();
+        let shards = self.owned.ids();
         let row = blocking(|| {
             self.db().query_one(
                 &format!(

@@ -9,14 +9,20 @@
 //! first claims (half a second later, so that crawlers started together count each other),
 //! about every second while it runs (`keep_share`, and its claims), and when it renews its
 //! leases: one statement renews its heartbeat and every shard it owns and counts the live
-//! crawlers; then it adopts shards nobody holds (free, or whose owner stopped renewing; those
-//! with work first) up to its fair share (the shards over the live crawlers, rounded up),
-//! letting go of what the dead owner had claimed there, or gives back what it has over its
-//! share: shards where it leases no capsule at once (those with work first), the others once
-//! drained (it claims nothing more there, [`Owned::working`], until their capsules run dry), so
-//! that a crawler that joins gets shards with work. Shards with work that nobody took for a few
-//! seconds are adopted beyond the share. Only the owner claims a shard's capsules, so claims
-//! read and mark the crawler's own rows and take no global lock.
+//! crawlers; another reads every shard's [`Load`] (its owner, its capsules waiting). Shards are
+//! shared by count, so that the work found later (a capsule's shard once its address is known)
+//! lands evenly: a crawler adopts shards nobody holds (free, or whose owner stopped renewing;
+//! those with work first) up to its fair share (the shards over the live crawlers, rounded up),
+//! letting go of what a dead owner had claimed there, or gives back shards without work it holds
+//! over its share. **Shards with work** move by how much of it waits: a crawler with more
+//! capsules waiting to be started than the mean of the crawlers that synced lately hands its
+//! heaviest shards where it leases no capsule to the one with the fewest ([`plan_gifts`]), at
+//! new epochs and under their leases, so that a crawler whose shards happen to hold more
+//! addresses, or a crawler that joins, does not leave the others idle; the receiver, over its
+//! share then, gives back shards without work, which the giver adopts. Shards with work that
+//! nobody took for a few seconds (their crawler ended or died) are adopted beyond the share.
+//! Only the owner claims a shard's capsules, so claims read and mark the crawler's own rows and
+//! take no global lock.
 //!
 //! **Fencing.** A crawler that stopped renewing (SIGSTOP, a stalled machine) loses its shards
 //! when their lease runs out; when it runs again, its next sync finds them gone or their epoch
@@ -76,10 +82,6 @@ pub(super) struct Owned {
     synced: Option<Instant>,
     /// Shards it owned and found lost at a sync, until the crawl asks (`lost_leases`).
     lost: Vec<i32>,
-    /// Shards over its fair share where it leases capsules: it claims nothing more there, so
-    /// that their capsules run dry and it gives them back (a crawler that joins gets shards
-    /// with work, not only those where nobody worked).
-    draining: Vec<i32>,
     /// The crawlers alive at the last sync, itself included.
     live: i64,
     /// Set when the crawler, about to end, found URLs other crawlers claim
@@ -92,20 +94,6 @@ impl Owned {
     /// The shards owned, in order.
     pub(super) fn ids(&self) -> Vec<i32> {
         self.epochs.keys().copied().collect()
-    }
-
-    /// The shards owned that it claims in: all but those it drains.
-    pub(super) fn working(&self) -> Vec<i32> {
-        self.epochs
-            .keys()
-            .copied()
-            .filter(|id| !self.draining.contains(id))
-            .collect()
-    }
-
-    /// The shards it drains, to give back.
-    pub(super) fn draining(&self) -> &[i32] {
-        &self.draining
     }
 
     /// The shards owned and their epochs, as two arrays (for [`fence`]).
@@ -136,7 +124,6 @@ impl Owned {
     /// Forgets every shard (given back at the end of a run).
     pub(super) fn clear(&mut self) {
         self.epochs.clear();
-        self.draining.clear();
         self.synced = None;
     }
 }
@@ -196,29 +183,31 @@ pub(super) fn sync(
     if live < owned.live || owned.others_claims.load(Ordering::Relaxed) {
         release_expired(tx)?;
     }
+    // Where the work is, after the renewal: each shard's owner and capsules waiting.
+    let loads = loads(tx, crawler)?;
+    debug_assert_eq!(
+        loads.len() as i64,
+        SHARDS,
+        "shards.sql makes every shard's row"
+    );
+    // Shards are shared by count, so that the work found later (a capsule's shard once its
+    // address is known) lands evenly; only shards without work are given back, and those with
+    // work move by how much waits in them (below).
     let share = fair_share(live);
     let held = mine.len() as i64;
     if held < share {
-        let adopted = adopt(tx, crawler, lease_secs, Wanted::Share(share - held))?;
-        mine.extend(adopted);
+        mine.extend(adopt(tx, crawler, lease_secs, Wanted::Share(share - held))?);
     } else if held > share {
-        let given = give_back(tx, crawler, held - share, &owned.draining)?;
-        for id in &given {
-            mine.remove(id);
+        for id in give_back(tx, crawler, held - share)? {
+            mine.remove(&id);
         }
-        // What it could not give back holds capsules it leases: it drains as many.
-        let over = held - share - given.len() as i64;
-        owned.draining = if over > 0 {
-            to_drain(tx, crawler, over)?
-        } else {
-            Vec::new()
-        };
     } else {
-        owned.draining.clear();
         // Shares add up to every shard, but a crawler that ended or died may leave shards
         // with work that no crawler short of its share takes: those are adopted beyond it.
-        let adopted = adopt(tx, crawler, lease_secs, Wanted::Orphans)?;
-        mine.extend(adopted);
+        mine.extend(adopt(tx, crawler, lease_secs, Wanted::Orphans)?);
+    }
+    for id in hand_over(tx, crawler, &plan_gifts(crawler, &loads))? {
+        mine.remove(&id);
     }
     owned.epochs = mine;
     owned.synced = Some(Instant::now());
@@ -227,9 +216,151 @@ pub(super) fn sync(
     Ok(owned.epochs.len())
 }
 
+/// A shard as a sync sees it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Load {
+    pub id: i32,
+    /// Its owner while its lease runs.
+    pub owner: Option<String>,
+    /// Whether the owner synced within [`RECENT_SECS`] (it may be handed shards).
+    pub recent: bool,
+    /// How many of its capsules wait for a crawler: with work, and leased by none.
+    pub waiting: i64,
+    /// Whether the crawler syncing leases a capsule there (it cannot hand the shard over).
+    pub leased: bool,
+}
+
+/// How recently a crawler must have synced to be handed shards (seconds): crawlers sync about
+/// every second while they work and every two while they wait for work, so one silent for
+/// longer is stopped, or ending.
+const RECENT_SECS: i64 = 5;
+
+/// Every shard's [`Load`], as `crawler` sees it (one statement).
+fn loads(tx: &mut impl GenericClient, crawler: &str) -> Result<Vec<Load>> {
+    Ok(tx
+        .query(
+            &format!(
+                "SELECT s.id,
+                        CASE WHEN s.owner IS NOT NULL AND s.leased_until >= {DB_NOW}
+                             THEN s.owner END,
+                        EXISTS (SELECT 1 FROM crawlers c
+                                WHERE c.id = s.owner AND c.seen_at >= {DB_NOW} - $2),
+                        COALESCE(w.waiting, 0), COALESCE(w.leased, FALSE)
+                 FROM shards s
+                 LEFT JOIN (SELECT h.shard, COUNT(*) FILTER (WHERE h.claimed = 0) AS waiting,
+                                   bool_or(h.claimed != 0 AND h.leased_by = $1) AS leased
+                            FROM hosts h WHERE {work} GROUP BY h.shard) w ON w.shard = s.id
+                 ORDER BY s.id",
+                work = has_work("h", DB_NOW)
+            ),
+            &[&crawler, &RECENT_SECS],
+        )?
+        .iter()
+        .map(|r| Load {
+            id: r.get(0),
+            owner: r.get(1),
+            recent: r.get(2),
+            waiting: r.get(3),
+            leased: r.get(4),
+        })
+        .collect())
+}
+
+/// How many shards a crawler hands over at one sync, at most.
+const GIFTS_AT_ONCE: usize = 8;
+
+/// Which of its shards with work `crawler` hands to which other crawler, so that the crawlers
+/// that synced lately have about as many capsules waiting to be started ([`Load::waiting`]):
+/// work under way stays where it is (a capsule leased is served by its crawler to the end), and
+/// how much a capsule not yet started holds is not known, so capsules waiting are what can be
+/// moved and what is counted. To the crawler with the fewest, its heaviest shard that leaves
+/// the giver no lighter than the mean nor than the receiver, among those where the giver leases
+/// no capsule; at most [`GIFTS_AT_ONCE`]. The giver never drops below the mean, so givers
+/// syncing at once cannot together push a receiver far past it; a receiver never ends heavier
+/// than its giver, so shards do not swing back and forth.
+pub(super) fn plan_gifts(crawler: &str, loads: &[Load]) -> Vec<(i32, String)> {
+    let mut others: BTreeMap<&str, i64> = BTreeMap::new();
+    let mut held = 0;
+    let mut giftable: Vec<(i64, i32)> = Vec::new();
+    for load in loads {
+        match load.owner.as_deref() {
+            Some(owner) if owner == crawler => {
+                held += load.waiting;
+                if load.waiting > 0 && !load.leased {
+                    giftable.push((load.waiting, load.id));
+                }
+            }
+            Some(owner) if load.recent => *others.entry(owner).or_default() += load.waiting,
+            _ => {}
+        }
+    }
+    if others.is_empty() {
+        return Vec::new();
+    }
+    let mean = (held + others.values().sum::<i64>()) / (others.len() as i64 + 1);
+    // Heaviest first.
+    giftable.sort_unstable_by_key(|&(w, id)| (std::cmp::Reverse(w), id));
+    let mut gifts = Vec::new();
+    while gifts.len() < GIFTS_AT_ONCE {
+        let Some((&to, &has)) = others.iter().min_by_key(|&(name, w)| (*w, *name)) else {
+            break;
+        };
+        let Some(at) = giftable
+            .iter()
+            .position(|&(w, _)| held - w >= mean && has + w <= held - w)
+        else {
+            break;
+        };
+        let (w, id) = giftable.remove(at);
+        held -= w;
+        others.insert(to, has + w);
+        gifts.push((id, to.to_string()));
+    }
+    gifts
+}
+
+/// Hands shards of `crawler` to other crawlers (shard, receiver), each at a new epoch and under
+/// the receiver's lease, where `crawler` still leases no capsule and the receiver synced
+/// lately. The receiver finds them its own when it next renews its shards. Returns those
+/// handed over.
+fn hand_over(
+    tx: &mut impl GenericClient,
+    crawler: &str,
+    gifts: &[(i32, String)],
+) -> Result<Vec<i32>> {
+    if gifts.is_empty() {
+        return Ok(Vec::new());
+    }
+    let (ids, to): (Vec<i32>, Vec<&str>) = gifts.iter().map(|(id, to)| (*id, to.as_str())).unzip();
+    let given: Vec<i32> = tx
+        .query(
+            &format!(
+                "UPDATE shards s SET owner = g.owner, epoch = s.epoch + 1,
+                        leased_until = {DB_NOW} + c.lease_secs
+                 FROM unnest($2::INT[], $3::TEXT[]) AS g(id, owner)
+                 JOIN crawlers c ON c.id = g.owner
+                 WHERE s.id = g.id AND s.owner = $1 AND c.seen_at >= {DB_NOW} - $4
+                   AND NOT EXISTS (SELECT 1 FROM hosts h WHERE h.shard = s.id
+                                     AND h.claimed != 0 AND h.leased_by = $1)
+                 RETURNING s.id"
+            ),
+            &[&crawler, &ids, &to, &RECENT_SECS],
+        )?
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    if !given.is_empty() {
+        tracing::debug!(
+            shards = given.len(),
+            "handed shards with work to lighter crawlers"
+        );
+    }
+    Ok(given)
+}
+
 /// Which shards nobody holds a crawler adopts.
 enum Wanted {
-    /// Up to so many, to make up its fair share.
+    /// Up to so many, to make up its fair share (with work first).
     Share(i64),
     /// Up to [`ORPHANS_AT_ONCE`] beyond its share: those with work (a capsule due, claimed by
     /// a crawler that stopped, or with news) that nobody took for [`ORPHAN_GRACE_SECS`] (a
@@ -335,32 +466,22 @@ fn adopt(
     Ok(adopted)
 }
 
-/// Gives back up to `n` shards where this crawler leases no capsule, at a new epoch: those it
-/// was draining first, then those with work (a crawler that held every shard when others
-/// joined keeps the shards where it works, and lets the rest of the work go to them, rather
-/// than empty shards). Returns them.
-fn give_back(
-    tx: &mut impl GenericClient,
-    crawler: &str,
-    n: i64,
-    draining: &[i32],
-) -> Result<Vec<i32>> {
+/// Gives back up to `n` of this crawler's shards without work (where nobody leases a capsule,
+/// nothing is due and no news waits), at a new epoch. Returns them.
+fn give_back(tx: &mut impl GenericClient, crawler: &str, n: i64) -> Result<Vec<i32>> {
     let given: Vec<i32> = tx
         .query(
             &format!(
                 "UPDATE shards SET owner = NULL, leased_until = {DB_NOW}, epoch = epoch + 1
                  WHERE id IN (
                      SELECT s.id FROM shards s WHERE s.owner = $1
-                       AND NOT EXISTS (SELECT 1 FROM hosts h WHERE h.shard = s.id
-                                         AND h.claimed != 0 AND h.leased_by = $1)
-                     ORDER BY s.id = ANY($3) DESC,
-                              EXISTS (SELECT 1 FROM hosts h WHERE h.shard = s.id AND {work}) DESC,
-                              md5(s.id::TEXT || $1) DESC
+                       AND NOT EXISTS (SELECT 1 FROM hosts h WHERE h.shard = s.id AND {work})
+                     ORDER BY md5(s.id::TEXT || $1) DESC
                      LIMIT $2)
                  RETURNING id",
                 work = has_work("h", DB_NOW)
             ),
-            &[&crawler, &n, &draining],
+            &[&crawler, &n],
         )?
         .iter()
         .map(|r| r.get(0))
@@ -369,26 +490,6 @@ fn give_back(
         tracing::debug!(shards = given.len(), "gave shards back");
     }
     Ok(given)
-}
-
-/// Up to `n` of this crawler's shards where it leases capsules, to drain: in the order it
-/// gives shards back, so that it keeps draining the same ones from one sync to the next.
-fn to_drain(tx: &mut impl GenericClient, crawler: &str, n: i64) -> Result<Vec<i32>> {
-    let shards: Vec<i32> = tx
-        .query(
-            "SELECT s.id FROM shards s WHERE s.owner = $1
-               AND EXISTS (SELECT 1 FROM hosts h
-                           WHERE h.shard = s.id AND h.claimed != 0 AND h.leased_by = $1)
-             ORDER BY md5(s.id::TEXT || $1) DESC LIMIT $2",
-            &[&crawler, &n],
-        )?
-        .iter()
-        .map(|r| r.get(0))
-        .collect();
-    if !shards.is_empty() {
-        tracing::debug!(shards = shards.len(), "draining shards over the fair share");
-    }
-    Ok(shards)
 }
 
 /// Gives back every shard this crawler owns (the end of its run).
@@ -459,6 +560,72 @@ mod tests {
             assert!(fair_share(live) * live >= SHARDS, "{live} crawlers");
             assert!((fair_share(live) - 1) * live < SHARDS, "{live} crawlers");
         }
+    }
+
+    fn load(id: i32, owner: &str, waiting: i64) -> Load {
+        Load {
+            id,
+            owner: (!owner.is_empty()).then(|| owner.to_string()),
+            recent: true,
+            waiting,
+            leased: false,
+        }
+    }
+
+    #[test]
+    fn a_heavier_crawler_hands_work_to_the_lightest_down_to_the_mean() {
+        // a has 12 capsules waiting, b 2, c 4: the mean is 6.
+        let mut loads = vec![
+            load(0, "a", 4),
+            load(1, "a", 4),
+            load(2, "a", 2),
+            load(3, "a", 2),
+            load(4, "b", 2),
+            load(5, "c", 4),
+            load(6, "b", 0),
+            load(7, "", 5),
+        ];
+        // b (the lightest) gets a 4 (a 8, b 6), then c (now the lightest) a 2 (a 6, c 6);
+        // then nothing goes: a would drop below the mean.
+        let gifts = plan_gifts("a", &loads);
+        assert_eq!(gifts, [(0, "b".to_string()), (2, "c".to_string())]);
+        // A shard where a leases a capsule stays: the next heaviest goes.
+        loads[0].leased = true;
+        let gifts = plan_gifts("a", &loads);
+        assert_eq!(gifts, [(1, "b".to_string()), (2, "c".to_string())]);
+        // b and c give nothing: each is at or below the mean.
+        assert!(plan_gifts("b", &loads).is_empty());
+        assert!(plan_gifts("c", &loads).is_empty());
+    }
+
+    #[test]
+    fn gifts_never_leave_the_receiver_heavier_than_the_giver() {
+        // 5 against 3: a 2 would make it 3 against 5, and back again at the next sync.
+        let loads = [load(0, "a", 2), load(1, "a", 3), load(2, "b", 3)];
+        assert!(plan_gifts("a", &loads).is_empty());
+        // 5 against 1: the 2 goes (3 and 3).
+        let loads = [load(0, "a", 2), load(1, "a", 3), load(2, "b", 1)];
+        assert_eq!(plan_gifts("a", &loads), [(0, "b".to_string())]);
+    }
+
+    #[test]
+    fn gifts_go_only_to_crawlers_that_synced_lately_and_spread_over_them() {
+        let mut loads: Vec<Load> = (0..16).map(|id| load(id, "a", 1)).collect();
+        loads.push(load(16, "b", 0));
+        loads.push(load(17, "c", 0));
+        let mut stopped = load(18, "d", 0);
+        stopped.recent = false;
+        loads.push(stopped);
+        let gifts = plan_gifts("a", &loads);
+        // 16 over three crawlers: at most GIFTS_AT_ONCE at a sync, taking turns.
+        assert_eq!(gifts.len(), GIFTS_AT_ONCE);
+        let to = |name: &str| gifts.iter().filter(|(_, to)| to == name).count();
+        assert_eq!((to("b"), to("c"), to("d")), (4, 4, 0));
+        // Alone, or with stopped crawlers only, a crawler keeps everything.
+        assert!(plan_gifts("a", &loads[..16]).is_empty());
+        let mut only_stopped = loads[..16].to_vec();
+        only_stopped.push(loads[18].clone());
+        assert!(plan_gifts("a", &only_stopped).is_empty());
     }
 
     #[test]
