@@ -252,7 +252,8 @@ impl LoopState {
 impl Crawl {
     /// How many more capsules the crawl may lease now.
     fn room(&self, run: &LoopState) -> usize {
-        run.room(self.scheduler.leased(), self.scheduler.leased_addresses())
+        let (capsules, addresses) = self.scheduler.leased();
+        run.room(capsules, addresses)
     }
 
     /// Runs the crawl until nothing is left that is due, `--max-pages`, `--max-duration` or

@@ -222,17 +222,13 @@ impl<T: Queued> Scheduler<T> {
         done
     }
 
-    /// Capsules the crawl leases.
-    pub fn leased(&self) -> usize {
-        self.capsules.values().filter(|c| c.leased).count()
-    }
-
-    /// How many addresses the capsules the crawl leases are on, each capsule whose address is
-    /// not known yet counting as one.
-    pub fn leased_addresses(&self) -> usize {
+    /// The capsules the crawl leases, and how many addresses they are on (each capsule whose
+    /// address is not known yet counting as one), in one pass.
+    pub fn leased(&self) -> (usize, usize) {
         let mut ips = HashSet::new();
-        let mut unknown = 0;
+        let (mut capsules, mut unknown) = (0, 0);
         for capsule in self.capsules.values().filter(|c| c.leased) {
+            capsules += 1;
             match capsule.addr {
                 Some(addr) => {
                     ips.insert(addr.ip());
@@ -240,7 +236,7 @@ impl<T: Queued> Scheduler<T> {
                 None => unknown += 1,
             }
         }
-        ips.len() + unknown
+        (capsules, ips.len() + unknown)
     }
 
     /// Whether the crawl leases this capsule.
@@ -685,16 +681,12 @@ mod tests {
         for (host_id, host) in [(1, "a.test"), (2, "b.test"), (3, "c.test"), (4, "d.test")] {
             s.push(url(host_id * 10, host_id, host, "/"), false, t0);
         }
-        assert_eq!(
-            (s.leased(), s.leased_addresses()),
-            (4, 4),
-            "none resolved yet"
-        );
+        assert_eq!(s.leased(), (4, 4), "none resolved yet");
         // a and b share an address, c has its own, d is not resolved.
         s.set_address(1, addr(1), t0);
         s.set_address(2, addr(1), t0);
         s.set_address(3, addr(2), t0);
-        assert_eq!((s.leased(), s.leased_addresses()), (4, 3));
+        assert_eq!(s.leased(), (4, 3));
     }
 
     #[test]

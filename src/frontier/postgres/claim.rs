@@ -148,8 +148,8 @@ pub(super) fn claim_from(
 }
 
 /// Claims up to `n` more due URLs of each of these capsules `crawler` leases, renewing their
-/// leases for `lease_secs`, in one statement (nothing of a capsule another holds). The URLs come capsule by capsule in the order given, each capsule's
-/// in claim order.
+/// leases for `lease_secs`, in one statement (nothing of a capsule another holds). The URLs
+/// come capsule by capsule in the order given, each capsule's in claim order.
 pub(super) fn claim_held(
     db: &mut impl GenericClient,
     crawler: &str,

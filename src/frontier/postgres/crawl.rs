@@ -114,8 +114,8 @@ impl Frontier for PgFrontier {
     /// second) and folding what other writers learned of its capsules into their rows.
     /// Capsules on an address where it leases none come first: an address is served one
     /// request at a time, so the last address started sets when the crawl ends, and a crawler
-    /// leasing fewer capsules than it holds (`--concurrency` x 4) starts every address before
-    /// a second capsule of one.
+    /// that may lease on fewer addresses than it holds starts each of them before a second
+    /// capsule of one.
     fn claim_capsules(&mut self, ask: &ClaimRequest, now: i64) -> Result<(Vec<QueuedUrl>, usize)> {
         let (capsules, per_capsule, permits) = (ask.capsules, ask.per_capsule, ask.permits);
         let PgFrontier {

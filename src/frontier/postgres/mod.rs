@@ -14,9 +14,9 @@
 //! with each change of owner (`shard.rs`). A crawler (its id made when the store is opened)
 //! takes a fair share of the shards of the live crawlers (by count, giving back only shards
 //! without work; shards with work are handed from crawlers with more capsules waiting to those
-//! with fewer), renews
-//! them about every second while it claims and whenever it renews its leases, and adopts the
-//! shards of crawlers that stopped renewing (after `--lease`, 5 minutes by default),
+//! with fewer), renews them about every second while it claims and whenever it renews its
+//! leases, and adopts the shards of crawlers that stopped renewing (after `--lease`, 5 minutes
+//! by default),
 //! with the capsules and URLs they had claimed. Within its shards, work is handed out as in
 //! SQLite (capsules leased whole, their due URLs claimed a few at a time), so claims read and
 //! mark the crawler's own rows and take no lock another crawler waits for. Rows any crawler may

@@ -183,13 +183,19 @@ pub(super) fn sync(
     if live < owned.live || owned.others_claims.load(Ordering::Relaxed) {
         release_expired(tx)?;
     }
-    // Where the work is, after the renewal: each shard's owner and capsules waiting.
-    let loads = loads(tx, crawler)?;
-    debug_assert_eq!(
-        loads.len() as i64,
-        SHARDS,
-        "shards.sql makes every shard's row"
-    );
+    // Where the work waits, after the renewal; read only when another crawler is alive (those
+    // that synced lately, the only ones handed shards, are counted alive).
+    let gifts = if live > 1 {
+        let loads = loads(tx, crawler)?;
+        debug_assert_eq!(
+            loads.len() as i64,
+            SHARDS,
+            "shards.sql makes every shard's row"
+        );
+        plan_gifts(crawler, &loads)
+    } else {
+        Vec::new()
+    };
     // Shards are shared by count, so that the work found later (a capsule's shard once its
     // address is known) lands evenly; only shards without work are given back, and those with
     // work move by how much waits in them (below).
@@ -206,7 +212,7 @@ pub(super) fn sync(
         // with work that no crawler short of its share takes: those are adopted beyond it.
         mine.extend(adopt(tx, crawler, lease_secs, Wanted::Orphans)?);
     }
-    for id in hand_over(tx, crawler, &plan_gifts(crawler, &loads))? {
+    for id in hand_over(tx, crawler, &gifts)? {
         mine.remove(&id);
     }
     owned.epochs = mine;
