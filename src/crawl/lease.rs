@@ -49,11 +49,9 @@ impl Crawl {
     }
 
     pub(super) fn due_retry(&self, frontier: &dyn Frontier) -> Result<Option<Instant>, CrawlError> {
-        let now = unix_now();
-        let Some(at) = frontier.next_wakeup(now)? else {
+        let Some(wait) = frontier.next_wakeup(unix_now())? else {
             return Ok(None);
         };
-        let wait = Duration::from_secs((at - now).max(0) as u64);
         Ok((wait <= self.config.retry_horizon).then(|| Instant::now() + wait))
     }
 

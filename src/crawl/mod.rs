@@ -421,10 +421,13 @@ pub async fn run_observed(
     }
     // Whatever happened, let the indexing thread commit what it has, then settle the frontier.
     crawl.index_tx = None;
-    let indexed = tokio::task::spawn_blocking(move || index_thread.join())
-        .await
-        .map_err(|e| CrawlError::IndexerStopped(e.to_string()))?
-        .map_err(|_| CrawlError::IndexerStopped("it panicked".into()))?;
+    // A thread that panicked fails the run like one that stopped: what it claimed is given
+    // back below either way.
+    let indexed = match tokio::task::spawn_blocking(move || index_thread.join()).await {
+        Ok(Ok(indexed)) => indexed,
+        Ok(Err(_)) => Err(CrawlError::IndexerStopped("it panicked".into())),
+        Err(e) => Err(CrawlError::IndexerStopped(e.to_string())),
+    };
     let run = match (outcome, indexed) {
         // The loop only saw that the thread was gone; the thread says why.
         (Err(CrawlError::IndexerStopped(_)), Err(why)) => Err(why),
@@ -435,7 +438,9 @@ pub async fn run_observed(
         Ok(done) => done,
         Err(e) => return Err(give_back(frontier, e)),
     };
-    frontier.clear_anchor_updates(&refreshed)?;
+    if let Err(e) = frontier.clear_anchor_updates(&refreshed) {
+        return Err(give_back(frontier, e.into()));
+    }
     frontier.end_run()?;
     frontier.set_meta("last_crawl_finished", &unix_now().to_string())?;
     // What the rest needs of the crawl; the rest of it (connections, TLS sessions, per-capsule

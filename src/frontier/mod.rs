@@ -255,11 +255,12 @@ pub trait Frontier: IndexLog + Reader + Send {
             .iter()
             .try_for_each(|&host_id| self.release_capsule(host_id))
     }
-    /// The earliest time at which a capsule that is not leased has work it may do (a retry
-    /// or a revisit coming due, or a back-off ending), and never before `now`: a capsule that
-    /// came due since the last claim gives `now`, so that the crawl claims again instead of
-    /// ending with work left.
-    fn next_wakeup(&self, now: i64) -> Result<Option<i64>>;
+    /// How long after `now` a capsule that is not leased may have work to do (a retry or a
+    /// revisit coming due, or a back-off ending); `None` when none ever will. A capsule that
+    /// came due since the last claim gives zero, so that the crawl claims again instead of
+    /// ending with work left. A shared store may answer less than a second: the time after
+    /// which to look again while other crawlers work.
+    fn next_wakeup(&self, now: i64) -> Result<Option<std::time::Duration>>;
     /// Leases the IP address a capsule this crawler holds resolved to, so that no two crawlers
     /// fetch from one address at once. `None`: another crawler holds it now (the capsule is
     /// then put back for a little while). `Some(wait)`: leased, and the first request to it

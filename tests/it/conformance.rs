@@ -438,7 +438,7 @@ fn retries_come_back_in_the_same_run_and_wake_the_crawl(f: &mut dyn Frontier) {
     b.retry_later(id, &result, 60).unwrap();
     b.commit().unwrap();
     f.release_capsule(host).unwrap();
-    assert_eq!(f.next_wakeup(0).unwrap(), Some(60));
+    assert_eq!(f.next_wakeup(0).unwrap(), Some(Duration::from_secs(60)));
     assert!(claim(f, 1, 5, 59).is_empty());
     let again = claim(f, 1, 5, 60);
     assert_eq!(again.len(), 1);
@@ -456,13 +456,13 @@ fn capsules_in_back_off_wait(f: &mut dyn Frontier) {
     b.set_backoff(host, 500).unwrap();
     b.commit().unwrap();
     assert!(claim(f, 1, 5, 0).is_empty());
-    assert_eq!(f.next_wakeup(0).unwrap(), Some(500));
+    assert_eq!(f.next_wakeup(0).unwrap(), Some(Duration::from_secs(500)));
     // The last claim came a second too early: the crawl, asking at or after the end of the
     // back-off, is told to claim now rather than that nothing is left.
     assert!(claim(f, 1, 5, 499).is_empty());
-    assert_eq!(f.next_wakeup(499).unwrap(), Some(500));
-    assert_eq!(f.next_wakeup(500).unwrap(), Some(500));
-    assert_eq!(f.next_wakeup(501).unwrap(), Some(501));
+    assert_eq!(f.next_wakeup(499).unwrap(), Some(Duration::from_secs(1)));
+    assert_eq!(f.next_wakeup(500).unwrap(), Some(Duration::from_secs(0)));
+    assert_eq!(f.next_wakeup(501).unwrap(), Some(Duration::from_secs(0)));
     assert_eq!(claim(f, 1, 5, 501).len(), 1);
     assert_eq!(f.next_wakeup(501).unwrap(), None, "leased now");
 }

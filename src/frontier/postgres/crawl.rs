@@ -19,8 +19,11 @@ use crate::frontier::{
     MAX_WAITING_SEEDS,
 };
 
-/// How often a crawler without work looks again while other crawlers hold leases (seconds).
-const OTHERS_POLL_SECS: i64 = 2;
+/// How often a crawler without work looks again while other crawlers hold leases. Each look
+/// is a claim and this question, a few statements; the crawlers that ran out of work first
+/// notice within this that the last one ended (it was 2 s: four crawlers of
+/// `bench-shared-crawl` ended up to 2 s after their last request, in runs of 25 s).
+const OTHERS_POLL: Duration = Duration::from_millis(500);
 
 impl Frontier for PgFrontier {
     /// A batch; its visits are fenced by the shards this crawler owns.
@@ -229,10 +232,10 @@ impl Frontier for PgFrontier {
         blocking(|| release(&mut **self.db(), crawler, host_ids))
     }
 
-    /// The earliest time, not before `now`, at which this crawler may find work: a capsule of
-    /// its shards coming due or out of back-off (`now` for one that did since the last claim,
-    /// or that other writers added URLs to), a shard nobody holds with due work (in a second:
-    /// it adopts it), or, while other crawlers work or have work due, a moment from now (their
+    /// How long after `now` this crawler may find work: a capsule of its shards coming due or
+    /// out of back-off (zero for one that did since the last claim, or that other writers
+    /// added URLs to), a shard nobody holds with due work (in a second: it adopts it), or,
+    /// while other crawlers work or have work due, [`OTHERS_POLL`] (their
     /// work may add URLs here, or they may die and leave their shards to adopt), so that a
     /// crawler ends only when no work is due anywhere. Another crawler works while it leases a
     /// capsule, or holds the shard of a capsule it leased: a crawler stopped (SIGSTOP) may
@@ -240,7 +243,7 @@ impl Frontier for PgFrontier {
     /// left until they are adopted with the shard. Capsules of other shards count with the
     /// time they come due, as this crawler's own do: one put back for a few seconds (its
     /// address busy) is work left, one due tomorrow is not.
-    fn next_wakeup(&self, now: i64) -> Result<Option<i64>> {
+    fn next_wakeup(&self, now: i64) -> Result<Option<Duration>> {
         let shards = self.owned.ids();
         let row = blocking(|| {
             self.db().query_one(
@@ -268,21 +271,22 @@ impl Frontier for PgFrontier {
                 &[&self.passed_over, &self.crawler, &shards, &now],
             )
         })?;
-        let mine: Option<i64> = row.get::<_, Option<i64>>(0).map(|at| at.max(now));
-        let news: Option<i64> = row.get::<_, Option<i64>>(1).map(|at| at.max(now));
+        let after = |at: i64| Duration::from_secs((at - now).max(0) as u64);
+        let mine: Option<i64> = row.get(0);
+        let news: Option<i64> = row.get(1);
         let orphaned: bool = row.get(2);
         let others_working: bool = row.get(3);
         // Capsules of other shards coming due (a back-off ending in a few seconds is work
         // left too): looked at again then, or in a moment if they are due already.
-        let elsewhere: Option<i64> = row
+        let elsewhere: Option<Duration> = row
             .get::<_, Option<i64>>(4)
-            .map(|at| at.max(now + OTHERS_POLL_SECS));
+            .map(|at| after(at).max(OTHERS_POLL));
         let soon = if orphaned {
-            Some(now + 1)
+            Some(Duration::from_secs(1))
         } else {
-            earliest(others_working.then_some(now + OTHERS_POLL_SECS), elsewhere)
+            earliest(others_working.then_some(OTHERS_POLL), elsewhere)
         };
-        let next = earliest(earliest(mine, news), soon);
+        let next = earliest(earliest(mine.map(after), news.map(after)), soon);
         if next.is_some() {
             return Ok(next);
         }
@@ -299,7 +303,7 @@ impl Frontier for PgFrontier {
         .get::<_, bool>(0);
         if others_claim {
             self.owned.note_others_claims();
-            return Ok(Some(now + OTHERS_POLL_SECS));
+            return Ok(Some(OTHERS_POLL));
         }
         Ok(None)
     }

@@ -470,7 +470,7 @@ fn write_own<T: Send>(
 }
 
 /// The earlier of two times, either of which may be missing.
-fn earliest(a: Option<i64>, b: Option<i64>) -> Option<i64> {
+fn earliest<T: Ord>(a: Option<T>, b: Option<T>) -> Option<T> {
     match (a, b) {
         (Some(a), Some(b)) => Some(a.min(b)),
         (a, b) => a.or(b),

@@ -177,17 +177,17 @@ impl Frontier for SqliteFrontier {
         Ok(())
     }
 
-    /// The earliest time, not before `now`, at which a capsule that is not leased has work it
-    /// may do: a retry or a revisit coming due, or a back-off ending (`now` for one that did
-    /// since the last claim). Capsules passed over for this run are leased (`claimed = 2`).
-    fn next_wakeup(&self, now: i64) -> Result<Option<i64>> {
+    /// How long after `now` a capsule that is not leased has work it may do: a retry or a
+    /// revisit coming due, or a back-off ending (zero for one that did since the last claim).
+    /// Capsules passed over for this run are leased (`claimed = 2`).
+    fn next_wakeup(&self, now: i64) -> Result<Option<std::time::Duration>> {
         let at: Option<i64> = self.conn.query_row(
             "SELECT MIN(MAX(next_due, COALESCE(backoff_until, 0))) FROM hosts
              WHERE claimed = 0 AND next_due IS NOT NULL",
             [],
             |r| r.get(0),
         )?;
-        Ok(at.map(|at| at.max(now)))
+        Ok(at.map(|at| std::time::Duration::from_secs((at - now).max(0) as u64)))
     }
 
     /// Every address is this crawl's: one crawl at a time holds a SQLite store.

@@ -94,6 +94,13 @@ SELECT k.n, TRUE, k.id, FALSE FROM known k";
 /// another changes nothing (as when the page that gains it is recorded first, one page at a
 /// time). Links are inserted in key order. The batch marks the updates when it commits.
 ///
+/// The links inserted are those the pages did not have (only a page's owner writes its links,
+/// so what the snapshot shows of them is all there is). The pairs a page gained or lost are
+/// narrowed to labelled ones of visited targets, each once, before the two lookups of who
+/// else carries the label, which ran for every link before (`bench-shared-crawl`, one
+/// crawler: 0.26 ms of the database's time a page, then 0.22; a third of all its statements'
+/// time).
+///
 /// Every row of `links` and `urls` it reads is looked up by index, row by row (lateral
 /// subqueries, `OFFSET 0` so that none is turned into a hash of the whole table): the plan is
 /// prepared once, when the tables may be small, and kept while they grow to millions of rows.
@@ -114,32 +121,37 @@ gone AS (
                             AND c.target = o.target AND c.label = o.label)))
     RETURNING target, label
 ),
+fresh AS (
+    SELECT c.* FROM current c
+    WHERE NOT EXISTS (SELECT 1 FROM old o WHERE o.source = c.source
+                        AND o.target = c.target AND o.label = c.label)
+),
 added AS (
     INSERT INTO links(source, target, label)
-    SELECT source, target, label FROM current ORDER BY source, target, label
+    SELECT source, target, label FROM fresh ORDER BY source, target, label
     ON CONFLICT DO NOTHING
-    RETURNING source, target, label
 ),
 changed AS (
-    SELECT target, label FROM gone
+    SELECT target, label FROM gone WHERE label != ''
     UNION
-    SELECT a.target, a.label FROM added a JOIN current c USING (source, target, label)
-    WHERE c.known
+    SELECT target, label FROM fresh WHERE known AND label != ''
+),
+visited AS MATERIALIZED (
+    SELECT ch.target, ch.label FROM changed ch
+    CROSS JOIN LATERAL (SELECT state, in_index FROM urls WHERE id = ch.target OFFSET 0) u
+    WHERE NOT (u.state = 'new' AND NOT u.in_index)
 ),
 kept AS (
     SELECT DISTINCT target, label FROM current
 )
-SELECT DISTINCT ch.target FROM changed ch
-CROSS JOIN LATERAL (SELECT state, in_index FROM urls WHERE id = ch.target OFFSET 0) u
-LEFT JOIN kept k ON k.target = ch.target AND k.label = ch.label
-WHERE ch.label != ''
-  AND NOT (u.state = 'new' AND NOT u.in_index)
-  AND EXISTS (SELECT 1 FROM links o WHERE o.target = ch.target AND o.label = ch.label
+SELECT DISTINCT v.target FROM visited v
+LEFT JOIN kept k ON k.target = v.target AND k.label = v.label
+WHERE EXISTS (SELECT 1 FROM links o WHERE o.target = v.target AND o.label = v.label
               OFFSET 0)
       IS DISTINCT FROM
       (k.target IS NOT NULL
        OR EXISTS (SELECT 1 FROM links o
-                  WHERE o.target = ch.target AND o.label = ch.label AND o.source != ALL($1)
+                  WHERE o.target = v.target AND o.label = v.label AND o.source != ALL($1)
                   OFFSET 0))";
 
 impl PgBatch<'_> {
