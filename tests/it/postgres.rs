@@ -470,9 +470,14 @@ fn a_dead_crawlers_capsules_are_taken_over_when_its_lease_runs_out() {
         none.is_empty(),
         "a.test is leased by a crawler whose lease still runs"
     );
+    let wait = heir.next_wakeup(1).unwrap();
     assert!(
-        heir.next_wakeup(1).unwrap().is_some(),
+        wait.is_some(),
         "work leased by another crawler keeps this one waiting, not ending"
+    );
+    assert!(
+        wait.is_some_and(|wait| wait < Duration::from_secs(1)),
+        "and it looks again within a second, so that it ends soon after the others ({wait:?})"
     );
     std::thread::sleep(Duration::from_secs(4));
     assert!(

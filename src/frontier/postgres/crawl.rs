@@ -19,10 +19,11 @@ use crate::frontier::{
     MAX_WAITING_SEEDS,
 };
 
-/// How often a crawler without work looks again while other crawlers hold leases. Each look
-/// is a claim and this question, a few statements; the crawlers that ran out of work first
-/// notice within this that the last one ended (it was 2 s: four crawlers of
-/// `bench-shared-crawl` ended up to 2 s after their last request, in runs of 25 s).
+/// How often a crawler without work looks again while other crawlers hold leases: the
+/// crawlers that ran out of work first notice within this that the last one ended (it was 2 s:
+/// four crawlers of `bench-shared-crawl` ended up to 2 s after their last request, in runs of
+/// 25 s). Each look is a claim and this question: a crawler idle beside one working on a
+/// single capsule ran 16 statements and 7 ms of the database's CPU a second.
 const OTHERS_POLL: Duration = Duration::from_millis(500);
 
 impl Frontier for PgFrontier {
