@@ -37,62 +37,96 @@ impl SharedRows {
     /// updates (in key order), deletes the bodies no longer needed (only those nothing refers
     /// to and not stored again lately: a crawler may be about to commit a response that needs
     /// one), and holds addresses (an address's next request time only moves later, on the
-    /// database's clock).
-    fn sql(arg: [&str; 9]) -> String {
+    /// database's clock). A part whose `keep` is false is left out: it would change nothing,
+    /// and a statement written anew each batch is planned each time, its parts with it.
+    fn sql(arg: [&str; 9], keep: [bool; 5]) -> String {
         let [hosts, dues, added, mark, unmark, forget, grace, ips, waits] = arg;
-        format!(
-            "WITH news AS (
+        let parts = [
+            format!(
+                "news AS (
                  INSERT INTO host_news(host_id, due, added)
-                 SELECT * FROM unnest({hosts}, {dues}, {added})),
-             unmarked AS (
-                 DELETE FROM anchor_updates WHERE url_id = ANY({unmark})),
-             marked AS (
+                 SELECT * FROM unnest({hosts}, {dues}, {added}))"
+            ),
+            format!("unmarked AS (DELETE FROM anchor_updates WHERE url_id = ANY({unmark}))"),
+            format!(
+                "marked AS (
                  INSERT INTO anchor_updates(url_id) SELECT unnest({mark}) ORDER BY 1
-                 ON CONFLICT (url_id) DO UPDATE SET seq = anchor_updates.seq + 1),
-             unused AS (
+                 ON CONFLICT (url_id) DO UPDATE SET seq = anchor_updates.seq + 1)"
+            ),
+            format!(
+                "unused AS (
                  DELETE FROM bodies b WHERE b.hash = ANY({forget})
                    AND b.stored_at < {DB_NOW} - {grace}
                    AND NOT EXISTS (SELECT 1 FROM responses WHERE body_hash = b.hash)
-                   AND NOT EXISTS (SELECT 1 FROM urls WHERE content_hash = b.hash)),
-             held AS (
+                   AND NOT EXISTS (SELECT 1 FROM urls WHERE content_hash = b.hash))"
+            ),
+            format!(
+                "held AS (
                  UPDATE addresses a
                  SET next_at_ms = GREATEST(COALESCE(a.next_at_ms, 0), {DB_NOW_MS} + w.ms)
-                 FROM unnest({ips}, {waits}) AS w(ip, ms) WHERE a.ip = w.ip)
-             SELECT 1"
-        )
+                 FROM unnest({ips}, {waits}) AS w(ip, ms) WHERE a.ip = w.ip)"
+            ),
+        ];
+        let kept: Vec<&str> = parts
+            .iter()
+            .zip(keep)
+            .filter(|(_, keep)| *keep)
+            .map(|(part, _)| part.as_str())
+            .collect();
+        if kept.is_empty() {
+            return "SELECT 1".to_string();
+        }
+        format!("WITH {} SELECT 1", kept.join(",\n             "))
+    }
+
+    /// Which parts of [`SharedRows::sql`] have rows to write.
+    fn parts(&self) -> [bool; 5] {
+        [
+            !self.hosts.is_empty(),
+            !self.unmark.is_empty(),
+            !self.mark.is_empty(),
+            !self.forget.is_empty(),
+            !self.ips.is_empty(),
+        ]
     }
 
     /// The statement with its values as placeholders, bound to parameters in the order of
-    /// [`SharedRows::sql`]'s arguments.
+    /// [`SharedRows::sql`]'s arguments: every part kept, so that each parameter is used.
     fn prepared_sql() -> String {
-        Self::sql([
-            "$1::BIGINT[]",
-            "$2::BIGINT[]",
-            "$3::BIGINT[]",
-            "$4::BIGINT[]",
-            "$5::BIGINT[]",
-            "$6::TEXT[]",
-            "$7::BIGINT",
-            "$8::TEXT[]",
-            "$9::BIGINT[]",
-        ])
+        Self::sql(
+            [
+                "$1::BIGINT[]",
+                "$2::BIGINT[]",
+                "$3::BIGINT[]",
+                "$4::BIGINT[]",
+                "$5::BIGINT[]",
+                "$6::TEXT[]",
+                "$7::BIGINT",
+                "$8::TEXT[]",
+                "$9::BIGINT[]",
+            ],
+            [true; 5],
+        )
     }
 
     /// The statement with its values written in, or `None` when a text value holds a
     /// character outside [`safe_text`]'s alphabet.
     fn literal_sql(&self) -> Option<String> {
         let some = |v: &[i64]| v.iter().copied().map(Some).collect::<Vec<_>>();
-        Some(Self::sql([
-            &int_array(&some(&self.hosts)),
-            &int_array(&self.dues),
-            &int_array(&some(&self.added)),
-            &int_array(&some(&self.mark)),
-            &int_array(&some(&self.unmark)),
-            &text_array(&self.forget)?,
-            &format!("{BODY_GRACE_SECS}::BIGINT"),
-            &text_array(&self.ips)?,
-            &int_array(&some(&self.waits)),
-        ]))
+        Some(Self::sql(
+            [
+                &int_array(&some(&self.hosts)),
+                &int_array(&self.dues),
+                &int_array(&some(&self.added)),
+                &int_array(&some(&self.mark)),
+                &int_array(&some(&self.unmark)),
+                &text_array(&self.forget)?,
+                &format!("{BODY_GRACE_SECS}::BIGINT"),
+                &text_array(&self.ips)?,
+                &int_array(&some(&self.waits)),
+            ],
+            self.parts(),
+        ))
     }
 }
 
@@ -255,5 +289,30 @@ mod tests {
         assert!(!sql.contains('$'));
         assert!(rows("x'); DROP TABLE urls; --").literal_sql().is_none());
         assert!(rows("127.0.1.5").locks());
+    }
+
+    #[test]
+    fn a_statement_leaves_out_the_parts_without_rows() {
+        let hold_only = SharedRows {
+            hosts: vec![],
+            dues: vec![],
+            added: vec![],
+            mark: vec![],
+            unmark: vec![],
+            forget: vec![],
+            ips: vec!["127.0.1.5".into()],
+            waits: vec![250],
+        };
+        let sql = hold_only.literal_sql().unwrap();
+        assert!(sql.starts_with("WITH held AS ("), "{sql}");
+        for left_out in ["host_news", "anchor_updates", "bodies"] {
+            assert!(!sql.contains(left_out), "{left_out} in {sql}");
+        }
+        assert!(!hold_only.locks());
+        // The prepared statement keeps every part: each of its parameters is used.
+        let prepared = SharedRows::prepared_sql();
+        for n in 1..=9 {
+            assert!(prepared.contains(&format!("${n}::")), "${n} in {prepared}");
+        }
     }
 }
