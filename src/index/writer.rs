@@ -138,6 +138,13 @@ impl Indexer {
         if let Err(e) = writer.garbage_collect_files().wait() {
             tracing::warn!(error = %e, "index: leftover files could not be removed");
         }
+        // Tantivy gives a new writer's first operation the opstamp of the last commit, which is
+        // also how far a merge of committed segments started at this writer's first commit
+        // applies deletes. Segments whose deletes are already at that opstamp skip it there,
+        // the others apply it, and the merged segment goes on from its first segment's place
+        // in the queue: a first delete at that opstamp could be lost for it (a refreshed page
+        // then stayed twice). A delete that matches nothing takes that opstamp instead.
+        writer.delete_query(Box::new(UrlDelete(Term::from_field_text(fields.url, ""))))?;
         let committed = parse_payload(index.load_metas()?.payload.as_deref()).unwrap_or(0);
         let reader = index
             .reader_builder()
@@ -896,6 +903,59 @@ mod tests {
         assert_eq!(res.total, 1);
         assert_eq!(res.hits[0].title, "New title");
         assert_eq!(res.hits[0].url, url);
+    }
+
+    /// A writer's first delete must reach a page whose segment a merge takes at its first
+    /// commit. Tantivy numbers a fresh writer's first operation with the opstamp of the last
+    /// commit, the very opstamp a merge of committed segments applies deletes up to; a segment
+    /// that had deletes in that commit skips them then, and the merged segment went on from
+    /// the first segment's place in the delete queue, past that delete: the page stayed twice.
+    #[test]
+    fn a_first_delete_reaches_a_page_whose_segment_is_being_merged() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let url = |i: usize| format!("gemini://example.org/{i}");
+        {
+            let mut ix = Indexer::open_or_create(tmp.path()).expect("open");
+            ix.stop_merging();
+            // Nine committed segments, enough for Tantivy's merge policy to merge them at the
+            // next commit: the first the largest (a merge lists its segments largest first),
+            // the eighth holding pages 100, 101 and 102.
+            for i in 0..4 {
+                ix.upsert(&page(&url(50 + i), "Big", "filler"))
+                    .expect("upsert");
+            }
+            ix.commit(1).expect("commit");
+            for seq in 2..=7 {
+                ix.upsert(&page(&url(seq as usize), "Small", "filler"))
+                    .expect("upsert");
+                ix.commit(seq).expect("commit");
+            }
+            ix.upsert(&page(&url(100), "Old", "walrus"))
+                .expect("upsert");
+            ix.upsert(&page(&url(101), "Other", "filler"))
+                .expect("upsert");
+            ix.upsert(&page(&url(102), "Third", "filler"))
+                .expect("upsert");
+            ix.commit(8).expect("commit");
+            // The last commit deletes from that segment: its deletes are at the commit's
+            // opstamp.
+            ix.upsert(&page(&url(101), "Other again", "filler"))
+                .expect("upsert");
+            ix.commit(9).expect("commit");
+        }
+        let mut ix = Indexer::open_or_create(tmp.path()).expect("reopen");
+        ix.upsert(&page(&url(100), "New", "walrus"))
+            .expect("upsert");
+        ix.commit(10).expect("commit");
+        ix.writer.wait_merging_threads().expect("merges end");
+        let si = SearchIndex::open(tmp.path()).expect("search index");
+        let res = si.search("walrus", 10, 0).expect("search");
+        let titles: Vec<&str> = res.hits.iter().map(|h| h.title.as_str()).collect();
+        assert_eq!(
+            titles,
+            vec!["New"],
+            "one document for the page, the new one"
+        );
     }
 
     #[test]
