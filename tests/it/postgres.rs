@@ -225,56 +225,86 @@ fn visit(batch: &mut dyn Batch, id: i64, at: i64) {
     batch.record_visit(id, &record).unwrap();
 }
 
-/// A database of schema 4 is upgraded to 5 when a crawler connects: the foreign keys of
-/// `links` go, and the links stay.
+/// A database of schema 4 or 5 is upgraded to 6 when a crawler connects: the foreign keys go
+/// (those of `links` at 5, the others at 6), and the rows stay.
 #[test]
-fn a_schema_4_database_is_upgraded_and_its_links_lose_their_foreign_keys() {
-    let Some(cluster) = Cluster::start("schema_4_to_5") else {
+fn an_older_database_is_upgraded_and_loses_its_foreign_keys() {
+    let Some(cluster) = Cluster::start("schema_upgrade") else {
         return;
     };
-    let url = cluster.database("upgrade");
-    let lease = Duration::from_secs(300);
-    drop(PgStore::connect(&url, lease, true).expect("create"));
-    let mut client = postgres::Client::connect(&url, postgres::NoTls).unwrap();
-    // Schema 4 as it was: the same tables, with the two foreign keys, and one link.
-    client
-        .batch_execute(
+    for from in [4, 5] {
+        let url = cluster.database(&format!("upgrade{from}"));
+        let lease = Duration::from_secs(300);
+        drop(PgStore::connect(&url, lease, true).expect("create"));
+        let mut client = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+        // The older schema as it was: the same tables, with their foreign keys (schema 5 had
+        // those of `links` dropped already), and rows that point at each other.
+        let links_keys = if from == 4 {
             "ALTER TABLE links ADD CONSTRAINT links_source_fkey
                  FOREIGN KEY (source) REFERENCES urls(id);
              ALTER TABLE links ADD CONSTRAINT links_target_fkey
-                 FOREIGN KEY (target) REFERENCES urls(id);
-             UPDATE meta SET value = '4' WHERE key = 'schema_version';
-             INSERT INTO hosts(name, shard) VALUES ('a.test', 0);
-             INSERT INTO urls(url, host_id, state, depth)
-                 SELECT 'gemini://a.test/' || n, h.id, 'new', 0
-                 FROM generate_series(1, 2) AS n, hosts h;
-             INSERT INTO links(source, target, label)
-                 SELECT MIN(id), MAX(id), 'next' FROM urls;",
-        )
-        .unwrap();
-    let keys = |client: &mut postgres::Client| -> i64 {
+                 FOREIGN KEY (target) REFERENCES urls(id);"
+        } else {
+            ""
+        };
         client
-            .query_one(
-                "SELECT COUNT(*) FROM pg_constraint
-                 WHERE conrelid = 'links'::regclass AND contype = 'f'",
-                &[],
-            )
+            .batch_execute(&format!(
+                "{links_keys}
+                 ALTER TABLE urls ADD CONSTRAINT urls_host_id_fkey
+                     FOREIGN KEY (host_id) REFERENCES hosts(id);
+                 ALTER TABLE urls ADD CONSTRAINT urls_discovered_from_fkey
+                     FOREIGN KEY (discovered_from) REFERENCES urls(id);
+                 ALTER TABLE urls ADD CONSTRAINT urls_alias_of_fkey
+                     FOREIGN KEY (alias_of) REFERENCES urls(id);
+                 ALTER TABLE urls ADD CONSTRAINT urls_redirect_to_fkey
+                     FOREIGN KEY (redirect_to) REFERENCES urls(id);
+                 ALTER TABLE responses ADD CONSTRAINT responses_url_id_fkey
+                     FOREIGN KEY (url_id) REFERENCES urls(id);
+                 ALTER TABLE anchor_updates ADD CONSTRAINT anchor_updates_url_id_fkey
+                     FOREIGN KEY (url_id) REFERENCES urls(id);
+                 UPDATE meta SET value = '{from}' WHERE key = 'schema_version';
+                 INSERT INTO hosts(name, shard) VALUES ('a.test', 0);
+                 INSERT INTO urls(url, host_id, state, depth)
+                     SELECT 'gemini://a.test/' || n, h.id, 'new', 0
+                     FROM generate_series(1, 2) AS n, hosts h;
+                 UPDATE urls SET discovered_from = (SELECT MIN(id) FROM urls)
+                     WHERE id = (SELECT MAX(id) FROM urls);
+                 INSERT INTO links(source, target, label)
+                     SELECT MIN(id), MAX(id), 'next' FROM urls;
+                 INSERT INTO responses(url_id, status, meta, fetched_at)
+                     SELECT MIN(id), 20, 'text/gemini', 1 FROM urls;
+                 INSERT INTO anchor_updates(url_id) SELECT MAX(id) FROM urls;"
+            ))
+            .unwrap();
+        let keys = |client: &mut postgres::Client| -> i64 {
+            client
+                .query_one(
+                    "SELECT COUNT(*) FROM pg_constraint WHERE contype = 'f'",
+                    &[],
+                )
+                .unwrap()
+                .get(0)
+        };
+        assert_eq!(keys(&mut client), if from == 4 { 8 } else { 6 });
+        drop(PgStore::connect(&url, lease, true).expect("upgrade"));
+        assert_eq!(keys(&mut client), 0, "no foreign key left, from {from}");
+        let version: String = client
+            .query_one("SELECT value FROM meta WHERE key = 'schema_version'", &[])
             .unwrap()
-            .get(0)
-    };
-    assert_eq!(keys(&mut client), 2);
-    drop(PgStore::connect(&url, lease, true).expect("upgrade"));
-    assert_eq!(keys(&mut client), 0, "no foreign key left on links");
-    let version: String = client
-        .query_one("SELECT value FROM meta WHERE key = 'schema_version'", &[])
-        .unwrap()
-        .get(0);
-    assert_eq!(version, "5");
-    let links: i64 = client
-        .query_one("SELECT COUNT(*) FROM links", &[])
-        .unwrap()
-        .get(0);
-    assert_eq!(links, 1, "the link stays");
+            .get(0);
+        assert_eq!(version, "6");
+        let rows: (i64, i64, i64, i64) = {
+            let row = client
+                .query_one(
+                    "SELECT (SELECT COUNT(*) FROM urls), (SELECT COUNT(*) FROM links),
+                            (SELECT COUNT(*) FROM responses), (SELECT COUNT(*) FROM anchor_updates)",
+                    &[],
+                )
+                .unwrap();
+            (row.get(0), row.get(1), row.get(2), row.get(3))
+        };
+        assert_eq!(rows, (2, 1, 1, 1), "the rows stay, from {from}");
+    }
 }
 
 /// Three crawlers (three stores: three crawler ids) claim from one database at once: each
@@ -1104,7 +1134,14 @@ fn a_round_committed_behind_the_loop_is_waited_for_and_its_failure_reported() {
     assert!(began.elapsed() >= Duration::from_millis(300));
     release.join().unwrap();
 
-    // A commit that fails: a response archived for a URL no row has.
+    // A commit that fails: a response archived for a URL no row has, which a constraint added
+    // for the test refuses (the store has no foreign keys).
+    client
+        .batch_execute(
+            "ALTER TABLE responses ADD CONSTRAINT responses_of_known_urls
+                 CHECK (url_id < 1000000000)",
+        )
+        .unwrap();
     let mut batch = Frontier::batch(&mut a, 8).unwrap();
     visit(&mut *batch, claimed[1].id, 8);
     batch
@@ -1121,7 +1158,10 @@ fn a_round_committed_behind_the_loop_is_waited_for_and_its_failure_reported() {
         .unwrap();
     batch.commit_soon().unwrap();
     let failed = Frontier::end_run(&mut a).expect_err("the failed commit is reported");
-    assert!(failed.to_string().contains("foreign key"), "{failed}");
+    assert!(
+        failed.to_string().contains("responses_of_known_urls"),
+        "{failed}"
+    );
     assert_eq!(
         fetched_at(&mut client, claimed[1].id),
         None,

@@ -9,14 +9,16 @@
 //! `hosts.shard` and `hosts.ip`, `host_news`, the function `geode_shard`, `bodies.stored_at`,
 //! `anchor_updates.seq`); 5 (`links` without foreign keys: a shared store never deletes a
 //! URL, and the two checks cost each link written two lookups, a fifth of the database's
-//! work on `scripts/bench-shared-crawl`).
+//! work on `scripts/bench-shared-crawl`); 6 (no foreign keys left: those of `urls`,
+//! `responses` and `anchor_updates` ran a query of their own for each row written, an eighth
+//! of a crawler's database backend under `perf`).
 
 use postgres::Client;
 
 use super::{FrontierError, Result};
 
 /// The version this geode reads and writes.
-pub const CURRENT: i64 = 5;
+pub const CURRENT: i64 = 6;
 
 /// The advisory lock that migrations take in turn.
 const MIGRATE_LOCK: i64 = 0x6765_6f64_6530; // "geode0"
@@ -32,6 +34,15 @@ ALTER TABLE anchor_updates ADD COLUMN seq BIGINT NOT NULL DEFAULT 0;";
 const TO_LINKS_WITHOUT_KEYS: &str = "
 ALTER TABLE links DROP CONSTRAINT IF EXISTS links_source_fkey;
 ALTER TABLE links DROP CONSTRAINT IF EXISTS links_target_fkey;";
+
+/// Version 5 to 6: the other foreign keys go (their names as PostgreSQL made them).
+const TO_NO_FOREIGN_KEYS: &str = "
+ALTER TABLE urls DROP CONSTRAINT IF EXISTS urls_host_id_fkey;
+ALTER TABLE urls DROP CONSTRAINT IF EXISTS urls_discovered_from_fkey;
+ALTER TABLE urls DROP CONSTRAINT IF EXISTS urls_alias_of_fkey;
+ALTER TABLE urls DROP CONSTRAINT IF EXISTS urls_redirect_to_fkey;
+ALTER TABLE responses DROP CONSTRAINT IF EXISTS responses_url_id_fkey;
+ALTER TABLE anchor_updates DROP CONSTRAINT IF EXISTS anchor_updates_url_id_fkey;";
 
 /// Creates the schema in an empty database, upgrades an older one, or refuses a newer one.
 pub(super) fn prepare(conn: &mut Client) -> Result<()> {
@@ -54,7 +65,7 @@ pub(super) fn prepare(conn: &mut Client) -> Result<()> {
                 supported: CURRENT,
             })
         }
-        Some(found @ 1..=4) => {
+        Some(found @ 1..=5) => {
             if found < 2 {
                 tx.batch_execute("ALTER TABLE addresses ADD COLUMN next_at_ms BIGINT")?;
             }
@@ -73,7 +84,10 @@ pub(super) fn prepare(conn: &mut Client) -> Result<()> {
                      ALTER TABLE hosts ALTER COLUMN shard SET NOT NULL;",
                 )?;
             }
-            tx.batch_execute(TO_LINKS_WITHOUT_KEYS)?;
+            if found < 5 {
+                tx.batch_execute(TO_LINKS_WITHOUT_KEYS)?;
+            }
+            tx.batch_execute(TO_NO_FOREIGN_KEYS)?;
             tx.execute(
                 "UPDATE meta SET value = $1 WHERE key = 'schema_version'",
                 &[&CURRENT.to_string()],
