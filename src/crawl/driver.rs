@@ -187,6 +187,13 @@ impl LoopState {
         self.renew_every.is_some() && Instant::now() >= self.next_renew
     }
 
+    /// The latest a request handed out now may be sent (a shared store): a third of a lease
+    /// after the next renewal was due, a third of a lease before the leases it was handed out
+    /// under could run out. `None`: no leases (one crawler alone).
+    fn send_by(&self) -> Option<Instant> {
+        self.renew_every.map(|every| self.next_renew + every)
+    }
+
     fn renewed(&mut self) {
         if let Some(every) = self.renew_every {
             self.next_renew = Instant::now() + every;
@@ -407,8 +414,10 @@ impl Crawl {
             // are known as in one go.
             let mut ready = Vec::new();
             while let Some(joined) = next.take() {
-                if let Ok(done) = joined {
-                    ready.push(done);
+                match joined {
+                    Ok(done) if !done.sent => self.not_sent(done),
+                    Ok(done) => ready.push(done),
+                    Err(_) => {}
                 }
                 next = run.fetches.try_join_next();
             }
@@ -428,12 +437,8 @@ impl Crawl {
                 self.record(&mut *batch, done, &mut docs)?;
                 recorded += 1;
             }
-            // After a stall past a renewal (a stopped process, a loaded machine), nothing is
-            // dispatched before the leases are renewed: some may have run out and passed to
-            // another crawler, whose capsules this one's queue must not fetch.
-            if !run.renewal_due() {
-                self.dispatch(&mut *batch, run, &mut docs)?;
-            }
+            // Nothing starts while a renewal is due (see `dispatch`): the loop ends for it.
+            self.dispatch(&mut *batch, run, &mut docs)?;
             let now = Instant::now();
             if recorded >= BATCH_RESULTS || run.renewal_due() || now >= gather_until {
                 break;
@@ -592,6 +597,14 @@ impl Crawl {
 
     /// Starts the jobs the scheduler allows now, up to the concurrency: robots.txt and page
     /// requests become fetch tasks, URLs robots.txt disallows are recorded in `batch`.
+    ///
+    /// Nothing starts while a renewal of the leases is due. After a stall past one (a stopped
+    /// process, a loaded machine, a suspended host), some leases may have run out and passed to
+    /// another crawler, whose capsules this one's queue must not fetch: the loop renews first
+    /// and lets go of what it lost. Asked here, at each job, rather than by the callers: a stop
+    /// that landed after the loop's own check (during a claim's round trips, say) had the
+    /// resumed crawler send requests to addresses another crawler had taken over, within a
+    /// few milliseconds of that crawler's (seen once in `scripts/check-shared-crawl`).
     fn dispatch(
         &mut self,
         batch: &mut dyn Batch,
@@ -599,7 +612,10 @@ impl Crawl {
         docs: &mut Vec<IndexMsg>,
     ) -> Result<(), CrawlError> {
         let now_unix = unix_now();
-        while run.dispatching && self.scheduler.in_flight() < self.config.concurrency {
+        while run.dispatching
+            && !run.renewal_due()
+            && self.scheduler.in_flight() < self.config.concurrency
+        {
             let Some(job) = self.scheduler.next_job(Instant::now()) else {
                 break;
             };
@@ -657,7 +673,23 @@ impl Crawl {
             addr,
             host_id,
             job,
+            run.send_by(),
         ));
+    }
+
+    /// A job whose task began too late to send its request ([`fetch`]'s `not_after`): its slot
+    /// is free again and the job waits in its capsule's queue as if never handed out, until
+    /// the loop has renewed the leases (and dropped the queues of capsules it lost). The
+    /// address's gap runs from the task's start, as if it had been sent. A capsule's request
+    /// budget keeps the request counted.
+    fn not_sent(&mut self, done: Done) {
+        let now = Instant::now();
+        self.scheduler
+            .finished(done.ip, done.host_id, done.began, Duration::ZERO);
+        match done.job {
+            DoneJob::Page(url) => self.scheduler.retry(*url, now),
+            DoneJob::Robots { host_id } => self.scheduler.put_back_robots(host_id, now),
+        }
     }
 
     /// Rewrites the documents of the pages whose inbound link labels changed, from what the

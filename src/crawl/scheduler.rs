@@ -452,11 +452,20 @@ impl<T: Queued> Scheduler<T> {
         let Some(c) = self.capsules.get_mut(&host_id) else {
             return 0;
         };
-        c.robots = RobotsState::Unknown;
         c.robots_retries += 1;
         let retries = c.robots_retries;
-        self.enter_rotation(host_id, now);
+        self.put_back_robots(host_id, now);
         retries
+    }
+
+    /// The capsule's robots.txt is asked for again when its IP is ready: a request for it was
+    /// handed out and never sent (no retry is counted).
+    pub fn put_back_robots(&mut self, host_id: i64, now: Instant) {
+        let Some(c) = self.capsules.get_mut(&host_id) else {
+            return;
+        };
+        c.robots = RobotsState::Unknown;
+        self.enter_rotation(host_id, now);
     }
 
     /// Records a good answer from `ip`, ending a run of 44s (the doubled gap stays).
@@ -862,6 +871,38 @@ mod tests {
             1,
             "rules read end the run of retries"
         );
+    }
+
+    #[test]
+    fn a_request_never_sent_is_handed_out_again_without_a_retry_counted() {
+        let ms = Duration::from_millis;
+        let t0 = Instant::now();
+        let mut s = Scheduler::new(Duration::from_millis(100));
+        s.push(url(1, 1, "a.test", "/"), false, t0);
+        s.set_address(1, addr(1), t0);
+        let ip = addr(1).ip();
+        // robots.txt handed out, not sent, put back: asked for again once the gap has passed.
+        assert!(matches!(s.next_job(t0), Some(Job::Robots { .. })));
+        s.finished(ip, 1, t0, Duration::ZERO);
+        s.put_back_robots(1, t0);
+        assert_eq!(s.in_flight(), 0);
+        assert_eq!(s.next_job(t0), None, "the gap holds");
+        assert!(matches!(s.next_job(t0 + ms(100)), Some(Job::Robots { .. })));
+        s.finished(ip, 1, t0 + ms(100), Duration::ZERO);
+        assert_eq!(s.retry_robots(1, t0), 1, "the one not sent was not counted");
+        s.set_robots(1, Robots::allow_all(), t0, t0);
+        // A page handed out, not sent, put back: the same page comes again.
+        let t1 = t0 + ms(200);
+        let Some(Job::Page { url: first, .. }) = s.next_job(t1) else {
+            panic!("the page is handed out");
+        };
+        s.finished(ip, 1, t1, Duration::ZERO);
+        s.retry(first, t1);
+        assert_eq!(s.queued(), 1);
+        let Some(Job::Page { url: again, .. }) = s.next_job(t1 + ms(100)) else {
+            panic!("the page is handed out again");
+        };
+        assert_eq!(again.url_str(), "gemini://a.test/");
     }
 
     #[test]

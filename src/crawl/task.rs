@@ -43,6 +43,9 @@ pub(super) struct Done {
     pub(super) took: Duration,
     pub(super) job: DoneJob,
     pub(super) fetched_at: i64,
+    /// False when the task began past its `not_after` ([`fetch`]): it sent nothing, and
+    /// `result` only says so.
+    pub(super) sent: bool,
     pub(super) result: Result<Fetched, FetchError>,
 }
 
@@ -98,6 +101,10 @@ const INLINE_EXTRACT_BYTES: usize = 32 * 1024;
 /// a larger one on a blocking thread (at most `parsers` at once), so the loop only records and
 /// a long parse never holds up the I/O threads. The socket is closed before the extraction
 /// starts. A parser that panics fails its URL only, as on a blocking thread.
+///
+/// A task that begins after `not_after` sends nothing: the crawl stalled between handing it out
+/// and its start (a stopped process, a suspended host), long enough for the leases it was
+/// handed out under to run out, and the loop puts the job back until it has renewed them.
 pub(super) async fn fetch(
     fetcher: Fetcher,
     parsers: Arc<Semaphore>,
@@ -105,9 +112,24 @@ pub(super) async fn fetch(
     addr: SocketAddr,
     host_id: i64,
     job: DoneJob,
+    not_after: Option<Instant>,
 ) -> Done {
     let mut began = Instant::now();
     let fetched_at = unix_now();
+    if not_after.is_some_and(|last| began > last) {
+        return Done {
+            ip: addr.ip(),
+            host_id,
+            began,
+            took: Duration::ZERO,
+            job,
+            fetched_at,
+            sent: false,
+            result: Err(FetchError::Internal(
+                "not sent: the crawl stalled before the request began".into(),
+            )),
+        };
+    }
     let mut took = None;
     let result = async {
         let parsed = Url::parse(&url)
@@ -166,6 +188,7 @@ pub(super) async fn fetch(
         took,
         job,
         fetched_at,
+        sent: true,
         result,
     }
 }
@@ -189,5 +212,57 @@ impl ExtractedPage {
     fn holding(mut self, memory: BodyLease) -> ExtractedPage {
         self.memory = memory;
         self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fetch::sockets::SocketBudget;
+    use crate::fetch::FetchLimits;
+
+    /// A task that begins past its `not_after` (the crawl stalled after handing it out) opens
+    /// no connection; one within it does.
+    #[tokio::test]
+    async fn a_task_begun_too_late_sends_nothing() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        listener.set_nonblocking(true).expect("non-blocking");
+        let addr = listener.local_addr().expect("address");
+        let fetcher = Fetcher::new(FetchLimits::default(), SocketBudget::new(4));
+        let parsers = Arc::new(Semaphore::new(1));
+        let task = |not_after| {
+            fetch(
+                fetcher.clone(),
+                Arc::clone(&parsers),
+                "gemini://a.test/robots.txt".into(),
+                addr,
+                1,
+                DoneJob::Robots { host_id: 1 },
+                not_after,
+            )
+        };
+        let late = task(Some(Instant::now() - Duration::from_secs(1))).await;
+        assert!(!late.sent);
+        assert!(late.result.is_err());
+        assert_eq!(
+            listener.accept().map(|_| ()).map_err(|e| e.kind()),
+            Err(std::io::ErrorKind::WouldBlock),
+            "no connection was made"
+        );
+        // In time: the request is sent (the listener never answers; the connection is what
+        // counts, so the task is not waited for).
+        let in_time = tokio::spawn(task(Some(Instant::now() + Duration::from_secs(60))));
+        let started = Instant::now();
+        let accepted = loop {
+            match listener.accept() {
+                Ok(_) => break true,
+                Err(_) if started.elapsed() < Duration::from_secs(10) => {
+                    tokio::time::sleep(Duration::from_millis(10)).await
+                }
+                Err(_) => break false,
+            }
+        };
+        in_time.abort();
+        assert!(accepted, "a task within its time connects");
     }
 }
