@@ -677,9 +677,9 @@ impl Crawl {
         ));
     }
 
-    /// A job whose task began too late to send its request ([`fetch`]'s `not_after`): its slot
-    /// is free again and the job waits in its capsule's queue as if never handed out, until
-    /// the loop has renewed the leases (and dropped the queues of capsules it lost). The
+    /// A job whose request was not sent, its connection due past [`fetch`]'s `not_after`: its
+    /// slot is free again and the job waits in its capsule's queue as if never handed out,
+    /// until the loop has renewed the leases (and dropped the queues of capsules it lost). The
     /// address's gap runs from the task's start, as if it had been sent. A capsule's request
     /// budget keeps the request counted.
     fn not_sent(&mut self, done: Done) {

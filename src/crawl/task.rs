@@ -43,8 +43,8 @@ pub(super) struct Done {
     pub(super) took: Duration,
     pub(super) job: DoneJob,
     pub(super) fetched_at: i64,
-    /// False when the task began past its `not_after` ([`fetch`]): it sent nothing, and
-    /// `result` only says so.
+    /// False when the connection would have been opened past the task's `not_after`
+    /// ([`fetch`]): it sent nothing, and `result` is [`FetchError::NotSent`].
     pub(super) sent: bool,
     pub(super) result: Result<Fetched, FetchError>,
 }
@@ -102,9 +102,11 @@ const INLINE_EXTRACT_BYTES: usize = 32 * 1024;
 /// a long parse never holds up the I/O threads. The socket is closed before the extraction
 /// starts. A parser that panics fails its URL only, as on a blocking thread.
 ///
-/// A task that begins after `not_after` sends nothing: the crawl stalled between handing it out
-/// and its start (a stopped process, a suspended host), long enough for the leases it was
-/// handed out under to run out, and the loop puts the job back until it has renewed them.
+/// A task that would open its connection after `not_after` sends nothing: the crawl stalled
+/// between handing it out and its connection (a stopped process, a suspended host, a long wait
+/// for a socket), long enough for the leases it was handed out under to run out, and the loop
+/// puts the job back until it has renewed them. The fetcher checks at the last moment, before
+/// each attempt to connect.
 pub(super) async fn fetch(
     fetcher: Fetcher,
     parsers: Arc<Semaphore>,
@@ -116,33 +118,21 @@ pub(super) async fn fetch(
 ) -> Done {
     let mut began = Instant::now();
     let fetched_at = unix_now();
-    if not_after.is_some_and(|last| began > last) {
-        return Done {
-            ip: addr.ip(),
-            host_id,
-            began,
-            took: Duration::ZERO,
-            job,
-            fetched_at,
-            sent: false,
-            result: Err(FetchError::Internal(
-                "not sent: the crawl stalled before the request began".into(),
-            )),
-        };
-    }
     let mut took = None;
     let result = async {
         let parsed = Url::parse(&url)
             .map_err(|e| FetchError::Internal(format!("stored URL does not parse: {e}")))?;
         let mut response = match &job {
-            DoneJob::Robots { .. } => fetcher.fetch_robots(&parsed, addr).await?,
+            DoneJob::Robots { .. } => fetcher.fetch_robots(&parsed, addr, not_after).await?,
             DoneJob::Page(url) => {
                 // Revisits ask whether the version fetched last changed (HTTP validators).
                 let known = crate::fetch::Validators {
                     etag: url.prior.etag.clone(),
                     last_modified: url.prior.last_modified.clone(),
                 };
-                fetcher.fetch_revisit(&parsed, addr, &known).await?
+                fetcher
+                    .fetch_revisit(&parsed, addr, &known, not_after)
+                    .await?
             }
         };
         // The request began, for the server and for politeness, when the connection was made
@@ -188,7 +178,7 @@ pub(super) async fn fetch(
         took,
         job,
         fetched_at,
-        sent: true,
+        sent: !matches!(result, Err(FetchError::NotSent)),
         result,
     }
 }
@@ -221,10 +211,10 @@ mod tests {
     use crate::fetch::sockets::SocketBudget;
     use crate::fetch::FetchLimits;
 
-    /// A task that begins past its `not_after` (the crawl stalled after handing it out) opens
-    /// no connection; one within it does.
+    /// A task that would connect past its `not_after` (the crawl stalled after handing it
+    /// out) opens no connection and reports that it sent nothing; one within it connects.
     #[tokio::test]
-    async fn a_task_begun_too_late_sends_nothing() {
+    async fn a_request_due_too_late_is_not_sent() {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
         listener.set_nonblocking(true).expect("non-blocking");
         let addr = listener.local_addr().expect("address");

@@ -105,12 +105,13 @@ impl GeminiFetcher {
         }
     }
 
-    /// Fetches one URL from one address.
+    /// Fetches one URL from one address, opening no connection after `send_by`.
     pub async fn fetch(
         &self,
         url: &Url,
         addr: SocketAddr,
         cap: BodyCap,
+        send_by: Option<Instant>,
     ) -> Result<Response, FetchError> {
         let request = format!("{url}\r\n");
         if request.len() - 2 > MAX_REQUEST_URL_BYTES {
@@ -124,7 +125,7 @@ impl GeminiFetcher {
         let mut tls12 = !self.refused_tls12.refused(&server_name);
         let (connected, (status, outcome, cert_fingerprint, resumed, memory)) = loop {
             let connector = if tls12 { &self.tls12 } else { &self.connector };
-            let tcp = connect_within(addr, &self.limits).await?;
+            let tcp = connect_within(addr, &self.limits, send_by).await?;
             let connected = Instant::now();
             let memory = self.memory.lease();
             let waits = memory.meter();
@@ -238,15 +239,13 @@ pub(super) async fn within<T>(
 }
 
 /// [`connect`] within the connect time limit, with Nagle off (requests are one small write).
+/// No connection is opened after `send_by` ([`FetchError::NotSent`]).
 pub(super) async fn connect_within(
     addr: SocketAddr,
     limits: &FetchLimits,
+    send_by: Option<Instant>,
 ) -> Result<TcpStream, FetchError> {
-    let connect = async {
-        connect(addr, limits.reset_on_close)
-            .await
-            .map_err(FetchError::Connect)
-    };
+    let connect = connect(addr, limits.reset_on_close, send_by);
     let tcp = within(limits.connect_timeout, "connect", connect).await?;
     let _ = tcp.set_nodelay(true);
     Ok(tcp)
@@ -269,10 +268,18 @@ pub(super) async fn handshake(
 }
 
 /// Opens a TCP connection. When the OS is out of descriptors, waits and tries again (the caller's
-/// time limit bounds the waiting): that is back-pressure, not a failure of the URL.
-async fn connect(addr: SocketAddr, reset_on_close: bool) -> std::io::Result<TcpStream> {
+/// time limit bounds the waiting): that is back-pressure, not a failure of the URL. Each attempt
+/// is made only before `send_by`: this is the last moment a stalled crawl can still send nothing.
+async fn connect(
+    addr: SocketAddr,
+    reset_on_close: bool,
+    send_by: Option<Instant>,
+) -> Result<TcpStream, FetchError> {
     let mut pause = std::time::Duration::from_millis(10);
     loop {
+        if send_by.is_some_and(|last| Instant::now() > last) {
+            return Err(FetchError::NotSent);
+        }
         let socket = if addr.is_ipv4() {
             TcpSocket::new_v4()
         } else {
@@ -283,15 +290,17 @@ async fn connect(addr: SocketAddr, reset_on_close: bool) -> std::io::Result<TcpS
                 if reset_on_close {
                     // Deprecated because a non-zero linger blocks on close; zero never does.
                     #[allow(deprecated)]
-                    socket.set_linger(Some(std::time::Duration::ZERO))?;
+                    socket
+                        .set_linger(Some(std::time::Duration::ZERO))
+                        .map_err(FetchError::Connect)?;
                 }
                 match socket.connect(addr).await {
                     Err(e) if is_descriptor_exhaustion(&e) => {}
-                    other => return other,
+                    other => return other.map_err(FetchError::Connect),
                 }
             }
             Err(e) if is_descriptor_exhaustion(&e) => {}
-            Err(e) => return Err(e),
+            Err(e) => return Err(FetchError::Connect(e)),
         }
         tracing::debug!(%addr, "out of file descriptors: waiting");
         tokio::time::sleep(pause).await;

@@ -145,7 +145,7 @@ impl HttpFetcher {
         };
         let started = Instant::now();
         let permit = self.budget.acquire().await;
-        let tcp = connect_within(addr, &self.limits).await?;
+        let tcp = connect_within(addr, &self.limits, asked.send_by).await?;
         let connected = Instant::now();
         let memory = self.memory.lease();
         let waits = memory.meter();

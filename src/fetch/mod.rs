@@ -14,7 +14,7 @@ pub mod memory;
 pub mod sockets;
 
 use std::net::SocketAddr;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use ::url::Url;
 
@@ -97,6 +97,9 @@ pub struct Request<'a> {
     /// The validators of the version fetched last (conditional requests, where the protocol
     /// has them).
     pub known: &'a Validators,
+    /// The latest the connection may be opened ([`FetchError::NotSent`] after it): the crawl's
+    /// leases on the address may have run out by then.
+    pub send_by: Option<Instant>,
 }
 
 /// A completed fetch.
@@ -185,6 +188,10 @@ pub enum FetchError {
     /// A bug in geode met while handling the response (reported, never fatal to the crawl).
     #[error("internal error: {0}")]
     Internal(String),
+    /// Nothing was sent: the connection would have been opened after the request's
+    /// [`Request::send_by`] (the process stalled, or waited that long for a socket).
+    #[error("not sent: past the time it was handed out for")]
+    NotSent,
 }
 
 impl FetchError {
@@ -201,6 +208,7 @@ impl FetchError {
             FetchError::BodyTooLarge(_) => "body-too-large",
             FetchError::Unresolved(_) => "dns",
             FetchError::Internal(_) => "internal",
+            FetchError::NotSent => "not-sent",
         }
     }
 }
@@ -272,36 +280,47 @@ impl Fetcher {
             addr,
             cap: BodyCap::Fail,
             known: &Validators::default(),
+            send_by: None,
         })
         .await
     }
 
     /// [`Fetcher::fetch`] for a revisit: the validators of the version fetched last time go
     /// with the request (where the protocol has them), so that an unchanged resource comes back
-    /// as [`Outcome::NotModified`] without its body.
+    /// as [`Outcome::NotModified`] without its body. Nothing is sent after `send_by`
+    /// ([`Request::send_by`]).
     pub async fn fetch_revisit(
         &self,
         url: &Url,
         addr: SocketAddr,
         known: &Validators,
+        send_by: Option<Instant>,
     ) -> Result<Response, FetchError> {
         self.fetch_with(Request {
             url,
             addr,
             cap: BodyCap::Fail,
             known,
+            send_by,
         })
         .await
     }
 
     /// Fetches a robots.txt: RFC 9309 asks crawlers to use at least the first 500 KiB of a
     /// longer file, so the body is cut at [`crate::robots::MAX_ROBOTS_BYTES`] instead of failing.
-    pub async fn fetch_robots(&self, url: &Url, addr: SocketAddr) -> Result<Response, FetchError> {
+    /// Nothing is sent after `send_by` ([`Request::send_by`]).
+    pub async fn fetch_robots(
+        &self,
+        url: &Url,
+        addr: SocketAddr,
+        send_by: Option<Instant>,
+    ) -> Result<Response, FetchError> {
         self.fetch_with(Request {
             url,
             addr,
             cap: BodyCap::Truncate(crate::robots::MAX_ROBOTS_BYTES),
             known: &Validators::default(),
+            send_by,
         })
         .await
     }
@@ -310,7 +329,7 @@ impl Fetcher {
         match request.url.scheme() {
             "gemini" => {
                 self.gemini
-                    .fetch(request.url, request.addr, request.cap)
+                    .fetch(request.url, request.addr, request.cap, request.send_by)
                     .await
             }
             "http" | "https" => self.http.fetch(request).await,

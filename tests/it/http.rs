@@ -151,7 +151,12 @@ async fn pages_redirects_errors_slow_downs_gzip_conditional_gets_and_charsets() 
     assert!(long.validators.etag.is_some(), "{:?}", long.validators);
     assert!(long.validators.last_modified.is_some());
     let again = fetcher
-        .fetch_revisit(&url(addr, "http", "/long.txt"), addr, &long.validators)
+        .fetch_revisit(
+            &url(addr, "http", "/long.txt"),
+            addr,
+            &long.validators,
+            None,
+        )
         .await
         .unwrap();
     assert_eq!(again.outcome, Outcome::NotModified);
@@ -160,7 +165,7 @@ async fn pages_redirects_errors_slow_downs_gzip_conditional_gets_and_charsets() 
         last_modified: None,
     };
     let fresh = fetcher
-        .fetch_revisit(&url(addr, "http", "/long.txt"), addr, &changed)
+        .fetch_revisit(&url(addr, "http", "/long.txt"), addr, &changed, None)
         .await
         .unwrap();
     assert!(matches!(fresh.outcome, Outcome::Success { .. }));
