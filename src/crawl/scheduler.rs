@@ -841,13 +841,19 @@ mod tests {
         assert!(s.next_job(t3 + ms(2000)).is_some());
     }
 
-    #[test]
-    fn a_44_reports_its_wait_and_robots_can_be_asked_again() {
-        let t0 = Instant::now();
+    /// A scheduler (a gap of 100 ms) holding one capsule with one page, its address known at
+    /// `t0` and its robots.txt not yet read; and that address.
+    fn one_page_on_its_address(t0: Instant) -> (Scheduler<QueuedUrl>, IpAddr) {
         let mut s = Scheduler::new(Duration::from_millis(100));
         s.push(url(1, 1, "a.test", "/"), false, t0);
         s.set_address(1, addr(1), t0);
-        let ip = addr(1).ip();
+        (s, addr(1).ip())
+    }
+
+    #[test]
+    fn a_44_reports_its_wait_and_robots_can_be_asked_again() {
+        let t0 = Instant::now();
+        let (mut s, ip) = one_page_on_its_address(t0);
         assert!(matches!(s.next_job(t0), Some(Job::Robots { .. })));
         s.finished(ip, 1, t0, Duration::ZERO);
         // A wait that names no number doubles the gap; a named one is taken as asked.
@@ -877,10 +883,7 @@ mod tests {
     fn a_request_never_sent_is_handed_out_again_without_a_retry_counted() {
         let ms = Duration::from_millis;
         let t0 = Instant::now();
-        let mut s = Scheduler::new(Duration::from_millis(100));
-        s.push(url(1, 1, "a.test", "/"), false, t0);
-        s.set_address(1, addr(1), t0);
-        let ip = addr(1).ip();
+        let (mut s, ip) = one_page_on_its_address(t0);
         // robots.txt handed out, not sent, put back: asked for again once the gap has passed.
         assert!(matches!(s.next_job(t0), Some(Job::Robots { .. })));
         s.finished(ip, 1, t0, Duration::ZERO);

@@ -233,7 +233,7 @@ mod tests {
         };
         let late = task(Some(Instant::now() - Duration::from_secs(1))).await;
         assert!(!late.sent);
-        assert!(late.result.is_err());
+        assert!(matches!(late.result, Err(FetchError::NotSent)));
         assert_eq!(
             listener.accept().map(|_| ()).map_err(|e| e.kind()),
             Err(std::io::ErrorKind::WouldBlock),
