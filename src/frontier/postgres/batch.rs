@@ -165,6 +165,13 @@ struct PendingResponse {
     body_hash: Option<String>,
 }
 
+/// What begins a batch's transaction. Its statements keep the plan the database made for
+/// them without their values (a generic plan): left to choose, it planned the links
+/// statement anew at every call, each time the same plan (its laterals fix the plan's shape,
+/// see `batch/links.rs`), for 0.4 ms, a sixth of the statement's own time
+/// (`pg_stat_statements.track_planning` on `scripts/bench-shared-crawl`).
+const BEGIN: &str = "BEGIN; SET LOCAL plan_cache_mode = force_generic_plan";
+
 /// How many compressed bytes of bodies a batch holds before it writes them.
 const PENDING_BODY_BYTES: usize = 8 << 20;
 
@@ -179,6 +186,57 @@ pub(super) struct Prepared {
     statements: HashMap<String, Statement>,
     since: Instant,
     every: Duration,
+    /// Those prepared with SQL's `PREPARE`, for a message of several statements.
+    named: Named,
+}
+
+/// Statements prepared by name with SQL's `PREPARE` and run with `EXECUTE`, for a message of
+/// several statements (the batch's last: `batch/shared.rs`), where the protocol's prepared
+/// statements cannot go: written out in the message, such a statement was parsed and planned
+/// each time (an eighth of a crawler's database backend under `perf`). A name is unique to
+/// its generation in this process, so that it never meets a statement an earlier user of
+/// the pooled connection prepared, or one a failed message may have left.
+#[derive(Debug)]
+struct Named {
+    generation: u64,
+    /// The keys prepared in this generation.
+    made: std::collections::HashSet<String>,
+    /// Names of an earlier generation, known to exist, deallocated by the next message.
+    stale: Vec<String>,
+}
+
+impl Named {
+    fn new() -> Self {
+        static GENERATIONS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        Named {
+            generation: GENERATIONS.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+            made: std::collections::HashSet::new(),
+            stale: Vec::new(),
+        }
+    }
+
+    fn name(&self, key: &str) -> String {
+        format!("geode_{}_{key}", self.generation)
+    }
+
+    /// A new generation, after the statements were planned long enough: those made are
+    /// deallocated by the next message.
+    fn renew(&mut self) {
+        let stale: Vec<String> = self.made.iter().map(|key| self.name(key)).collect();
+        let kept = std::mem::take(&mut self.stale);
+        *self = Named::new();
+        self.stale = kept;
+        self.stale.extend(stale);
+    }
+}
+
+/// A statement run by name inside a message ([`Prepared::named`]): the text to send, and what
+/// to note once the message succeeded or failed.
+pub(super) struct NamedRun {
+    /// `DEALLOCATE`s, `PREPARE` when needed, then the `EXECUTE`, each ending with `;`.
+    pub text: String,
+    key: String,
+    generation: u64,
 }
 
 /// When the statements of a connection are first prepared again.
@@ -192,6 +250,7 @@ impl Default for Prepared {
             statements: HashMap::new(),
             since: Instant::now(),
             every: REPLAN_FIRST,
+            named: Named::new(),
         }
     }
 }
@@ -199,18 +258,66 @@ impl Default for Prepared {
 impl Prepared {
     /// The statement of `sql` prepared on `conn`: the one prepared before, or prepared now.
     /// Dropping a statement closes it on the server.
-    fn get(&mut self, conn: &mut Client, sql: &str) -> Result<Statement> {
-        if self.since.elapsed() >= self.every {
-            self.statements.clear();
-            self.since = Instant::now();
-            self.every = (self.every * 2).min(REPLAN_MAX);
-        }
+    pub(super) fn get(&mut self, conn: &mut Client, sql: &str) -> Result<Statement> {
+        self.replan_when_due();
         if let Some(statement) = self.statements.get(sql) {
             return Ok(statement.clone());
         }
         let statement = conn.prepare(sql)?;
         self.statements.insert(sql.to_string(), statement.clone());
         Ok(statement)
+    }
+
+    fn replan_when_due(&mut self) {
+        if self.since.elapsed() >= self.every {
+            self.statements.clear();
+            self.named.renew();
+            self.since = Instant::now();
+            self.every = (self.every * 2).min(REPLAN_MAX);
+        }
+    }
+
+    /// The text that runs statement `sql` (its parameters `$1`.. of the SQL types `types`) with
+    /// `args` (SQL expressions) inside a message: `EXECUTE` of the statement prepared under
+    /// `key` (letters, digits and `_`), preceded by its `PREPARE` the first time. The caller
+    /// reports how the message went ([`Prepared::ran`]).
+    pub(super) fn named(
+        &mut self,
+        key: &str,
+        types: &[&str],
+        sql: &str,
+        args: &[&str],
+    ) -> NamedRun {
+        self.replan_when_due();
+        let name = self.named.name(key);
+        let mut text = String::new();
+        for stale in &self.named.stale {
+            text.push_str(&format!("DEALLOCATE {stale};\n"));
+        }
+        if !self.named.made.contains(key) {
+            text.push_str(&format!("PREPARE {name}({}) AS {sql};\n", types.join(", ")));
+        }
+        text.push_str(&format!("EXECUTE {name}({});\n", args.join(", ")));
+        NamedRun {
+            text,
+            key: key.to_string(),
+            generation: self.named.generation,
+        }
+    }
+
+    /// Notes how the message of `run` went. After a success its statement exists and the
+    /// stale ones are gone; after a failure the database may have run part of it, so the
+    /// names it used are left behind (a new generation), the stale ones too.
+    pub(super) fn ran(&mut self, run: NamedRun, ok: bool) {
+        if run.generation != self.named.generation {
+            return;
+        }
+        if ok {
+            self.named.stale.clear();
+            self.named.made.insert(run.key);
+        } else {
+            self.named = Named::new();
+        }
     }
 }
 
@@ -451,7 +558,7 @@ impl<'a> PgBatch<'a> {
     /// The connection, inside the batch's transaction (begun now if it was not).
     fn tx(&mut self) -> Result<&mut Client> {
         if !self.kept.begun {
-            self.conns()?.conn.batch_execute("BEGIN")?;
+            self.conns()?.conn.batch_execute(BEGIN)?;
             self.kept.begun = true;
         }
         Ok(&mut self.conns()?.conn)
@@ -1053,5 +1160,64 @@ impl Drop for PgBatch<'_> {
             });
         }
         self.link.put(conns);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(prepared: &mut Prepared) -> NamedRun {
+        prepared.named("k", &["BIGINT"], "SELECT $1", &["1"])
+    }
+
+    #[test]
+    fn a_named_statement_is_prepared_once_and_again_after_a_failed_message() {
+        let mut prepared = Prepared::default();
+        let first = run(&mut prepared);
+        assert!(first.text.starts_with("PREPARE geode_"), "{}", first.text);
+        assert!(first
+            .text
+            .contains("(BIGINT) AS SELECT $1;\nEXECUTE geode_"));
+        let name = first.text["PREPARE ".len()..]
+            .split('(')
+            .next()
+            .unwrap()
+            .to_string();
+        assert!(first.text.ends_with(&format!("EXECUTE {name}(1);\n")));
+        prepared.ran(first, true);
+        let second = run(&mut prepared);
+        assert_eq!(second.text, format!("EXECUTE {name}(1);\n"));
+        // The database may have run the PREPARE of a message that failed: the next one
+        // prepares under another name.
+        prepared.ran(second, false);
+        let third = run(&mut prepared);
+        assert!(third.text.starts_with("PREPARE geode_"), "{}", third.text);
+        assert!(!third.text.contains(&format!("{name}(")), "{}", third.text);
+    }
+
+    #[test]
+    fn named_statements_planned_long_enough_are_deallocated_and_prepared_anew() {
+        let mut prepared = Prepared::default();
+        let first = run(&mut prepared);
+        let name = first.text["PREPARE ".len()..]
+            .split('(')
+            .next()
+            .unwrap()
+            .to_string();
+        prepared.ran(first, true);
+        prepared.since -= prepared.every;
+        let again = run(&mut prepared);
+        assert!(
+            again
+                .text
+                .starts_with(&format!("DEALLOCATE {name};\nPREPARE geode_")),
+            "{}",
+            again.text
+        );
+        prepared.ran(again, true);
+        let after = run(&mut prepared);
+        assert!(after.text.starts_with("EXECUTE geode_"), "{}", after.text);
+        assert!(!after.text.contains("DEALLOCATE"));
     }
 }

@@ -195,7 +195,11 @@ impl Frontier for PgFrontier {
             return Ok(Vec::new());
         }
         let (crawler, lease_secs) = (&self.crawler, self.lease_secs);
-        blocking(|| claim_held(&mut **self.db(), crawler, lease_secs, host_ids, n, now))
+        blocking(|| {
+            let mut db = self.db();
+            let (conn, statements) = db.with_statements();
+            claim_held(conn, statements, crawler, lease_secs, host_ids, n, now)
+        })
     }
 
     /// Claims these URLs, if they are free and due and their capsule is leased by this

@@ -111,6 +111,14 @@ impl DerefMut for ConnGuard<'_> {
     }
 }
 
+impl ConnGuard<'_> {
+    /// The connection and the statements prepared on it.
+    pub fn with_statements(&mut self) -> (&mut Conn, &mut super::batch::Prepared) {
+        let conns = self.0.conns.as_mut().expect(LENT);
+        (&mut conns.conn, &mut conns.statements)
+    }
+}
+
 /// Why the connections are always here when a reader asks: a batch that holds them borrows
 /// the frontier mutably for its whole life, and a commit behind is waited for first.
 const LENT: &str = "a frontier's connections are lent only to a batch, which borrows it whole";

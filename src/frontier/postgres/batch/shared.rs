@@ -8,13 +8,16 @@
 //! value of the statement can be written as a literal (numbers, and text of a safe alphabet:
 //! content hashes, addresses), which is always so for what geode stores. That saves two round
 //! trips a batch, and the lock is held only while the database runs them, not for the round
-//! trips in between: a crawler on another machine (2 ms a round trip) held it for two.
+//! trips in between: a crawler on another machine (2 ms a round trip) held it for two. The
+//! statement goes as an `EXECUTE` of one prepared by name on the connection (its `PREPARE` in
+//! the first message that needs it), so that it is not parsed and planned every time.
 //! Otherwise they go as before, one prepared statement at a time.
 
-use super::{PgBatch, BODY_GRACE_SECS};
+use super::{PgBatch, BEGIN, BODY_GRACE_SECS};
 use crate::frontier::postgres::{Result, DB_NOW, DB_NOW_MS, SHARED_ROWS_LOCK};
 
 /// What a batch writes to the shared rows, taken out of it for its last statement.
+#[derive(Clone)]
 struct SharedRows {
     hosts: Vec<i64>,
     dues: Vec<Option<i64>>,
@@ -91,8 +94,8 @@ impl SharedRows {
     }
 
     /// The statement with its values as placeholders, bound to parameters in the order of
-    /// [`SharedRows::sql`]'s arguments: every part kept, so that each parameter is used.
-    fn prepared_sql() -> String {
+    /// [`SharedRows::sql`]'s arguments, the parts of `keep` only.
+    fn placeholder_sql(keep: [bool; 5]) -> String {
         Self::sql(
             [
                 "$1::BIGINT[]",
@@ -105,30 +108,48 @@ impl SharedRows {
                 "$8::TEXT[]",
                 "$9::BIGINT[]",
             ],
-            [true; 5],
+            keep,
         )
     }
 
-    /// The statement with its values written in, or `None` when a text value holds a
-    /// character outside [`safe_text`]'s alphabet.
-    fn literal_sql(&self) -> Option<String> {
+    /// The statement with every part kept, so that each parameter is used.
+    fn prepared_sql() -> String {
+        Self::placeholder_sql([true; 5])
+    }
+
+    /// The statement's values as literals, in the order of its parameters, or `None` when a
+    /// text value holds a character outside [`safe_text`]'s alphabet.
+    fn literals(&self) -> Option<[String; 9]> {
         let some = |v: &[i64]| v.iter().copied().map(Some).collect::<Vec<_>>();
-        Some(Self::sql(
-            [
-                &int_array(&some(&self.hosts)),
-                &int_array(&self.dues),
-                &int_array(&some(&self.added)),
-                &int_array(&some(&self.mark)),
-                &int_array(&some(&self.unmark)),
-                &text_array(&self.forget)?,
-                &format!("{BODY_GRACE_SECS}::BIGINT"),
-                &text_array(&self.ips)?,
-                &int_array(&some(&self.waits)),
-            ],
-            self.parts(),
-        ))
+        Some([
+            int_array(&some(&self.hosts)),
+            int_array(&self.dues),
+            int_array(&some(&self.added)),
+            int_array(&some(&self.mark)),
+            int_array(&some(&self.unmark)),
+            text_array(&self.forget)?,
+            format!("{BODY_GRACE_SECS}::BIGINT"),
+            text_array(&self.ips)?,
+            int_array(&some(&self.waits)),
+        ])
+    }
+
+    /// The name under which the statement of these parts is prepared on a connection.
+    fn key(&self) -> String {
+        let mask = self
+            .parts()
+            .iter()
+            .enumerate()
+            .fold(0u8, |mask, (i, &keep)| mask | (u8::from(keep) << i));
+        format!("shared_rows_{mask}")
     }
 }
+
+/// The SQL types of [`SharedRows::sql`]'s parameters.
+const PARAMETER_TYPES: [&str; 9] = [
+    "BIGINT[]", "BIGINT[]", "BIGINT[]", "BIGINT[]", "BIGINT[]", "TEXT[]", "BIGINT", "TEXT[]",
+    "BIGINT[]",
+];
 
 /// A `BIGINT[]` literal.
 fn int_array(values: &[Option<i64>]) -> String {
@@ -204,18 +225,34 @@ impl PgBatch<'_> {
     /// and commits: in one message to the database when it can, else statement by statement.
     pub(super) fn write_shared_and_commit(&mut self) -> Result<()> {
         let rows = self.take_shared();
-        if let Some(sql) = rows.as_ref().and_then(SharedRows::literal_sql) {
-            let lock = if rows.as_ref().is_some_and(SharedRows::locks) {
+        if let Some((rows, literals)) = rows
+            .as_ref()
+            .and_then(|rows| Some((rows, rows.literals()?)))
+        {
+            let lock = if rows.locks() {
                 format!("SELECT pg_advisory_xact_lock({SHARED_ROWS_LOCK});\n")
             } else {
                 String::new()
             };
-            let begin = if self.kept.begun { "" } else { "BEGIN;\n" };
+            let begin = if self.kept.begun {
+                String::new()
+            } else {
+                format!("{BEGIN};\n")
+            };
             // Begun from here on: a failure below leaves a transaction to roll back.
             self.kept.begun = true;
-            self.conns()?
-                .conn
-                .batch_execute(&format!("{begin}{lock}{sql};\nCOMMIT"))?;
+            let conns = self.conns()?;
+            let args: Vec<&str> = literals.iter().map(String::as_str).collect();
+            let run = conns.statements.named(
+                &rows.key(),
+                &PARAMETER_TYPES,
+                &SharedRows::placeholder_sql(rows.parts()),
+                &args,
+            );
+            let message = format!("{begin}{lock}{}COMMIT", run.text);
+            let sent = conns.conn.batch_execute(&message);
+            conns.statements.ran(run, sent.is_ok());
+            sent?;
             self.kept.begun = false;
             return Ok(());
         }
@@ -282,12 +319,12 @@ mod tests {
             ips: vec![ip.into()],
             waits: vec![1000],
         };
-        let sql = rows("127.0.1.5").literal_sql().unwrap();
-        assert!(sql.contains("unnest('{7}'::BIGINT[], '{NULL}'::BIGINT[], '{2}'::BIGINT[])"));
-        assert!(sql.contains("ANY('{5}'::BIGINT[])"));
-        assert!(sql.contains("unnest('{\"127.0.1.5\"}'::TEXT[], '{1000}'::BIGINT[])"));
-        assert!(!sql.contains('$'));
-        assert!(rows("x'); DROP TABLE urls; --").literal_sql().is_none());
+        let literals = rows("127.0.1.5").literals().unwrap();
+        assert_eq!(literals[0], "'{7}'::BIGINT[]");
+        assert_eq!(literals[1], "'{NULL}'::BIGINT[]");
+        assert_eq!(literals[4], "'{5}'::BIGINT[]");
+        assert_eq!(literals[7], "'{\"127.0.1.5\"}'::TEXT[]");
+        assert!(rows("x'); DROP TABLE urls; --").literals().is_none());
         assert!(rows("127.0.1.5").locks());
     }
 
@@ -303,11 +340,15 @@ mod tests {
             ips: vec!["127.0.1.5".into()],
             waits: vec![250],
         };
-        let sql = hold_only.literal_sql().unwrap();
+        let sql = SharedRows::placeholder_sql(hold_only.parts());
         assert!(sql.starts_with("WITH held AS ("), "{sql}");
         for left_out in ["host_news", "anchor_updates", "bodies"] {
             assert!(!sql.contains(left_out), "{left_out} in {sql}");
         }
+        // Each set of parts is its own statement on the connection.
+        let mut all = hold_only.clone();
+        all.hosts = vec![1];
+        assert_ne!(hold_only.key(), all.key());
         assert!(!hold_only.locks());
         // The prepared statement keeps every part: each of its parameters is used.
         let prepared = SharedRows::prepared_sql();
