@@ -168,7 +168,7 @@ struct PendingResponse {
 /// What begins a batch's transaction. Its statements keep the plan the database made for
 /// them without their values (a generic plan): left to choose, it planned the links
 /// statement anew at every call, each time the same plan (its laterals fix the plan's shape,
-/// see `batch/links.rs`), for 0.4 ms, a sixth of the statement's own time
+/// see `batch/links.rs`), for 0.34 ms, an eighth of the statement's own time
 /// (`pg_stat_statements.track_planning` on `scripts/bench-shared-crawl`).
 const BEGIN: &str = "BEGIN; SET LOCAL plan_cache_mode = force_generic_plan";
 
@@ -192,8 +192,9 @@ pub(super) struct Prepared {
 
 /// Statements prepared by name with SQL's `PREPARE` and run with `EXECUTE`, for a message of
 /// several statements (the batch's last: `batch/shared.rs`), where the protocol's prepared
-/// statements cannot go: written out in the message, such a statement was parsed and planned
-/// each time (an eighth of a crawler's database backend under `perf`). A name is unique to
+/// statements cannot go: written out in the message, such a statement was parsed, analysed
+/// and planned each time (that work, for it and the statements still sent as text, was an
+/// eighth of a crawler's database backend under `perf`). A name is unique to
 /// its generation in this process, so that it never meets a statement an earlier user of
 /// the pooled connection prepared, or one a failed message may have left.
 #[derive(Debug)]
