@@ -225,14 +225,88 @@ fn visit(batch: &mut dyn Batch, id: i64, at: i64) {
     batch.record_visit(id, &record).unwrap();
 }
 
-/// A database of schema 4 or 5 is upgraded to 6 when a crawler connects: the foreign keys go
-/// (those of `links` at 5, the others at 6), and the rows stay.
+/// The foreign keys schema 5 had besides none on `links` (their names as PostgreSQL made them).
+const OTHER_KEYS: &str = "
+    ALTER TABLE urls ADD CONSTRAINT urls_host_id_fkey
+        FOREIGN KEY (host_id) REFERENCES hosts(id);
+    ALTER TABLE urls ADD CONSTRAINT urls_discovered_from_fkey
+        FOREIGN KEY (discovered_from) REFERENCES urls(id);
+    ALTER TABLE urls ADD CONSTRAINT urls_alias_of_fkey
+        FOREIGN KEY (alias_of) REFERENCES urls(id);
+    ALTER TABLE urls ADD CONSTRAINT urls_redirect_to_fkey
+        FOREIGN KEY (redirect_to) REFERENCES urls(id);
+    ALTER TABLE responses ADD CONSTRAINT responses_url_id_fkey
+        FOREIGN KEY (url_id) REFERENCES urls(id);
+    ALTER TABLE anchor_updates ADD CONSTRAINT anchor_updates_url_id_fkey
+        FOREIGN KEY (url_id) REFERENCES urls(id);";
+
+/// A claim reads the first due URLs of a capsule's priority in claim order (due time, then
+/// id) from the index and stops: it neither reads all of a large capsule's due URLs nor sorts
+/// them. (The lateral subquery of the claim statements in `postgres/claim.rs`.)
+#[test]
+fn a_claim_reads_a_large_capsules_first_due_urls_only() {
+    let Some(cluster) = Cluster::start("claim_order") else {
+        return;
+    };
+    let url = cluster.database("claim_order");
+    drop(PgStore::connect(&url, Duration::from_secs(300), true).expect("create"));
+    let mut client = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    // One capsule with 20,000 URLs due at one moment (as a page's links are made due), and
+    // others beside it.
+    client
+        .batch_execute(
+            "INSERT INTO hosts(name, shard) SELECT 'c' || n || '.test', 0
+                 FROM generate_series(1, 20) AS n;
+             INSERT INTO urls(url, host_id, depth, prio, due_at)
+                 SELECT 'gemini://c1.test/' || n, (SELECT id FROM hosts WHERE name = 'c1.test'),
+                        1, 1, 1000
+                 FROM generate_series(1, 20000) AS n;
+             INSERT INTO urls(url, host_id, depth, prio, due_at)
+                 SELECT 'gemini://' || h.name || '/' || n, h.id, 1, n % 3, 1000 + n
+                 FROM hosts h, generate_series(1, 200) AS n WHERE h.name <> 'c1.test';
+             ANALYZE urls;",
+        )
+        .unwrap();
+    let claim = "SELECT x.id FROM (SELECT id FROM hosts WHERE name = 'c1.test') c
+         CROSS JOIN unnest(ARRAY[0, 1, 2]::BIGINT[]) AS p(prio)
+         CROSS JOIN LATERAL (
+             SELECT u.id, u.due_at FROM urls u
+             WHERE u.host_id = c.id AND u.prio = p.prio AND u.claimed = 0
+               AND u.due_at IS NOT NULL AND u.due_at <= 5000
+             ORDER BY u.due_at, u.id LIMIT 8) x";
+    let plan: Vec<String> = client
+        .query(&format!("EXPLAIN (COSTS OFF) {claim}"), &[])
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    let plan = plan.join("\n");
+    // An index scan or an index-only one (the claim reads more columns than this).
+    assert!(plan.contains("Scan using urls_due"), "{plan}");
+    assert!(!plan.contains("Sort"), "{plan}");
+    // What it reads: the capsule's first 8, in order.
+    let ids: Vec<i64> = client
+        .query(claim, &[])
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    let first: i64 = client
+        .query_one("SELECT MIN(id) FROM urls", &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(ids, (first..first + 8).collect::<Vec<_>>());
+}
+
+/// A database of schema 4, 5 or 6 is upgraded to 7 when a crawler connects: the foreign keys
+/// go (those of `links` at 5, the others at 6), the index of free URLs gains the id (7), and
+/// the rows stay.
 #[test]
 fn an_older_database_is_upgraded_and_loses_its_foreign_keys() {
     let Some(cluster) = Cluster::start("schema_upgrade") else {
         return;
     };
-    for from in [4, 5] {
+    for from in [4usize, 5, 6] {
         let url = cluster.database(&format!("upgrade{from}"));
         let lease = Duration::from_secs(300);
         drop(PgStore::connect(&url, lease, true).expect("create"));
@@ -247,21 +321,14 @@ fn an_older_database_is_upgraded_and_loses_its_foreign_keys() {
         } else {
             ""
         };
+        let other_keys = if from < 6 { OTHER_KEYS } else { "" };
         client
             .batch_execute(&format!(
                 "{links_keys}
-                 ALTER TABLE urls ADD CONSTRAINT urls_host_id_fkey
-                     FOREIGN KEY (host_id) REFERENCES hosts(id);
-                 ALTER TABLE urls ADD CONSTRAINT urls_discovered_from_fkey
-                     FOREIGN KEY (discovered_from) REFERENCES urls(id);
-                 ALTER TABLE urls ADD CONSTRAINT urls_alias_of_fkey
-                     FOREIGN KEY (alias_of) REFERENCES urls(id);
-                 ALTER TABLE urls ADD CONSTRAINT urls_redirect_to_fkey
-                     FOREIGN KEY (redirect_to) REFERENCES urls(id);
-                 ALTER TABLE responses ADD CONSTRAINT responses_url_id_fkey
-                     FOREIGN KEY (url_id) REFERENCES urls(id);
-                 ALTER TABLE anchor_updates ADD CONSTRAINT anchor_updates_url_id_fkey
-                     FOREIGN KEY (url_id) REFERENCES urls(id);
+                 {other_keys}
+                 DROP INDEX urls_due;
+                 CREATE INDEX urls_due ON urls(host_id, prio, due_at)
+                     WHERE claimed = 0 AND due_at IS NOT NULL;
                  UPDATE meta SET value = '{from}' WHERE key = 'schema_version';
                  INSERT INTO hosts(name, shard) VALUES ('a.test', 0);
                  INSERT INTO urls(url, host_id, state, depth)
@@ -285,14 +352,29 @@ fn an_older_database_is_upgraded_and_loses_its_foreign_keys() {
                 .unwrap()
                 .get(0)
         };
-        assert_eq!(keys(&mut client), if from == 4 { 8 } else { 6 });
+        let due_index = |client: &mut postgres::Client| -> String {
+            client
+                .query_one(
+                    "SELECT indexdef FROM pg_indexes WHERE indexname = 'urls_due'",
+                    &[],
+                )
+                .unwrap()
+                .get(0)
+        };
+        assert_eq!(keys(&mut client), [8, 6, 0][from - 4]);
+        assert!(!due_index(&mut client).contains("due_at, id)"));
         drop(PgStore::connect(&url, lease, true).expect("upgrade"));
         assert_eq!(keys(&mut client), 0, "no foreign key left, from {from}");
+        let index = due_index(&mut client);
+        assert!(
+            index.contains("(host_id, prio, due_at, id)"),
+            "from {from}: {index}"
+        );
         let version: String = client
             .query_one("SELECT value FROM meta WHERE key = 'schema_version'", &[])
             .unwrap()
             .get(0);
-        assert_eq!(version, "6");
+        assert_eq!(version, "7");
         let rows: (i64, i64, i64, i64) = {
             let row = client
                 .query_one(

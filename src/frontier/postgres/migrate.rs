@@ -11,14 +11,15 @@
 //! URL, and the two checks cost each link written two lookups, a fifth of the database's
 //! work on `scripts/bench-shared-crawl`); 6 (no foreign keys left: those of `urls`,
 //! `responses` and `anchor_updates` ran a query of their own for each row written, an eighth
-//! of a crawler's database backend under `perf`).
+//! of a crawler's database backend under `perf`); 7 (`urls_due` ends with the id, the claim's
+//! order, so that a claim reads a capsule's first due URLs and not all of them).
 
 use postgres::Client;
 
 use super::{FrontierError, Result};
 
 /// The version this geode reads and writes.
-pub const CURRENT: i64 = 6;
+pub const CURRENT: i64 = 7;
 
 /// The advisory lock that migrations take in turn.
 const MIGRATE_LOCK: i64 = 0x6765_6f64_6530; // "geode0"
@@ -44,6 +45,12 @@ ALTER TABLE urls DROP CONSTRAINT IF EXISTS urls_redirect_to_fkey;
 ALTER TABLE responses DROP CONSTRAINT IF EXISTS responses_url_id_fkey;
 ALTER TABLE anchor_updates DROP CONSTRAINT IF EXISTS anchor_updates_url_id_fkey;";
 
+/// Version 6 to 7: the index of free URLs in claim order (rebuilt: on a large crawl this
+/// takes a while, once, with the crawlers waiting for the migration).
+const TO_CLAIM_ORDER: &str = "
+DROP INDEX IF EXISTS urls_due;
+CREATE INDEX urls_due ON urls(host_id, prio, due_at, id) WHERE claimed = 0 AND due_at IS NOT NULL;";
+
 /// Creates the schema in an empty database, upgrades an older one, or refuses a newer one.
 pub(super) fn prepare(conn: &mut Client) -> Result<()> {
     let mut tx = conn.transaction()?;
@@ -65,7 +72,7 @@ pub(super) fn prepare(conn: &mut Client) -> Result<()> {
                 supported: CURRENT,
             })
         }
-        Some(found @ 1..=5) => {
+        Some(found @ 1..=6) => {
             if found < 2 {
                 tx.batch_execute("ALTER TABLE addresses ADD COLUMN next_at_ms BIGINT")?;
             }
@@ -87,7 +94,10 @@ pub(super) fn prepare(conn: &mut Client) -> Result<()> {
             if found < 5 {
                 tx.batch_execute(TO_LINKS_WITHOUT_KEYS)?;
             }
-            tx.batch_execute(TO_NO_FOREIGN_KEYS)?;
+            if found < 6 {
+                tx.batch_execute(TO_NO_FOREIGN_KEYS)?;
+            }
+            tx.batch_execute(TO_CLAIM_ORDER)?;
             tx.execute(
                 "UPDATE meta SET value = $1 WHERE key = 'schema_version'",
                 &[&CURRENT.to_string()],
