@@ -415,7 +415,7 @@ impl Crawl {
             let mut ready = Vec::new();
             while let Some(joined) = next.take() {
                 match joined {
-                    Ok(done) if !done.sent => self.not_sent(done),
+                    Ok(done) if !done.sent() => self.not_sent(done),
                     Ok(done) => ready.push(done),
                     Err(_) => {}
                 }

@@ -43,10 +43,15 @@ pub(super) struct Done {
     pub(super) took: Duration,
     pub(super) job: DoneJob,
     pub(super) fetched_at: i64,
+    pub(super) result: Result<Fetched, FetchError>,
+}
+
+impl Done {
     /// False when the connection would have been opened past the task's `not_after`
     /// ([`fetch`]): it sent nothing, and `result` is [`FetchError::NotSent`].
-    pub(super) sent: bool,
-    pub(super) result: Result<Fetched, FetchError>,
+    pub(super) fn sent(&self) -> bool {
+        !matches!(self.result, Err(FetchError::NotSent))
+    }
 }
 
 pub(super) enum DoneJob {
@@ -178,7 +183,6 @@ pub(super) async fn fetch(
         took,
         job,
         fetched_at,
-        sent: !matches!(result, Err(FetchError::NotSent)),
         result,
     }
 }
@@ -232,7 +236,7 @@ mod tests {
             )
         };
         let late = task(Some(Instant::now() - Duration::from_secs(1))).await;
-        assert!(!late.sent);
+        assert!(!late.sent());
         assert!(matches!(late.result, Err(FetchError::NotSent)));
         assert_eq!(
             listener.accept().map(|_| ()).map_err(|e| e.kind()),
