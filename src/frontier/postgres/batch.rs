@@ -1172,6 +1172,15 @@ mod tests {
         prepared.named("k", &["BIGINT"], "SELECT $1", &["1"])
     }
 
+    /// The name a run's text prepares its statement under.
+    fn prepared_name(run: &NamedRun) -> String {
+        run.text["PREPARE ".len()..]
+            .split('(')
+            .next()
+            .unwrap()
+            .to_string()
+    }
+
     #[test]
     fn a_named_statement_is_prepared_once_and_again_after_a_failed_message() {
         let mut prepared = Prepared::default();
@@ -1180,11 +1189,7 @@ mod tests {
         assert!(first
             .text
             .contains("(BIGINT) AS SELECT $1;\nEXECUTE geode_"));
-        let name = first.text["PREPARE ".len()..]
-            .split('(')
-            .next()
-            .unwrap()
-            .to_string();
+        let name = prepared_name(&first);
         assert!(first.text.ends_with(&format!("EXECUTE {name}(1);\n")));
         prepared.ran(first, true);
         let second = run(&mut prepared);
@@ -1201,11 +1206,7 @@ mod tests {
     fn named_statements_planned_long_enough_are_deallocated_and_prepared_anew() {
         let mut prepared = Prepared::default();
         let first = run(&mut prepared);
-        let name = first.text["PREPARE ".len()..]
-            .split('(')
-            .next()
-            .unwrap()
-            .to_string();
+        let name = prepared_name(&first);
         prepared.ran(first, true);
         prepared.since -= prepared.every;
         let again = run(&mut prepared);
