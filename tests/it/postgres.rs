@@ -627,7 +627,8 @@ fn a_dead_crawlers_capsules_are_taken_over_when_its_lease_runs_out() {
 /// keeps its shards until their lease runs out; then another crawler adopts them, each at a
 /// new epoch, with the capsule the first had leased and the URLs it had claimed. Woken up, the
 /// first learns it lost the capsule, and the visit it still records there is refused: the row
-/// keeps what its new owner wrote.
+/// keeps what its new owner wrote. So are the links it still records, with a visit or without:
+/// a page keeps the links its new owner wrote.
 #[test]
 fn a_killed_crawlers_shards_are_adopted_and_its_late_writes_refused() {
     let Some(cluster) = Cluster::start("shard_hand_over") else {
@@ -684,17 +685,49 @@ fn a_killed_crawlers_shards_are_adopted_and_its_late_writes_refused() {
         epoch_of_a(&mut client),
         (Some(second_store.crawler().to_string()), epoch + 1)
     );
+    let to = |page: &str, label: &str| {
+        vec![link(
+            &format!("gemini://a.test/{page}"),
+            label,
+            None,
+            Priority::Fresh,
+        )]
+    };
     let mut batch = Frontier::batch(&mut second, 5).unwrap();
     visit(&mut *batch, claimed[0].id, 5);
+    batch
+        .set_links(claimed[0].id, 0, &to("2", "heir's"), 100)
+        .unwrap();
     batch.commit().unwrap();
 
-    // The first wakes up: its visit of the URL it had claimed is refused, and it learns the
-    // capsule is lost.
+    // The first wakes up: its visit of the URL it had claimed is refused, and so are the
+    // links it records, and it learns the capsule is lost.
     let mut batch = Frontier::batch(&mut first, 7).unwrap();
     for url in &claimed {
         visit(&mut *batch, url.id, 7);
+        batch.set_links(url.id, 0, &to("3", "late"), 100).unwrap();
     }
     batch.commit().unwrap();
+    // Links without a visit in the batch: refused alike.
+    let mut batch = Frontier::batch(&mut first, 8).unwrap();
+    batch
+        .set_links(claimed[1].id, 0, &to("3", "later"), 100)
+        .unwrap();
+    batch.commit().unwrap();
+    let links: Vec<(i64, String)> = client
+        .query(
+            "SELECT source, label FROM links WHERE source = ANY($1) ORDER BY source",
+            &[&claimed.iter().map(|u| u.id).collect::<Vec<i64>>()],
+        )
+        .unwrap()
+        .iter()
+        .map(|r| (r.get(0), r.get(1)))
+        .collect();
+    assert_eq!(
+        links,
+        vec![(claimed[0].id, "heir's".to_string())],
+        "the new owner's links stand, and the lost crawler wrote none"
+    );
     let row = client
         .query_one(
             "SELECT fetched_at, visits FROM urls WHERE id = $1",
@@ -1831,6 +1864,80 @@ fn links_are_recorded_as_the_sqlite_store_records_them() {
         .any(|l| l == "b.test: full at 4 true, at 5 true, at 6 false"));
     let mut client = postgres::Client::connect(&url, postgres::NoTls).unwrap();
     assert_eq!(capsules_counted_wrong(&mut client), Vec::<String>::new());
+}
+
+/// Two writers of one page's links (a crawler that lost the page's shard and has not noticed
+/// yet, and its new owner): the second waits for the first to commit, since each holds the
+/// page's row from before its links statement, and then writes only the links the first did
+/// not (the links table has no `ON CONFLICT` to fall back on: a link inserted twice would fail
+/// the second's commit).
+#[test]
+fn two_writers_of_a_pages_links_take_turns() {
+    let Some(cluster) = Cluster::start("links_take_turns") else {
+        return;
+    };
+    let url = cluster.database("turns");
+    let store = PgStore::connect(&url, Duration::from_secs(300), true).unwrap();
+    let mut first = store.frontier().unwrap();
+    for page in ["gemini://a.test/", "gemini://a.test/q", "gemini://a.test/r"] {
+        seed(&mut first, page);
+    }
+    let id = |f: &PgFrontier, page: &str| f.url_id(page).unwrap().unwrap();
+    let (p, q, r) = (
+        id(&first, "gemini://a.test/"),
+        id(&first, "gemini://a.test/q"),
+        id(&first, "gemini://a.test/r"),
+    );
+    let to = |labels: &[&str]| -> Vec<LinkOut> {
+        labels
+            .iter()
+            .map(|l| link("gemini://a.test/q", l, None, Priority::Fresh))
+            .collect()
+    };
+    let mut client = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    let mut batch = Frontier::batch(&mut first, 1).unwrap();
+    batch.set_links(p, 0, &to(&["x"]), 100).unwrap();
+    // A forget after kept links makes the next page's links write them first: p's are
+    // written now, and the batch holds p's row until it commits.
+    batch.forget_anchor_update(q).unwrap();
+    batch.set_links(r, 0, &to(&["x"]), 100).unwrap();
+    let locked = client
+        .batch_execute(&format!(
+            "BEGIN; SELECT 1 FROM urls WHERE id = {p} FOR UPDATE NOWAIT; ROLLBACK"
+        ))
+        .is_err();
+    client.batch_execute("ROLLBACK").unwrap();
+    assert!(locked, "the first writer holds the page's row");
+
+    let second_store = PgStore::connect(&url, Duration::from_secs(300), true).unwrap();
+    let mut second = second_store.frontier().unwrap();
+    let done = std::sync::atomic::AtomicBool::new(false);
+    std::thread::scope(|scope| {
+        let writer = scope.spawn(|| {
+            let mut batch = Frontier::batch(&mut second, 2).unwrap();
+            batch.set_links(p, 0, &to(&["x", "y"]), 100).unwrap();
+            let committed = batch.commit();
+            done.store(true, std::sync::atomic::Ordering::SeqCst);
+            committed
+        });
+        std::thread::sleep(Duration::from_millis(500));
+        assert!(
+            !done.load(std::sync::atomic::Ordering::SeqCst),
+            "the second writer waits for the first"
+        );
+        batch.commit().unwrap();
+        writer.join().unwrap().expect("the second writer commits");
+    });
+    let labels: Vec<String> = client
+        .query(
+            "SELECT label FROM links WHERE source = $1 ORDER BY label",
+            &[&p],
+        )
+        .unwrap()
+        .iter()
+        .map(|row| row.get(0))
+        .collect();
+    assert_eq!(labels, ["x", "y"], "the second writer's links, each once");
 }
 
 /// The index writer forgets only the anchor updates it read: a page whose inbound labels

@@ -126,6 +126,9 @@ struct Kept {
     /// Pages' links kept until they are written together (`batch/links.rs`), by page: the
     /// target, its label and whether the target was known.
     links: std::collections::BTreeMap<i64, Vec<(i64, String, bool)>>,
+    /// URLs whose rows the transaction holds (visited in it, or locked for their links), each
+    /// past the fence: only their pages' links are written (`batch/visits.rs`).
+    held_urls: BTreeSet<i64>,
     /// The URLs holding contents the crawl said it would ask about
     /// ([`Batch::expect_contents`]), as the database had them: the first few of each, and
     /// whether there were more. Forgotten once the batch writes to `urls`.

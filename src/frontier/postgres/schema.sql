@@ -1,4 +1,4 @@
--- The shared crawl database on PostgreSQL, schema version 6 (meta key 'schema_version'). The
+-- The shared crawl database on PostgreSQL, schema version 7 (meta key 'schema_version'). The
 -- same tables as the SQLite store's schema.sql, in PostgreSQL's types, with leases in place of
 -- one crawl's claim marks: several crawlers share this database, so every claim says who holds
 -- it and until when, and a crawler that dies loses its claims when their lease runs out.

@@ -5,7 +5,9 @@
 //! SQLite store's `record_visit` does: the state, schedule, content and index operation
 //! written, fenced by the URL's shard (a visit to a shard the crawler lost is refused and
 //! logged), and the content hash the URL had before returned, so that its body is forgotten
-//! at commit if nothing else needs it.
+//! at commit if nothing else needs it. The same statement locks, under the same fence, the
+//! rows of pages whose links the batch writes next without a visit of theirs: a page's links
+//! are written only where the transaction holds its row (see `batch/links.rs`).
 
 use std::collections::BTreeMap;
 
@@ -82,9 +84,16 @@ impl PendingVisit {
 
 /// Records visits (`$1`..`$21`, one array a column), each fenced by the crawler's shards
 /// (`$22` the crawler, `$23`/`$24` its shards and epochs), and returns each URL recorded with
-/// the content hash it had before (from the statement's snapshot, taken before the update).
-/// A URL comes once at most: the batch writes what it has before it takes a second visit of
-/// the same URL.
+/// the content hash it had before (from the statement's snapshot, taken before the update)
+/// and `true`. A URL comes once at most: the batch writes what it has before it takes a second
+/// visit of the same URL.
+///
+/// It also locks the rows of the URLs `$25` (pages whose links the batch is about to write
+/// without a visit of theirs in this statement), under the same fence, and returns each it
+/// locked with `false`. A page's links are written only by a transaction holding its URL's
+/// row, taken by a statement before the links statement (`batch/links.rs`): a second writer
+/// of the same page (a crawler that lost its shard and has not noticed yet) waits for the
+/// first to commit, and its links statement then sees the links the first wrote.
 static RECORD_VISITS: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
     format!(
         "WITH v AS (
@@ -97,7 +106,8 @@ static RECORD_VISITS: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| 
                  AS v(id, state, status, meta, error, mime, size, content_hash, fetched_at,
                       due_at, revisit_secs, first_failed_at, prio, feed, changed, index_op,
                       redirect_to, content_meta, has_validators, etag, last_modified)),
-         before AS (SELECT u.id, u.content_hash FROM urls u JOIN v ON v.id = u.id)
+         before AS (SELECT u.id, u.content_hash FROM urls u JOIN v ON v.id = u.id),
+         visited AS (
          UPDATE urls SET state = v.state, status = v.status, meta = v.meta, error = v.error,
                 mime = COALESCE(v.mime, urls.mime), size = COALESCE(v.size, urls.size),
                 content_hash = COALESCE(v.content_hash, urls.content_hash),
@@ -114,9 +124,15 @@ static RECORD_VISITS: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| 
                 index_op = COALESCE(v.index_op, urls.index_op), redirect_to = v.redirect_to,
                 batch = CASE WHEN v.index_op IS NULL THEN urls.batch END
          FROM v
-         WHERE urls.id = v.id AND {}
-         RETURNING urls.id, (SELECT b.content_hash FROM before b WHERE b.id = urls.id)",
-        fence(22, 23, 24)
+         WHERE urls.id = v.id AND {fence}
+         RETURNING urls.id, (SELECT b.content_hash FROM before b WHERE b.id = urls.id) AS old),
+         held AS (
+             SELECT id FROM urls WHERE id = ANY($25::BIGINT[]) AND {fence}
+             ORDER BY id FOR NO KEY UPDATE)
+         SELECT id, old, TRUE FROM visited
+         UNION ALL
+         SELECT id, NULL, FALSE FROM held",
+        fence = fence(22, 23, 24)
     )
 });
 
@@ -173,10 +189,19 @@ impl<'v> Columns<'v> {
 }
 
 impl PgBatch<'_> {
-    /// Writes the visits kept so far, in one statement ([`RECORD_VISITS`]); the bodies of the
-    /// content they replaced are forgotten at commit if nothing else needs them.
+    /// Writes the visits kept so far, in one statement ([`RECORD_VISITS`]), which also locks
+    /// the rows of the pages whose links are kept and that the transaction does not hold yet;
+    /// the bodies of the content the visits replaced are forgotten at commit if nothing else
+    /// needs them.
     pub(super) fn write_visits(&mut self) -> Result<()> {
-        if self.kept.visits.is_empty() {
+        let unheld: Vec<i64> = self
+            .kept
+            .links
+            .keys()
+            .filter(|id| !self.kept.visits.contains_key(id) && !self.kept.held_urls.contains(id))
+            .copied()
+            .collect();
+        if self.kept.visits.is_empty() && unheld.is_empty() {
             return Ok(());
         }
         let mut visits: BTreeMap<i64, PendingVisit> = std::mem::take(&mut self.kept.visits);
@@ -213,10 +238,15 @@ impl PgBatch<'_> {
                 &crawler,
                 &shards,
                 &epochs,
+                &unheld,
             ],
         )?;
         for row in rows {
             let id: i64 = row.get(0);
+            self.kept.held_urls.insert(id);
+            if !row.get::<_, bool>(2) {
+                continue;
+            }
             if let Some(visit) = visits.remove(&id) {
                 self.forget_replaced_content(row.get(1), visit.content_hash());
             }
