@@ -1418,6 +1418,99 @@ fn claims_a_dead_crawler_left_on_a_capsule_it_let_go_are_claimed_by_another() {
     );
 }
 
+/// A crawler that takes over a capsule whose lease ran out keeps the claims it made there,
+/// even when another crawler, letting go of what the dead crawler held (here as it ends its
+/// run), read the capsule's old lease before the takeover committed: that one waits for the
+/// URL's row, and then sees it claimed by a live crawler that is not the capsule's old holder.
+/// (It let every claim on the capsule go before, the new holder's too: the new holder claimed
+/// the URL again, queued it twice and fetched it twice, in one run of
+/// `scripts/check-shared-crawl`.)
+#[test]
+fn claims_made_by_a_capsules_new_holder_survive_a_release_that_read_its_old_lease() {
+    let Some(cluster) = Cluster::start("takeover_race") else {
+        return;
+    };
+    let url = cluster.database("takeover");
+    let dying = PgStore::connect(&url, Duration::from_secs(1), true).unwrap();
+    let mut a = dying.frontier().unwrap();
+    let claimed = claim_two_of_four(&mut a);
+    let (host, taken) = (claimed[0].host_id, claimed[0].id);
+    // It dies here: no end of its run, no more renewals.
+    drop(a);
+    drop(dying);
+    std::thread::sleep(Duration::from_millis(2_100));
+
+    // The new holder, alive, adopts the capsule's shard, takes the capsule over and claims one
+    // of the dead crawler's URLs, as an adoption does: left uncommitted for now.
+    let mut holder = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    holder
+        .batch_execute(
+            "INSERT INTO crawlers(id, seen_at, lease_secs)
+             VALUES ('heir', EXTRACT(EPOCH FROM clock_timestamp())::BIGINT, 300)",
+        )
+        .unwrap();
+    holder
+        .batch_execute(&format!(
+            "BEGIN;
+             UPDATE shards SET owner = 'heir', epoch = epoch + 1,
+                    leased_until = EXTRACT(EPOCH FROM clock_timestamp())::BIGINT + 300
+              WHERE id = (SELECT shard FROM hosts WHERE id = {host});
+             UPDATE urls SET claimed = 1, claimed_by = 'heir' WHERE id = {taken};
+             UPDATE hosts SET claimed = 1, leased_by = 'heir',
+                    leased_until = EXTRACT(EPOCH FROM clock_timestamp())::BIGINT + 300
+              WHERE id = {host};"
+        ))
+        .unwrap();
+
+    // Another crawler ends its run meanwhile: it lets go of what the dead crawler held, the
+    // URL above among them as its snapshot shows it, and waits for the URL's row.
+    let store = PgStore::connect(&url, Duration::from_secs(300), true).unwrap();
+    let mut other = store.frontier().unwrap();
+    let done = std::sync::atomic::AtomicBool::new(false);
+    std::thread::scope(|scope| {
+        let ending = scope.spawn(|| {
+            let ended = other.end_run();
+            done.store(true, std::sync::atomic::Ordering::SeqCst);
+            ended
+        });
+        std::thread::sleep(Duration::from_millis(500));
+        assert!(
+            !done.load(std::sync::atomic::Ordering::SeqCst),
+            "the other crawler waits for the takeover's rows"
+        );
+        holder.batch_execute("COMMIT").unwrap();
+        ending.join().unwrap().unwrap();
+    });
+    let mut client = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    let claim_of = |client: &mut postgres::Client, id: i64| {
+        let row = client
+            .query_one("SELECT claimed, claimed_by FROM urls WHERE id = $1", &[&id])
+            .unwrap();
+        (row.get::<_, i64>(0), row.get::<_, Option<String>>(1))
+    };
+    assert_eq!(
+        claim_of(&mut client, taken),
+        (1, Some("heir".to_string())),
+        "the new holder's claim stands"
+    );
+    assert_eq!(
+        claim_of(&mut client, claimed[1].id),
+        (0, None),
+        "the dead crawler's other claim is let go"
+    );
+    let row = client
+        .query_one(
+            "SELECT claimed, leased_by FROM hosts WHERE id = $1",
+            &[&host],
+        )
+        .unwrap();
+    assert_eq!(
+        (row.get::<_, i64>(0), row.get::<_, Option<String>>(1)),
+        (1, Some("heir".to_string())),
+        "the capsule stays the new holder's"
+    );
+}
+
 /// Politeness across crawlers: a crawler stops (`--max-pages`) while the gap after its last
 /// requests still runs, and the crawlers started right after it lease its addresses; one of
 /// them stops early too. The server's log, all crawlers together, shows no two requests to one

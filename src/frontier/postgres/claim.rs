@@ -233,25 +233,39 @@ pub(super) fn release_expired(tx: &mut impl GenericClient) -> Result<()> {
         .iter()
         .map(|r| r.get(0))
         .collect();
-    // Capsules nobody alive leases: every claim on them goes; elsewhere, only the dead's.
-    let lapsed: Vec<i64> = tx
+    // Capsules nobody alive leases, each with the crawler that held it: their claims by that
+    // crawler, or by one no longer alive, go; elsewhere, only the dead's.
+    let (lapsed, holders): (Vec<i64>, Vec<Option<String>>) = tx
         .query(
             &format!(
-                "SELECT id FROM hosts
+                "SELECT id, leased_by FROM hosts
                  WHERE claimed != 0 AND (leased_until < {DB_NOW} OR leased_by = ANY($1))"
             ),
             &[&dead],
         )?
         .iter()
-        .map(|r| r.get(0))
-        .collect();
+        .map(|r| (r.get::<_, i64>(0), r.get::<_, Option<String>>(1)))
+        .unzip();
     if dead.is_empty() && lapsed.is_empty() {
         return Ok(());
     }
+    // The condition is checked again on a URL's latest row once it is locked: a crawler that
+    // took the capsule over and claimed the URL after this transaction read the capsule (its
+    // claim committed meanwhile) keeps its claim. Read from the capsule's row alone, the old
+    // lease had every claim let go, that crawler's too, which then claimed the URL again and
+    // fetched it twice (`scripts/check-shared-crawl`, one run of 50).
     let touched = let_go(
         tx,
-        "claimed != 0 AND (host_id = ANY($2) OR claimed_by = ANY($1))",
-        &[&dead, &lapsed],
+        &format!(
+            "claimed != 0 AND (claimed_by = ANY($1)
+                OR EXISTS (SELECT 1 FROM unnest($2::BIGINT[], $3::TEXT[]) AS l(host, holder)
+                           WHERE l.host = urls.host_id
+                             AND (l.holder IS NULL OR l.holder = urls.claimed_by))
+                OR (host_id = ANY($2)
+                    AND NOT EXISTS (SELECT 1 FROM crawlers c WHERE c.id = urls.claimed_by
+                                      AND c.seen_at + c.lease_secs >= {DB_NOW})))"
+        ),
+        &[&dead, &lapsed, &holders],
     )?;
     if !lapsed.is_empty() {
         tracing::info!(
