@@ -98,7 +98,7 @@ SELECT k.n, TRUE, k.id, FALSE FROM known k";
 /// row, taken before this statement began (`batch/visits.rs`), so its snapshot shows every
 /// link of the page another writer committed, and none can be inserted meanwhile. Hence no
 /// `ON CONFLICT` and its check before each insert (a scratch database, 400 links a statement:
-/// 2.2-2.6 ms with it, 1.7-1.8 without, 0.5 of which made the rows; `bench-shared-crawl`, one
+/// 2.7-3.1 ms with it, 2.2-2.3 without, 0.5 of which made the rows; `bench-shared-crawl`, one
 /// crawler 100 ms from its capsules: this statement 0.20 ms a page, then 0.18).
 ///
 /// The pairs a page gained or lost are narrowed to labelled ones of visited targets, each
