@@ -258,12 +258,12 @@ pub(super) fn release_expired(tx: &mut impl GenericClient) -> Result<()> {
         tx,
         &format!(
             "claimed != 0 AND (claimed_by = ANY($1)
-                OR EXISTS (SELECT 1 FROM unnest($2::BIGINT[], $3::TEXT[]) AS l(host, holder)
-                           WHERE l.host = urls.host_id
-                             AND (l.holder IS NULL OR l.holder = urls.claimed_by))
                 OR (host_id = ANY($2)
-                    AND NOT EXISTS (SELECT 1 FROM crawlers c WHERE c.id = urls.claimed_by
-                                      AND c.seen_at + c.lease_secs >= {DB_NOW})))"
+                    AND (EXISTS (SELECT 1 FROM unnest($2::BIGINT[], $3::TEXT[]) AS l(host, holder)
+                                 WHERE l.host = urls.host_id
+                                   AND (l.holder IS NULL OR l.holder = urls.claimed_by))
+                         OR NOT EXISTS (SELECT 1 FROM crawlers c WHERE c.id = urls.claimed_by
+                                          AND c.seen_at + c.lease_secs >= {DB_NOW}))))"
         ),
         &[&dead, &lapsed, &holders],
     )?;
