@@ -191,6 +191,14 @@ fn seed(frontier: &mut dyn Frontier, url: &str) {
     assert!(frontier.add_seed(url, &host, 0).unwrap(), "{url} is new");
 }
 
+/// Seeds each of `urls` in `frontier` and returns their ids, in order.
+fn seeded<const N: usize>(frontier: &mut dyn Frontier, urls: [&str; N]) -> [i64; N] {
+    for url in urls {
+        seed(frontier, url);
+    }
+    urls.map(|url| frontier.url_id(url).unwrap().unwrap())
+}
+
 /// Seeds a.test/0..3 in `frontier` and claims two of them, as a crawl claims a capsule.
 fn claim_two_of_four(frontier: &mut dyn Frontier) -> Vec<geode::frontier::QueuedUrl> {
     for page in 0..4 {
@@ -1972,14 +1980,9 @@ fn two_writers_of_a_pages_links_take_turns() {
     let url = cluster.database("turns");
     let store = PgStore::connect(&url, Duration::from_secs(300), true).unwrap();
     let mut first = store.frontier().unwrap();
-    for page in ["gemini://a.test/", "gemini://a.test/q", "gemini://a.test/r"] {
-        seed(&mut first, page);
-    }
-    let id = |f: &PgFrontier, page: &str| f.url_id(page).unwrap().unwrap();
-    let (p, q, r) = (
-        id(&first, "gemini://a.test/"),
-        id(&first, "gemini://a.test/q"),
-        id(&first, "gemini://a.test/r"),
+    let [p, q, r] = seeded(
+        &mut first,
+        ["gemini://a.test/", "gemini://a.test/q", "gemini://a.test/r"],
     );
     let to = |labels: &[&str]| -> Vec<LinkOut> {
         labels
@@ -2044,14 +2047,9 @@ fn an_anchor_update_marked_again_after_the_writer_read_it_stays() {
     let url = cluster.database("anchors");
     let store = PgStore::connect(&url, Duration::from_secs(300), true).unwrap();
     let mut f = store.frontier().unwrap();
-    for page in ["gemini://a.test/", "gemini://a.test/p", "gemini://b.test/"] {
-        seed(&mut f, page);
-    }
-    let id = |f: &PgFrontier, page: &str| f.url_id(page).unwrap().unwrap();
-    let (a, p, b) = (
-        id(&f, "gemini://a.test/"),
-        id(&f, "gemini://a.test/p"),
-        id(&f, "gemini://b.test/"),
+    let [a, p, b] = seeded(
+        &mut f,
+        ["gemini://a.test/", "gemini://a.test/p", "gemini://b.test/"],
     );
     // p was visited: a label gained by a link to it marks it.
     let mut batch = Frontier::batch(&mut f, 1).unwrap();
@@ -2098,14 +2096,13 @@ fn the_index_writer_waits_for_the_pages_of_a_leased_capsule() {
     let url = cluster.database("held");
     let store = PgStore::connect(&url, Duration::from_secs(300), true).unwrap();
     let mut f = store.frontier().unwrap();
-    for page in ["", "p", "old"] {
-        seed(&mut f, &format!("gemini://a.test/{page}"));
-    }
-    let id = |f: &dyn Frontier, url: &str| f.url_id(url).unwrap().unwrap();
-    let (a, p, old) = (
-        id(&f, "gemini://a.test/"),
-        id(&f, "gemini://a.test/p"),
-        id(&f, "gemini://a.test/old"),
+    let [a, p, old] = seeded(
+        &mut f,
+        [
+            "gemini://a.test/",
+            "gemini://a.test/p",
+            "gemini://a.test/old",
+        ],
     );
     let (claimed, _) = f
         .claim_capsules(&ClaimRequest::everywhere(1, 5), 0)
@@ -2237,11 +2234,10 @@ fn a_crawlers_recovery_leaves_index_operations_to_the_index_writer() {
     let url = cluster.database("recovery");
     let store = PgStore::connect(&url, Duration::from_secs(300), true).unwrap();
     let mut f = store.frontier().unwrap();
-    for page in ["", "c", "e"] {
-        seed(&mut f, &format!("gemini://a.test/{page}"));
-    }
-    let id = |f: &dyn Frontier, url: &str| f.url_id(url).unwrap().unwrap();
-    let (a, c) = (id(&f, "gemini://a.test/"), id(&f, "gemini://a.test/c"));
+    let [a, c, _] = seeded(
+        &mut f,
+        ["gemini://a.test/", "gemini://a.test/c", "gemini://a.test/e"],
+    );
     let (claimed, _) = f
         .claim_capsules(&ClaimRequest::everywhere(1, 5), 0)
         .unwrap();

@@ -212,6 +212,15 @@ pub(super) fn free_host(tx: &mut impl GenericClient, host_id: i64) -> Result<()>
     Ok(())
 }
 
+/// The condition that the crawler named by `crawler` (an SQL expression) is alive: its
+/// heartbeat has not run out.
+pub(super) fn crawler_alive(crawler: &str) -> String {
+    format!(
+        "EXISTS (SELECT 1 FROM crawlers c WHERE c.id = {crawler}
+                   AND c.seen_at + c.lease_secs >= {DB_NOW})"
+    )
+}
+
 /// The `SET` list that frees the capsule whose id is `host` (an SQL expression): no lease, and
 /// its next due time from its free URLs.
 pub(super) fn freed(host: &str) -> String {
@@ -262,8 +271,8 @@ pub(super) fn release_expired(tx: &mut impl GenericClient) -> Result<()> {
                     AND (EXISTS (SELECT 1 FROM unnest($2::BIGINT[], $3::TEXT[]) AS l(host, holder)
                                  WHERE l.host = urls.host_id
                                    AND (l.holder IS NULL OR l.holder = urls.claimed_by))
-                         OR NOT EXISTS (SELECT 1 FROM crawlers c WHERE c.id = urls.claimed_by
-                                          AND c.seen_at + c.lease_secs >= {DB_NOW}))))"
+                         OR NOT {alive})))",
+            alive = crawler_alive("urls.claimed_by")
         ),
         &[&dead, &lapsed, &holders],
     )?;
@@ -341,9 +350,9 @@ pub(super) fn settle_hosts(
             "UPDATE hosts SET {} WHERE id = ANY($1)
                AND (claimed = 0 OR leased_by = $2 OR leased_by IS NULL
                     OR leased_until < {DB_NOW}
-                    OR NOT EXISTS (SELECT 1 FROM crawlers c WHERE c.id = hosts.leased_by
-                                     AND c.seen_at + c.lease_secs >= {DB_NOW}))",
-            freed("hosts.id")
+                    OR NOT {alive})",
+            freed("hosts.id"),
+            alive = crawler_alive("hosts.leased_by")
         ),
         &[&host_ids, &crawler],
     )?;

@@ -36,7 +36,7 @@ use std::time::{Duration, Instant};
 
 use postgres::GenericClient;
 
-use super::claim::{freed, host_next_due, let_go, release_expired};
+use super::claim::{crawler_alive, freed, host_next_due, let_go, release_expired};
 use super::{Result, DB_NOW};
 
 /// How many shards capsules are split into (`shards.sql` makes as many rows, and its
@@ -437,8 +437,8 @@ fn adopt(
         &format!(
             "claimed != 0 AND claimed_by IS DISTINCT FROM $2
              AND host_id IN (SELECT id FROM hosts WHERE shard = ANY($1))
-             AND NOT EXISTS (SELECT 1 FROM crawlers c WHERE c.id = urls.claimed_by
-                               AND c.seen_at + c.lease_secs >= {DB_NOW})"
+             AND NOT {alive}",
+            alive = crawler_alive("urls.claimed_by")
         ),
         &[&ids, &crawler],
     )?;
