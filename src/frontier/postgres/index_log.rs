@@ -11,6 +11,7 @@ use postgres::fallible_iterator::FallibleIterator;
 use postgres::types::ToSql;
 use postgres::Row;
 
+use super::claim::locked_in_id_order;
 use super::{blocking, count_of, write, PgFrontier, DB_NOW, SHARED_ROWS_LOCK};
 use crate::frontier::graph::GraphRows;
 use crate::frontier::types::ChainStep;
@@ -169,30 +170,29 @@ fn in_turn_with_crawlers(tx: &mut postgres::Transaction<'_>) -> Result<()> {
 
 impl IndexLog for PgFrontier {
     /// Rows are locked in id order, as a crawler's release of its claims locks them (a
-    /// deadlock between the two was seen in `scripts/check-shared-crawl`), then updated by
-    /// their id: joined to the locked rows, the update was planned as a hash of the whole
-    /// table while it was small (`scripts/bench-shared-crawl`, 10,000 pages: 9,865 rows read
-    /// for 250 written; a million rows are joined by index either way).
+    /// deadlock between the two was seen in `scripts/check-shared-crawl`).
     fn assign_batch(&mut self, url_ids: &[i64], seq: u64) -> Result<()> {
         write(&self.link, |tx| {
             tx.execute(
-                "UPDATE urls SET batch = $2
-                 WHERE id = ANY(ARRAY(SELECT id FROM urls WHERE id = ANY($1)
-                                      AND index_op IS NOT NULL ORDER BY id FOR UPDATE))",
+                &format!(
+                    "UPDATE urls SET batch = $2 WHERE {}",
+                    locked_in_id_order("id = ANY($1) AND index_op IS NOT NULL")
+                ),
                 &[&url_ids, &(seq as i64)],
             )?;
             Ok(())
         })
     }
 
-    /// Applies the index operations of commits up to `seq` (rows locked in id order, then
-    /// updated by their id, as in `assign_batch`).
+    /// Applies the index operations of commits up to `seq` (rows locked in id order).
     fn mark_committed(&mut self, seq: u64) -> Result<usize> {
         let confirmed = write(&self.link, |tx| {
             Ok(tx.execute(
-                "UPDATE urls SET in_index = (index_op = 'upsert'), index_op = NULL, batch = NULL
-                 WHERE id = ANY(ARRAY(SELECT id FROM urls WHERE index_op IS NOT NULL
-                                      AND batch <= $1 ORDER BY id FOR UPDATE))",
+                &format!(
+                    "UPDATE urls SET in_index = (index_op = 'upsert'), index_op = NULL, batch = NULL
+                     WHERE {}",
+                    locked_in_id_order("index_op IS NOT NULL AND batch <= $1")
+                ),
                 &[&(seq as i64)],
             )?)
         })?;
