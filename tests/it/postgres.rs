@@ -248,6 +248,60 @@ const OTHER_KEYS: &str = "
     ALTER TABLE anchor_updates ADD CONSTRAINT anchor_updates_url_id_fkey
         FOREIGN KEY (url_id) REFERENCES urls(id);";
 
+/// The text columns that are in an index of the shared store, as `table.column`, with their
+/// collation.
+fn indexed_text_columns(client: &mut postgres::Client) -> Vec<(String, String)> {
+    client
+        .query(
+            "SELECT DISTINCT c.relname || '.' || a.attname, co.collname::TEXT
+             FROM pg_index i
+             JOIN pg_class c ON c.oid = i.indrelid
+             JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = ANY(i.indkey)
+             JOIN pg_collation co ON co.oid = a.attcollation
+             WHERE a.atttypid = 'text'::regtype
+               AND c.relnamespace = current_schema()::regnamespace
+             ORDER BY 1",
+            &[],
+        )
+        .unwrap()
+        .iter()
+        .map(|r| (r.get(0), r.get(1)))
+        .collect()
+}
+
+/// Every text column in an index of a new shared store compares bytes (`COLLATE "C"`), so that
+/// no index of URLs, labels or hashes goes through the cluster's locale.
+#[test]
+fn every_indexed_text_column_is_in_byte_order() {
+    let Some(cluster) = Cluster::start("byte_order") else {
+        return;
+    };
+    let url = cluster.database("byte_order");
+    drop(PgStore::connect(&url, Duration::from_secs(300), true).expect("create"));
+    let mut client = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    let columns = indexed_text_columns(&mut client);
+    let names: Vec<&str> = columns.iter().map(|(name, _)| name.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "addresses.ip",
+            "bodies.hash",
+            "crawlers.id",
+            "hosts.leased_by",
+            "hosts.name",
+            "links.label",
+            "meta.key",
+            "responses.body_hash",
+            "seeds.url",
+            "urls.content_hash",
+            "urls.url",
+        ]
+    );
+    for (name, collation) in &columns {
+        assert_eq!(collation, "C", "{name}");
+    }
+}
+
 /// A claim reads the first due URLs of a capsule's priority in claim order (due time, then
 /// id) from the index and stops: it neither reads all of a large capsule's due URLs nor sorts
 /// them. (The lateral subquery of the claim statements in `postgres/claim.rs`.)
@@ -306,15 +360,16 @@ fn a_claim_reads_a_large_capsules_first_due_urls_only() {
     assert_eq!(ids, (first..first + 8).collect::<Vec<_>>());
 }
 
-/// A database of schema 4, 5 or 6 is upgraded to 7 when a crawler connects: the foreign keys
-/// go (those of `links` at 5, the others at 6), the index of free URLs gains the id (7), and
-/// the rows stay.
+/// A database of schema 4, 5, 6 or 7 is upgraded to 8 when a crawler connects: the foreign
+/// keys go (those of `links` at 5, the others at 6), the index of free URLs gains the id (7),
+/// `links` loses its key and is read by page through `links_by_source`, and the text columns
+/// in indexes compare bytes (8); the rows stay.
 #[test]
 fn an_older_database_is_upgraded_and_loses_its_foreign_keys() {
     let Some(cluster) = Cluster::start("schema_upgrade") else {
         return;
     };
-    for from in [4usize, 5, 6] {
+    for from in [4usize, 5, 6, 7] {
         let url = cluster.database(&format!("upgrade{from}"));
         let lease = Duration::from_secs(300);
         drop(PgStore::connect(&url, lease, true).expect("create"));
@@ -330,13 +385,31 @@ fn an_older_database_is_upgraded_and_loses_its_foreign_keys() {
             ""
         };
         let other_keys = if from < 6 { OTHER_KEYS } else { "" };
+        // The text columns in the database's own order, as before schema 8.
+        let in_locale_order: String = indexed_text_columns(&mut client)
+            .iter()
+            .map(|(name, _)| {
+                let (table, column) = name.split_once('.').unwrap();
+                format!(
+                    "ALTER TABLE {table} ALTER COLUMN {column} TYPE TEXT COLLATE \"default\";\n"
+                )
+            })
+            .collect();
+        let due_without_id = if from < 7 {
+            "DROP INDEX urls_due;
+             CREATE INDEX urls_due ON urls(host_id, prio, due_at)
+                 WHERE claimed = 0 AND due_at IS NOT NULL;"
+        } else {
+            ""
+        };
         client
             .batch_execute(&format!(
                 "{links_keys}
                  {other_keys}
-                 DROP INDEX urls_due;
-                 CREATE INDEX urls_due ON urls(host_id, prio, due_at)
-                     WHERE claimed = 0 AND due_at IS NOT NULL;
+                 {due_without_id}
+                 DROP INDEX links_by_source;
+                 ALTER TABLE links ADD PRIMARY KEY (source, target, label);
+                 {in_locale_order}
                  UPDATE meta SET value = '{from}' WHERE key = 'schema_version';
                  INSERT INTO hosts(name, shard) VALUES ('a.test', 0);
                  INSERT INTO urls(url, host_id, state, depth)
@@ -369,8 +442,31 @@ fn an_older_database_is_upgraded_and_loses_its_foreign_keys() {
                 .unwrap()
                 .get(0)
         };
-        assert_eq!(keys(&mut client), [8, 6, 0][from - 4]);
-        assert!(!due_index(&mut client).contains("due_at, id)"));
+        let links_indexes = |client: &mut postgres::Client| -> Vec<String> {
+            client
+                .query(
+                    "SELECT indexname::TEXT FROM pg_indexes WHERE tablename = 'links'
+                     ORDER BY indexname",
+                    &[],
+                )
+                .unwrap()
+                .iter()
+                .map(|r| r.get(0))
+                .collect()
+        };
+        assert_eq!(keys(&mut client), [8, 6, 0, 0][from - 4]);
+        assert_eq!(due_index(&mut client).contains("due_at, id)"), from == 7);
+        assert_eq!(
+            links_indexes(&mut client),
+            ["links_by_target", "links_pkey"]
+        );
+        let in_order = |client: &mut postgres::Client, collation: &str| -> usize {
+            indexed_text_columns(client)
+                .iter()
+                .filter(|(_, c)| c == collation)
+                .count()
+        };
+        assert_eq!(in_order(&mut client, "default"), 11);
         drop(PgStore::connect(&url, lease, true).expect("upgrade"));
         assert_eq!(keys(&mut client), 0, "no foreign key left, from {from}");
         let index = due_index(&mut client);
@@ -378,11 +474,17 @@ fn an_older_database_is_upgraded_and_loses_its_foreign_keys() {
             index.contains("(host_id, prio, due_at, id)"),
             "from {from}: {index}"
         );
+        assert_eq!(
+            links_indexes(&mut client),
+            ["links_by_source", "links_by_target"],
+            "from {from}"
+        );
+        assert_eq!(in_order(&mut client, "C"), 11, "from {from}");
         let version: String = client
             .query_one("SELECT value FROM meta WHERE key = 'schema_version'", &[])
             .unwrap()
             .get(0);
-        assert_eq!(version, "7");
+        assert_eq!(version, "8");
         let rows: (i64, i64, i64, i64) = {
             let row = client
                 .query_one(

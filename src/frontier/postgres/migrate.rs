@@ -12,14 +12,17 @@
 //! work on `scripts/bench-shared-crawl`); 6 (no foreign keys left: those of `urls`,
 //! `responses` and `anchor_updates` ran a query of their own for each row written, an eighth
 //! of a crawler's database backend under `perf`); 7 (`urls_due` ends with the id, the claim's
-//! order, so that a claim reads a capsule's first due URLs and not all of them).
+//! order, so that a claim reads a capsule's first due URLs and not all of them); 8 (`links`
+//! without its key on all three columns, read by page through `links_by_source`: the key held
+//! every label a second time, for a uniqueness the writers already keep; every text column in
+//! an index compares bytes, `COLLATE "C"`, whatever the cluster's locale).
 
 use postgres::Client;
 
 use super::{FrontierError, Result};
 
 /// The version this geode reads and writes.
-pub const CURRENT: i64 = 7;
+pub const CURRENT: i64 = 8;
 
 /// The advisory lock that migrations take in turn.
 const MIGRATE_LOCK: i64 = 0x6765_6f64_6530; // "geode0"
@@ -51,6 +54,25 @@ const TO_CLAIM_ORDER: &str = "
 DROP INDEX IF EXISTS urls_due;
 CREATE INDEX urls_due ON urls(host_id, prio, due_at, id) WHERE claimed = 0 AND due_at IS NOT NULL;";
 
+/// Version 7 to 8: `links` without its key, read by page through an index of the page alone,
+/// and the text columns in indexes in the bytes' order. The tables are not rewritten; their
+/// indexes on those columns are built again (on a large crawl this takes a while, once, with
+/// the crawlers waiting for the migration). The key goes first, so that it is not rebuilt.
+const TO_SCHEMA_8: &str = r#"
+ALTER TABLE links DROP CONSTRAINT IF EXISTS links_pkey;
+ALTER TABLE meta ALTER COLUMN key TYPE TEXT COLLATE "C";
+ALTER TABLE hosts ALTER COLUMN name TYPE TEXT COLLATE "C",
+                  ALTER COLUMN leased_by TYPE TEXT COLLATE "C";
+ALTER TABLE urls ALTER COLUMN url TYPE TEXT COLLATE "C",
+                 ALTER COLUMN content_hash TYPE TEXT COLLATE "C";
+ALTER TABLE links ALTER COLUMN label TYPE TEXT COLLATE "C";
+ALTER TABLE bodies ALTER COLUMN hash TYPE TEXT COLLATE "C";
+ALTER TABLE responses ALTER COLUMN body_hash TYPE TEXT COLLATE "C";
+ALTER TABLE seeds ALTER COLUMN url TYPE TEXT COLLATE "C";
+ALTER TABLE crawlers ALTER COLUMN id TYPE TEXT COLLATE "C";
+ALTER TABLE addresses ALTER COLUMN ip TYPE TEXT COLLATE "C";
+CREATE INDEX IF NOT EXISTS links_by_source ON links(source);"#;
+
 /// Creates the schema in an empty database, upgrades an older one, or refuses a newer one.
 pub(super) fn prepare(conn: &mut Client) -> Result<()> {
     let mut tx = conn.transaction()?;
@@ -72,7 +94,7 @@ pub(super) fn prepare(conn: &mut Client) -> Result<()> {
                 supported: CURRENT,
             })
         }
-        Some(found @ 1..=6) => {
+        Some(found @ 1..=7) => {
             if found < 2 {
                 tx.batch_execute("ALTER TABLE addresses ADD COLUMN next_at_ms BIGINT")?;
             }
@@ -97,7 +119,10 @@ pub(super) fn prepare(conn: &mut Client) -> Result<()> {
             if found < 6 {
                 tx.batch_execute(TO_NO_FOREIGN_KEYS)?;
             }
-            tx.batch_execute(TO_CLAIM_ORDER)?;
+            if found < 7 {
+                tx.batch_execute(TO_CLAIM_ORDER)?;
+            }
+            tx.batch_execute(TO_SCHEMA_8)?;
             tx.execute(
                 "UPDATE meta SET value = $1 WHERE key = 'schema_version'",
                 &[&CURRENT.to_string()],
