@@ -37,7 +37,7 @@ CREATE TABLE hosts (
     next_due          BIGINT,             -- no free URL of it is due before this (may be early)
     -- 0 free, 1 leased, 2 passed over (out of the holder's scope) until the holder's run ends.
     claimed           BIGINT NOT NULL DEFAULT 0,
-    leased_by         TEXT COLLATE "C", -- the crawler holding it (claimed != 0)
+    leased_by         TEXT COLLATE "C",   -- the crawler holding it (claimed != 0)
     leased_until      BIGINT,             -- the lease ends then, unless renewed (database clock)
     -- Its crawl budget (crawl/budget.rs): why a crawler held it back until backoff_until, and
     -- what the last run learned of its value.
